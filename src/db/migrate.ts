@@ -1,0 +1,38 @@
+// Applies graphile-migrate migrations: the committed ones, then (outside production)
+// the current/ directory that is still being written.
+import path from 'node:path';
+import { migrate, watch, Settings } from 'graphile-migrate';
+
+export const migrationsFolder = path.resolve(__dirname, '../../db/migrations');
+
+export function migrationSettings(connectionString: string): Settings {
+  return {
+    connectionString,
+    rootConnectionString: withDatabase(connectionString, 'template1'),
+    migrationsFolder,
+    logger: quietLogger(),
+  };
+}
+
+export function withDatabase(connectionString: string, database: string): string {
+  const url = new URL(connectionString);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+function quietLogger(): Settings['logger'] {
+  // graphile-migrate logs every step; keep only warnings and errors.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Logger } = require('@graphile/logger') as typeof import('@graphile/logger');
+  return new Logger(() => (level: string, message: string) => {
+    if (level === 'error' || level === 'warning') process.stderr.write(`[migrate] ${message}\n`);
+  });
+}
+
+export async function applyMigrations(connectionString: string, opts: { includeCurrent?: boolean } = {}): Promise<void> {
+  const settings = migrationSettings(connectionString);
+  await migrate(settings);
+  if (opts.includeCurrent ?? process.env.NODE_ENV !== 'production') {
+    await watch(settings, true);
+  }
+}

@@ -1,0 +1,20 @@
+// Connection pools. The API pool connects as the configured user and switches to
+// the non-owner role billing_api, which has no BYPASSRLS: every query it runs is
+// limited to the community set by billing.api_auth in its transaction.
+import pg from 'pg';
+
+// Timestamps are returned as ISO strings by SQL (billing.iso); bigint counts as numbers.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export function createApiPool(connectionString: string, max = 20): pg.Pool {
+  // The role is set as a startup parameter: no extra round trip, no window without it.
+  const pool = new pg.Pool({ connectionString, max, application_name: 'billing-api', options: '-c role=billing_api' });
+  pool.on('error', () => {});
+  return pool;
+}
+
+export function createOwnerPool(connectionString: string, max = 5): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, application_name: 'billing-owner' });
+  pool.on('error', () => {});
+  return pool;
+}

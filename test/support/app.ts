@@ -1,0 +1,81 @@
+// Test helpers: the real app on an ephemeral port against the run's database.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { createCommunity, createKey } from '../../src/admin';
+import { loadConfig, Config } from '../../src/config';
+import { createApiPool, createOwnerPool } from '../../src/db/pool';
+import { createApp } from '../../src/http/app';
+import { SCOPES, Scope } from '../../src/operations/registry';
+
+export const TEST_DB = () => {
+  const url = process.env.BILLING_TEST_DB;
+  if (!url) throw new Error('BILLING_TEST_DB is not set: run tests through jest (globalSetup)');
+  return url;
+};
+
+export interface TestApp {
+  url: string;
+  config: Config;
+  owner: pg.Pool;
+  api: pg.Pool;
+  close(): Promise<void>;
+}
+
+export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
+  const config: Config = {
+    ...loadConfig({ NODE_ENV: 'test', ...env }),
+    // Tests fire many requests from one key; the limits themselves have their own tests.
+    rateLimits: { key_per_minute: 1e6, key_burst: 1e6, ip_per_minute: 1e6, ip_burst: 1e6 },
+    ...overrides,
+  };
+  const owner = createOwnerPool(TEST_DB());
+  const api = createApiPool(TEST_DB(), 10);
+  const { app } = createApp({ config, apiPool: api, ownerPool: owner });
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    config,
+    owner,
+    api,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await api.end();
+      await owner.end();
+    },
+  };
+}
+
+export interface Tenant { communityId: string; key: string; keyId: string }
+
+let counter = 0;
+export async function createTenant(owner: pg.Pool, scopes: readonly Scope[] = SCOPES, name?: string): Promise<Tenant> {
+  const community = await createCommunity(owner, name ?? `Test community ${++counter}`);
+  const key = await createKey(owner, community.id, [...scopes]);
+  return { communityId: community.id, key: key.key, keyId: key.id };
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  text: string;
+}
+
+export async function call(base: string, method: string, path: string, opts: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  let body: string | undefined = opts.rawBody;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] = 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
