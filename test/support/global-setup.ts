@@ -33,6 +33,8 @@ export default async function globalSetup() {
   const admin = new pg.Client({ connectionString: withDatabase(serverUrl, 'postgres') });
   await admin.connect();
   const template = `billing_tpl_${migrationsHash()}`;
+  // Several runs may share one server (TEST_DATABASE_URL): build each template once.
+  await admin.query('select pg_advisory_lock(4242)');
   const exists = await admin.query('select 1 from pg_database where datname = $1', [template]);
   if (exists.rowCount === 0) {
     await admin.query(`create database ${template}`);
@@ -44,6 +46,7 @@ export default async function globalSetup() {
       throw err;
     }
   }
+  await admin.query('select pg_advisory_unlock(4242)');
   const runDb = `billing_test_${Date.now()}_${process.pid}`;
   await admin.query(`create database ${runDb} template ${template}`);
   await admin.end();

@@ -198,3 +198,10 @@ $$;
 grant execute on all functions in schema billing to billing_api;
 alter default privileges in schema billing grant execute on functions to billing_api;
 alter default privileges in schema billing_api grant execute on functions to billing_api;
+
+-- Opaque list cursor: base64url of {"id": ...}; src/operations/registry.ts decodes it.
+create or replace function billing.encode_cursor(p_id text) returns text
+  language sql immutable parallel safe
+as $$
+  select translate(encode(convert_to(jsonb_build_object('id', p_id)::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
+$$;

@@ -1,0 +1,3 @@
+import type { Operation } from './registry';
+
+export const externalSubjectOperations: Operation[] = [];
