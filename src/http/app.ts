@@ -8,6 +8,9 @@ import type { Operation, Services } from '../operations/registry';
 import { operations } from '../operations';
 import { buildOpenApi } from './openapi';
 import { ApiError } from './problems';
+import { mountPaymentRoutes } from '../payments';
+import { mountMcp } from '../mcp';
+import { createServices } from '../services';
 
 export interface AppOptions {
   config: Config;
@@ -68,7 +71,8 @@ export function createApp(opts: AppOptions) {
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
   let baseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
-  const executor = new Executor(apiPool, config, opts.services ?? {}, () => baseUrl);
+  const deps = { config, apiPool, ownerPool };
+  const executor = new Executor(apiPool, config, opts.services ?? createServices(deps), () => baseUrl);
   const setBaseUrl = (url: string) => { if (!config.publicBaseUrl) baseUrl = url; };
 
   app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
@@ -83,6 +87,8 @@ export function createApp(opts: AppOptions) {
     }
   });
 
+  mountPaymentRoutes(app, executor, deps);
+  mountMcp(app, executor);
   opts.mount?.(app, executor);
 
   // Version pinning: a request may send Api-Version; an unknown one is refused.
