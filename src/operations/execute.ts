@@ -73,7 +73,7 @@ export function problemOutcome(err: ApiError, rateLimit?: RateLimitInfo): Outcom
 }
 
 /** Names the field and the rule that failed, e.g. "limit: must be at most 100". */
-export function validationError(error: z.ZodError, source: 'query' | 'body' | 'params'): ApiError {
+export function validationError(error: z.ZodError, source: 'query' | 'body' | 'params', raw: unknown = {}): ApiError {
   const issue = error.issues[0];
   let field = issue.path.map(String).join('.');
   let message = issue.message;
@@ -82,7 +82,9 @@ export function validationError(error: z.ZodError, source: 'query' | 'body' | 'p
     message = `unknown field ${field}`;
     return new ApiError('invalid_request', `Unknown field "${field}" in the request ${source}.`, { status: 422, extra: { param: field } });
   }
-  const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+  let at: unknown = raw;
+  for (const key of issue.path) at = at && typeof at === 'object' ? (at as Record<PropertyKey, unknown>)[key as PropertyKey] : undefined;
+  const missing = issue.code === 'invalid_type' && at === undefined;
   const badCursor = (issue as { params?: { status?: number } }).params?.status === 400;
   const status = source === 'query' && (missing || badCursor) ? 400 : source === 'params' ? 404 : 422;
   if (status === 404) return new ApiError('not_found', 'No such resource.');
@@ -94,12 +96,12 @@ export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Rec
   const input: Record<string, unknown> = {};
   if (op.params) {
     const r = op.params.safeParse(raw.params ?? {});
-    if (!r.success) return { ok: false, error: validationError(r.error, 'params') };
+    if (!r.success) return { ok: false, error: validationError(r.error, 'params', raw.params) };
     Object.assign(input, r.data);
   }
   if (op.query) {
     const r = op.query.safeParse(raw.query ?? {});
-    if (!r.success) return { ok: false, error: validationError(r.error, 'query') };
+    if (!r.success) return { ok: false, error: validationError(r.error, 'query', raw.query) };
     Object.assign(input, r.data);
   }
   const body = raw.body;
@@ -108,7 +110,7 @@ export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Rec
       return { ok: false, error: new ApiError('invalid_request', 'The request body must be a JSON object.', { status: 400 }) };
     }
     const r = op.body.strict().safeParse(body ?? {});
-    if (!r.success) return { ok: false, error: validationError(r.error, 'body') };
+    if (!r.success) return { ok: false, error: validationError(r.error, 'body', body) };
     Object.assign(input, r.data);
   } else if (body !== undefined && !(body && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
     const first = body && typeof body === 'object' && !Array.isArray(body) ? Object.keys(body)[0] : null;
