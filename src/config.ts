@@ -20,6 +20,9 @@ export interface Config {
   stripeSecretKey: string | null;
   stripeWebhookSecret: string | null;
   stripeApiHost: string | null;
+  /** Stripe API port and protocol (a local Stripe-compatible server in tests). */
+  stripeApiPort: number | null;
+  stripeApiProtocol: 'http' | 'https' | null;
   poolSize: number;
   trustProxy: boolean;
 }
@@ -31,13 +34,24 @@ function num(value: string | undefined, fallback: number): number {
   return n;
 }
 
+function portNumber(value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  // 0 asks the operating system for a free port (tests).
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`PORT: expected a port number, got ${value}`);
+  return n;
+}
+
+/** The package directory: the default data directory lives here whatever the cwd. */
+export const packageRoot = path.resolve(__dirname, '..');
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const production = env.NODE_ENV === 'production';
   return {
-    port: num(env.PORT, 3000),
+    port: portNumber(env.PORT, 3000),
     host: env.HOST ?? '0.0.0.0',
     databaseUrl: env.DATABASE_URL || null,
-    dataDir: path.resolve(env.BILLING_DATA_DIR ?? '.data'),
+    dataDir: env.BILLING_DATA_DIR ? path.resolve(env.BILLING_DATA_DIR) : path.join(packageRoot, '.data'),
     publicBaseUrl: env.PUBLIC_BASE_URL || null,
     rateLimits: {
       key_per_minute: num(env.RATE_LIMIT_KEY_PER_MINUTE, 300),
@@ -52,6 +66,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeSecretKey: env.STRIPE_SECRET_KEY || null,
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
     stripeApiHost: env.STRIPE_API_HOST || null,
+    stripeApiPort: env.STRIPE_API_PORT ? num(env.STRIPE_API_PORT, 443) : null,
+    stripeApiProtocol: env.STRIPE_API_PROTOCOL === 'http' ? 'http' : env.STRIPE_API_PROTOCOL === 'https' ? 'https' : null,
     poolSize: num(env.PG_POOL_SIZE, 20),
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
   };

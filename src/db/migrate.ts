@@ -2,6 +2,7 @@
 // the current/ directory that is still being written.
 import path from 'node:path';
 import { migrate, watch, Settings } from 'graphile-migrate';
+import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
 
 export const migrationsFolder = path.resolve(__dirname, '../../db/migrations');
 
@@ -29,8 +30,17 @@ function quietLogger(): Settings['logger'] {
   });
 }
 
+function quietWorkerLogger(): WorkerLogger {
+  return new WorkerLogger(() => (level: string, message: string) => {
+    if (level === 'error' || level === 'warning') process.stderr.write(`[worker-migrate] ${message}\n`);
+  });
+}
+
 export async function applyMigrations(connectionString: string, opts: { includeCurrent?: boolean } = {}): Promise<void> {
   const settings = migrationSettings(connectionString);
+  // Our migrations call into graphile_worker (enqueue triggers, add_jobs), so its
+  // schema is installed (or upgraded) first, by graphile-worker itself.
+  await runWorkerMigrations({ connectionString, logger: quietWorkerLogger() });
   await migrate(settings);
   if (opts.includeCurrent ?? process.env.NODE_ENV !== 'production') {
     await watch(settings, true);

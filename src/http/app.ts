@@ -1,5 +1,7 @@
 // The REST adapter: routes generated from the operations registry. It translates
 // HTTP to Executor.run and outcomes to JSON; it holds no business rule.
+import fs from 'node:fs';
+import path from 'node:path';
 import express, { NextFunction, Request, Response } from 'express';
 import type pg from 'pg';
 import type { Config } from '../config';
@@ -11,6 +13,7 @@ import { ApiError } from './problems';
 import { mountPaymentRoutes } from '../payments';
 import { mountMcp } from '../mcp';
 import { createServices } from '../services';
+import { migrationsFolder } from '../db/migrate';
 
 export interface AppOptions {
   config: Config;
@@ -64,6 +67,12 @@ export function callerOf(req: Request): Caller {
   return { key: bearerKey(req.header('authorization')), ip: req.ip ?? req.socket.remoteAddress ?? 'unknown' };
 }
 
+/** File names in db/migrations/committed (graphile-migrate records them by name). */
+function committedMigrations(): string[] {
+  const dir = path.join(migrationsFolder, 'committed');
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.sql')).sort() : [];
+}
+
 export function createApp(opts: AppOptions) {
   const { config, apiPool, ownerPool } = opts;
   const app = express();
@@ -76,15 +85,30 @@ export function createApp(opts: AppOptions) {
   const setBaseUrl = (url: string) => { if (!config.publicBaseUrl) baseUrl = url; };
 
   app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
+  // Ready when the database answers and every committed migration is recorded.
+  const committed = committedMigrations();
   app.get('/readyz', async (_req, res) => {
+    const unavailable = (detail: string) =>
+      res.status(503).type('application/problem+json').send(JSON.stringify(new ApiError('service_unavailable', detail).toProblem()));
+    let applied: Set<string>;
     try {
-      const { rows } = await ownerPool.query<{ pending: boolean }>(
-        `select exists (select 1 from graphile_migrate.current where false) as pending`);
-      void rows;
-      res.json({ status: 'ready' });
+      if (committed.length === 0) {
+        await ownerPool.query('select 1');
+        applied = new Set();
+      } else {
+        const { rows } = await ownerPool.query<{ filename: string }>('select filename from graphile_migrate.migrations')
+          .catch((err: { code?: string }) => {
+            if (err.code === '42P01') return { rows: [] }; // never migrated
+            throw err;
+          });
+        applied = new Set(rows.map((r) => r.filename));
+      }
     } catch {
-      res.status(503).type('application/problem+json').send(JSON.stringify(new ApiError('service_unavailable', 'The database is not reachable or not migrated.').toProblem()));
+      return unavailable('The database is not reachable.');
     }
+    const pending = committed.filter((f) => !applied.has(f));
+    if (pending.length > 0) return unavailable(`The database lacks migrations: ${pending.join(', ')}.`);
+    res.json({ status: 'ready' });
   });
 
   mountPaymentRoutes(app, executor, deps);

@@ -1,5 +1,108 @@
-// The MCP tool endpoint (/mcp) over the operations registry. Owned by the MCP work.
-import type express from 'express';
-import type { Executor } from '../operations/execute';
+// The MCP tool endpoint (/mcp): Streamable HTTP transport of @modelcontextprotocol/sdk,
+// stateless (a new server and transport per HTTP request, JSON responses, no
+// sessions), over the operations registry. Authentication, rate limiting, tenant
+// and scope are the executor's, exactly as for REST. See docs/decisions.md.
+import express, { Request, Response } from 'express';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { API_VERSION, Executor, Outcome, RateLimitInfo } from '../operations/execute';
+import { callerOf, sendOutcome } from '../http/app';
+import { createMcpServer, listTools, RequestAuth, ToolRunner } from './server';
 
-export function mountMcp(_app: express.Express, _executor: Executor): void {}
+export const MCP_PATH = '/mcp';
+/** As /v1: a larger body is refused by the app's error handler (400 invalid_request). */
+const MAX_BODY = '100kb';
+const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
+
+function setRateHeaders(res: Response, rl: RateLimitInfo | undefined) {
+  res.setHeader('Api-Version', API_VERSION);
+  if (!rl) return;
+  res.setHeader('RateLimit-Limit', String(rl.limit));
+  res.setHeader('RateLimit-Remaining', String(rl.remaining));
+  res.setHeader('RateLimit-Reset', String(rl.reset));
+}
+
+/**
+ * A POST holding exactly one tools/call request authenticates inside the tool call
+ * (one rate token, as its REST twin). Anything else authenticates up front.
+ */
+function isSingleToolCall(text: string): boolean {
+  try {
+    const msg: unknown = JSON.parse(text);
+    return msg !== null && typeof msg === 'object' && !Array.isArray(msg)
+      && (msg as { method?: unknown }).method === 'tools/call' && (msg as { id?: unknown }).id !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+function toWebRequest(req: Request, body: string): globalThis.Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return new globalThis.Request(`${req.protocol}://${req.get('host')}${req.originalUrl}`, { method: 'POST', headers, body });
+}
+
+async function sendWebResponse(res: Response, response: globalThis.Response, rl: RateLimitInfo | undefined) {
+  setRateHeaders(res, rl);
+  response.headers.forEach((value, name) => res.setHeader(name, value));
+  res.status(response.status);
+  res.end(Buffer.from(await response.arrayBuffer()));
+}
+
+export function mountMcp(app: express.Express, executor: Executor): void {
+  const runner = new ToolRunner(executor);
+  const listed = listTools();
+
+  /** Authenticates the request unless a tool call already did; a refusal is answered here. */
+  async function settle(res: Response, auth: RequestAuth): Promise<boolean> {
+    if (!auth.refusal && !auth.authenticated) {
+      const checked: Outcome | RateLimitInfo = await executor.authenticateOnly(auth.caller, null);
+      if ('status' in checked) auth.refusal = checked;
+      else { auth.authenticated = true; auth.rateLimit = checked; }
+    }
+    if (auth.refusal) {
+      sendOutcome(res, auth.refusal);
+      return false;
+    }
+    return true;
+  }
+
+  app.post(MCP_PATH, express.raw({ type: () => true, limit: MAX_BODY }), async (req, res, next) => {
+    try {
+      const text = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+      const auth: RequestAuth = { caller: callerOf(req), authenticated: false };
+      if (!isSingleToolCall(text) && !(await settle(res, auth))) return;
+      const server = createMcpServer(runner, auth, listed);
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      let response: globalThis.Response;
+      try {
+        await server.connect(transport);
+        response = await transport.handleRequest(toWebRequest(req, text));
+      } finally {
+        await server.close();
+      }
+      // The transport may have answered without reaching the tool (bad headers, bad JSON-RPC).
+      if (!(await settle(res, auth))) return;
+      await sendWebResponse(res, response, auth.rateLimit);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  // Stateless: no server-initiated stream to open (GET) and no session to end (DELETE).
+  const notAllowed = async (req: Request, res: Response, next: express.NextFunction) => {
+    try {
+      const auth: RequestAuth = { caller: callerOf(req), authenticated: false };
+      if (!(await settle(res, auth))) return;
+      setRateHeaders(res, auth.rateLimit);
+      res.status(405).setHeader('Allow', 'POST');
+      res.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless; send JSON-RPC messages with POST.' }, id: null });
+    } catch (err) {
+      next(err);
+    }
+  };
+  app.get(MCP_PATH, notAllowed);
+  app.delete(MCP_PATH, notAllowed);
+}

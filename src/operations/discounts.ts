@@ -1,3 +1,38 @@
-import type { Operation } from './registry';
+import { z } from 'zod';
+import { defineOperation, Operation, timestamp } from './registry';
 
-export const discountOperations: Operation[] = [];
+export const discount = z.object({
+  id: z.string().describe('UUID'),
+  code: z.string(),
+  name: z.string().nullable(),
+  value_type: z.enum(['percent', 'amount']),
+  percent_off: z.number().nullable(),
+  amount_off_cents: z.number().int().nullable(),
+  currency: z.string().nullable(),
+  duration: z.enum(['once', 'repeating', 'forever']),
+  duration_months: z.number().int().nullable(),
+  use_limit: z.number().int().nullable(),
+  min_spend_cents: z.number().int().nullable(),
+  max_spend_cents: z.number().int().nullable(),
+  starts_at: timestamp.nullable(),
+  expires_at: timestamp.nullable(),
+  is_active: z.boolean(),
+  tier_ids: z.array(z.string()),
+  members: z.array(z.object({ platform: z.string().nullable(), platform_uid: z.string().nullable(), username: z.string().nullable() })),
+  redeemed_count: z.number().int(),
+  pending_count: z.number().int(),
+  created_at: timestamp,
+});
+
+export const discountOperations: Operation[] = [
+  defineOperation({
+    name: 'list_discounts',
+    method: 'GET',
+    path: '/v1/discounts',
+    scope: 'discounts:read',
+    tag: 'Discounts',
+    summary: 'List unarchived discount codes with redemption counts',
+    response: z.object({ data: z.array(discount) }),
+    sql: 'discounts_list',
+  }),
+];

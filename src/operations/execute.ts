@@ -249,7 +249,9 @@ export class Executor {
         if (apiError.code === 'internal_error') throw err;
         await client.query('rollback to savepoint op');
         stored = { problem: apiError.toProblem() };
-        outcome = problemOutcome(apiError, rl);
+        // A handler's own limit (e.g. webhook test pings) sets Retry-After through extra.retry_after.
+        const retryAfter = apiError.extra.retry_after;
+        outcome = problemOutcome(apiError, typeof retryAfter === 'number' ? { ...rl, retry_after: retryAfter } : rl);
       }
       if (idem) {
         await client.query('select billing.idempotency_finish($1, $2, $3, 0, $4)', [idem.endpoint, idem.key, idem.hash, stored]);

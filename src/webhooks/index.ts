@@ -1,6 +1,68 @@
-// Outbound webhooks: secret encryption, signing, delivery. Owned by the webhooks work.
+// Outbound webhooks: the process-wide service handed to operation handlers
+// (ctx.services.webhooks). Without WEBHOOK_ENCRYPTION_KEY it reports itself
+// unavailable and every webhook management route answers 503.
 import type { ServiceDeps } from '../services';
+import { generateSecret, parseEncryptionKey, SecretBox } from './crypto';
+import { createSender, Sender, SendResult } from './send';
+import { webhookHeaders } from './sign';
+import { endpointUrlProblem } from './urls';
 
-export function createWebhookServices(_deps: ServiceDeps): Record<string, unknown> {
-  return {};
+export { endpointUrlProblem } from './urls';
+
+export interface WebhookService {
+  /** False when the deployment lacks the encryption key (routes answer 503). */
+  readonly available: boolean;
+  readonly unavailableReason: string | null;
+  readonly allowPrivateUrls: boolean;
+  /** Encrypts a fresh whsec_ secret for an endpoint; returns both. */
+  newSecret(communityId: string, endpointId: string): { secret: string; ciphertext: string };
+  /** Signs and POSTs a body to a URL with the endpoint's signing ciphertexts. */
+  send(target: { url: string; communityId: string; endpointId: string; ciphertexts: string[] }, id: string, body: string): Promise<SendResult>;
+  urlProblem(url: string): string | null;
+}
+
+export function createWebhookService(opts: { encryptionKey: string | null; allowPrivateUrls: boolean; timeoutMs?: number }): WebhookService {
+  let box: SecretBox | null = null;
+  let unavailableReason: string | null = null;
+  if (!opts.encryptionKey) {
+    unavailableReason = 'Webhooks are not configured on this deployment (WEBHOOK_ENCRYPTION_KEY is not set).';
+  } else {
+    try {
+      box = new SecretBox(parseEncryptionKey(opts.encryptionKey));
+    } catch (err) {
+      unavailableReason = `Webhooks are not configured on this deployment: ${(err as Error).message}.`;
+    }
+  }
+  let sender: Sender | null = null;
+  const need = (): SecretBox => {
+    if (!box) throw new Error(unavailableReason ?? 'webhooks unavailable');
+    return box;
+  };
+  return {
+    available: box !== null,
+    unavailableReason,
+    allowPrivateUrls: opts.allowPrivateUrls,
+    newSecret(communityId, endpointId) {
+      const secret = generateSecret();
+      return { secret, ciphertext: need().encrypt(communityId, endpointId, secret) };
+    },
+    async send(target, id, body) {
+      const b = need();
+      const keys = target.ciphertexts.map((c) => b.hmacKey(target.communityId, target.endpointId, c));
+      sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs, maxSockets: 4 });
+      return sender.post(target.url, webhookHeaders(keys, id, body), body);
+    },
+    urlProblem(url) {
+      return endpointUrlProblem(url, opts.allowPrivateUrls);
+    },
+  };
+}
+
+export function createWebhookServices(deps: ServiceDeps): Record<string, unknown> {
+  return {
+    webhooks: createWebhookService({
+      encryptionKey: deps.config.webhookEncryptionKey,
+      allowPrivateUrls: deps.config.webhookAllowPrivateUrls,
+    }),
+  };
 }

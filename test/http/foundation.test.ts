@@ -1,3 +1,5 @@
+import { revokeKey } from '../../src/admin';
+import { operations } from '../../src/operations';
 import { call, createTenant, startApp, TestApp, Tenant } from '../support/app';
 
 let app: TestApp;
@@ -30,7 +32,6 @@ test('missing, malformed, unknown and revoked keys answer byte-identical 401 bod
 });
 
 test('a revoked key answers 401 on the next request, with the same body as an unknown key', async () => {
-  const { revokeKey } = await import('../../src/admin');
   const t = await createTenant(app.owner);
   expect((await call(app.url, 'GET', '/v1/plans', { key: t.key })).status).toBe(200);
   await revokeKey(app.owner, t.keyId);
@@ -66,7 +67,6 @@ test('Api-Version: the current one is accepted, an unknown one answers 400 inval
 });
 
 test('the OpenAPI document is 3.1, versioned 2026-08, and lists every operation', async () => {
-  const { operations } = await import('../../src/operations');
   const r = await call(app.url, 'GET', '/v1/openapi.json');
   expect(r.status).toBe(200);
   expect(r.body.openapi).toBe('3.1.0');
@@ -86,7 +86,6 @@ test('unknown routes answer 404 not_found; invalid JSON answers 400 invalid_requ
 });
 
 test('a tampered cursor answers 400 invalid_request', async () => {
-  const { operations } = await import('../../src/operations');
   const list = operations.find((op) => op.query?.shape && 'cursor' in op.query.shape && op.method === 'GET' && !op.path.includes('{'));
   if (!list) throw new Error('no paginated list operation is registered');
   for (const cursor of ['abc', Buffer.from('{"id":1}').toString('base64url'), Buffer.from('{"id":"x\' or 1=1"}').toString('base64url')]) {

@@ -7,6 +7,7 @@ import { loadConfig, Config } from '../../src/config';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { createApp } from '../../src/http/app';
 import { SCOPES, Scope } from '../../src/operations/registry';
+import { checkResponse } from './openapi-check';
 
 export const TEST_DB = () => {
   const url = process.env.BILLING_TEST_DB;
@@ -77,5 +78,7 @@ export async function call(base: string, method: string, path: string, opts: { k
   const text = await res.text();
   let parsed: unknown = undefined;
   try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
+  // Every response of every test is held to the published OpenAPI document.
+  await checkResponse(base, method, path, res.status, res.headers.get('content-type'), parsed, text);
   return { status: res.status, headers: res.headers, body: parsed, text };
 }

@@ -1,6 +1,10 @@
 // graphile-worker tasks, one file each (worker/tasks/<table>__<action>.ts).
 // Add one line per task.
 import type { TaskList } from 'graphile-worker';
+import { webhookDeliveriesSend } from './webhook_deliveries__send';
+import { subscriptionsApplyDue } from './subscriptions__apply_due';
 
 export const taskList: TaskList = {
+  webhook_deliveries__send: webhookDeliveriesSend,
+  subscriptions__apply_due: subscriptionsApplyDue,
 };

@@ -15,11 +15,14 @@ declare
 begin
   insert into billing_private.rate_buckets as b (bucket, tokens, allowed, updated_at)
   values (p_bucket, p_burst - 1, true, v_now)
+  -- v_now was read before waiting for the row lock, so it may precede the stored
+  -- updated_at of a concurrent request that got the lock first: never refill
+  -- negatively, never move updated_at back.
   on conflict (bucket) do update set
-    allowed = least(p_burst, b.tokens + extract(epoch from (v_now - b.updated_at)) * v_rate) >= 1,
-    tokens = least(p_burst, b.tokens + extract(epoch from (v_now - b.updated_at)) * v_rate)
-      - case when least(p_burst, b.tokens + extract(epoch from (v_now - b.updated_at)) * v_rate) >= 1 then 1 else 0 end,
-    updated_at = v_now
+    allowed = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
+    tokens = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
+      - case when least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1 then 1 else 0 end,
+    updated_at = greatest(b.updated_at, v_now)
   returning tokens, allowed into v_tokens, v_allowed;
   return jsonb_build_object(
     'allowed', v_allowed,
@@ -85,6 +88,112 @@ begin
 end
 $$;
 
+-- Deferred token (read-API speed): for non-idempotent SQL operations billing.api_call
+-- takes the key's token AFTER running the operation, so the bucket row is locked only
+-- from that update to commit instead of for the whole operation (with the token first,
+-- every request of one key queued behind the previous one's operation). A bucket that
+-- is already empty still answers 429 before anything runs.
+create or replace function billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb)
+  returns jsonb language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_key_id text;
+  v_community_id text;
+  v_scopes text[];
+  v_available boolean;
+begin
+  if p_key_hash is not null then
+    select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
+    from billing_private.api_keys k
+    where k.key_hash = p_key_hash and k.revoked_at is null;
+  end if;
+  if v_key_id is null then
+    return billing_private.authenticate(null, p_ip, p_limits);
+  end if;
+  select least(coalesce((p_limits->>'key_burst')::float8, 60),
+      b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
+        * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+    into v_available
+  from billing_private.rate_buckets b where b.bucket = 'key:' || v_key_id;
+  return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
+    'scopes', to_jsonb(v_scopes), 'token_available', coalesce(v_available, true));
+end
+$$;
+
+-- Takes a token from the bucket of the transaction's key (set by billing.api_call).
+create or replace function billing_private.take_key_token(p_limits jsonb)
+  returns jsonb language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select billing_private.take_token('key:' || current_setting('app.key_id'),
+    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60))
+$$;
+revoke all on function billing_private.authenticate_deferred(text, text, jsonb) from public;
+revoke all on function billing_private.take_key_token(jsonb) from public;
+grant execute on function billing_private.authenticate_deferred(text, text, jsonb) to billing_api;
+grant execute on function billing_private.take_key_token(jsonb) to billing_api;
+
+create or replace function billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb,
+  p_scope text, p_op text, p_args jsonb)
+  returns jsonb language plpgsql volatile
+as $$
+declare
+  v_auth jsonb := billing_private.authenticate_deferred(p_key_hash, p_ip, p_limits);
+  v_rl jsonb;
+  v_out jsonb;
+  v_state text;
+  v_msg text;
+  v_detail text;
+begin
+  if not (v_auth->>'ok')::boolean then
+    return v_auth;
+  end if;
+  perform set_config('app.community_id', v_auth->>'community_id', true);
+  perform set_config('app.key_id', v_auth->>'key_id', true);
+  perform set_config('app.scopes', array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
+  if not (v_auth->>'token_available')::boolean then
+    v_rl := billing_private.take_key_token(p_limits);
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+  end if;
+  v_auth := v_auth - 'token_available';
+  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
+    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', 'BL403',
+      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+  end if;
+  begin
+    execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+    if v_rl is null then
+      v_rl := billing_private.take_key_token(p_limits);
+      if not (v_rl->>'allowed')::boolean then
+        raise exception using errcode = 'BL429', message = 'rate limited';  -- undoes the operation's writes
+      end if;
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'result', v_out);
+  exception when others then
+    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+    if v_state = 'BL429' and v_rl is not null and not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    if v_state not like 'BL%' then
+      raise;
+    end if;
+    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', v_state,
+      'message', v_msg, 'detail', nullif(v_detail, '')));
+  end;
+end
+$$;
+
 -- Idempotency: a transaction-level advisory lock marks the key in flight; a
 -- finished record replays. Returns null when the request should run.
 create or replace function billing.idempotency_begin(p_endpoint text, p_key text, p_hash text)
@@ -132,13 +241,17 @@ create or replace function billing.api_call(p_key_hash text, p_ip text, p_limits
   returns jsonb language plpgsql volatile
 as $$
 declare
-  v_auth jsonb := billing.api_auth(p_key_hash, p_ip, p_limits);
+  v_auth jsonb;
   v_out jsonb;
   v_replay jsonb;
   v_state text;
   v_msg text;
   v_detail text;
 begin
+  if p_op is not null and p_idem is null then
+    return billing.api_call_deferred(p_key_hash, p_ip, p_limits, p_scope, p_op, p_args);
+  end if;
+  v_auth := billing.api_auth(p_key_hash, p_ip, p_limits);
   if not (v_auth->>'ok')::boolean then
     return v_auth;
   end if;

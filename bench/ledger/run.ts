@@ -1,0 +1,288 @@
+// Ledger and events-feed benchmark: `npx tsx bench/ledger/run.ts`.
+// Creates its own database on DATABASE_URL's server (default: the machine's
+// PostgreSQL at 127.0.0.1:5432), bulk-seeds 100,000 members (80,000 subscribed, with
+// their ledger rows), then measures source changes applied through the triggers
+// (lifecycle event + ledger refresh + entitlement events, all written):
+//   - batched statements (1,000 rows per statement): new subscriptions, cancels,
+//     plan switches, purchases, and the sweep revoking expired purchases;
+//   - single-row autocommit changes from concurrent connections (like API requests).
+// Then the feed: the exact SQL of GET /v1/events (billing_api.events_list, as the API
+// role) on a community with 10,000 events and one with 1,000,000: first page, a deep
+// page (cursor in the middle), a type filter, an after_id poll. Keyset: page time must
+// not grow with the feed.
+// Prints the figures and writes them under "## Ledger" in bench/RESULTS.md.
+// Env: BENCH_CONCURRENCY (4), BENCH_SECONDS (10), BENCH_KEEP_DB=1.
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { createCommunity } from '../../src/admin';
+import { applyMigrations, withDatabase } from '../../src/db/migrate';
+
+const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const DB = 'billing_bench_ledger';
+const MEMBERS = 100_000;
+const SUBSCRIBED = 80_000;
+const BATCH = 1_000;
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+const lines: string[] = [];
+const out = (line: string) => { lines.push(line); process.stdout.write(line + '\n'); };
+
+async function createDatabase(): Promise<string> {
+  const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
+  await admin.connect();
+  await admin.query(`drop database if exists ${DB} with (force)`);
+  await admin.query(`create database ${DB}`);
+  await admin.end();
+  const url = withDatabase(SERVER, DB);
+  await applyMigrations(url, { includeCurrent: true });
+  return url;
+}
+
+interface Catalog { communityId: string; plans: string[] }
+
+/** Catalog, members, identities, subscriptions and their ledger rows, in bulk (no triggers). */
+async function seed(db: pg.Client): Promise<Catalog> {
+  const { id: c } = await createCommunity(db as unknown as pg.Pool, 'Ledger bench');
+  await db.query('set session_replication_role = replica');
+  await db.query('set synchronous_commit = off');
+  await db.query(`insert into billing.platform_configs (community_id, key, platform) values ($1, 'main', 'discord')`, [c]);
+  await db.query(`insert into billing.tiers (community_id, key, name, rank) values ($1, 't0', 'Silver', 0), ($1, 't1', 'Gold', 1), ($1, 't2', 'Platinum', 2)`, [c]);
+  await db.query(`insert into billing.plans (community_id, tier_id, key, name, amount_cents, currency, interval)
+    select community_id, id, key || '-m', name || ' monthly', 500 * (rank + 1), 'usd', 'month' from billing.tiers where community_id = $1`, [c]);
+  await db.query(`insert into billing.entitlements (community_id, key, name) values ($1, 'chat', 'Chat'), ($1, 'vip', 'VIP'), ($1, 'stage', 'Stage')`, [c]);
+  await db.query(`insert into billing.tier_entitlements (community_id, tier_id, entitlement_id)
+    select t.community_id, t.id, e.id from billing.tiers t join billing.entitlements e on e.community_id = t.community_id
+    where t.community_id = $1 and (e.key = 'chat' or (e.key = 'vip' and t.rank >= 1) or (e.key = 'stage' and t.rank = 2))`, [c]);
+  await db.query(`insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value)
+    select e.community_id, e.id, pc.id, 'role', e.key from billing.entitlements e
+    join billing.platform_configs pc on pc.community_id = e.community_id where e.community_id = $1`, [c]);
+  const { rows: plans } = await db.query<{ id: string }>(`select p.id from billing.plans p join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id where p.community_id = $1 order by t.rank`, [c]);
+  await db.query(`create temp table bm as select g, billing.gen_id('mem') as id from generate_series(1, ${MEMBERS}) g`);
+  await db.query(`insert into billing.members (community_id, id) select $1, id from bm order by g`, [c]);
+  await db.query(`insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+    select $1, id, 'discord', 'd' || g, 'user' || g from bm`, [c]);
+  await db.query(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start, current_period_end)
+    select $1, id, ($2::text[])[1 + g % 3], 'active', now(), now() + interval '30 days' from bm where g <= ${SUBSCRIBED} order by g`,
+    [c, plans.map((p) => p.id)]);
+  // The ledger exactly as the triggers would have built it (one event-free pass).
+  await db.query(`insert into billing.member_entitlements (community_id, member_id, entitlement_id, status, revision,
+      sources, benefits, identities, granted_at, next_check_at)
+    select $1, m.id, d.entitlement_id, 'active', 1, d.sources, d.benefits,
+      (select jsonb_build_object('identities', j->'identities', 'external_subjects', j->'external_subjects')
+       from billing.event_member_json($1, m.id) j), now(), d.next_check_at
+    from bm m cross join lateral billing.ledger_desired($1, m.id, now()) d`, [c]);
+  await db.query('set session_replication_role = origin');
+  await db.query('analyze');
+  return { communityId: c, plans: plans.map((p) => p.id) };
+}
+
+async function count(db: pg.Client, sql: string, args: unknown[]): Promise<number> {
+  const { rows: [r] } = await db.query<{ n: string }>(sql, args);
+  return Number(r.n);
+}
+
+const events = (db: pg.Client, c: string) => count(db, 'select count(*) as n from billing.events where community_id = $1', [c]);
+
+/** Runs `statement` once per batch of ids; reports source changes/s and events/s. */
+async function batched(db: pg.Client, c: string, name: string, ids: string[], statement: string, extra: unknown[] = []): Promise<void> {
+  const e0 = await events(db, c);
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < ids.length; i += BATCH) {
+    await db.query(statement, [c, ids.slice(i, i + BATCH), ...extra]);
+  }
+  const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  const ev = (await events(db, c)) - e0;
+  out(`| ${name} | ${ids.length.toLocaleString('en')} | ${(ids.length / s).toFixed(0)} | ${ev.toLocaleString('en')} | ${(ev / s).toFixed(0)} |`);
+}
+
+async function ids(db: pg.Client, sql: string, args: unknown[]): Promise<string[]> {
+  return (await db.query<{ id: string }>(sql, args)).rows.map((r) => r.id);
+}
+
+async function sourceChanges(url: string, cat: Catalog): Promise<void> {
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  const c = cat.communityId;
+  out('');
+  out(`Source changes through the triggers, ${MEMBERS.toLocaleString('en')} members (${SUBSCRIBED.toLocaleString('en')} subscribed), statements of ${BATCH.toLocaleString('en')} rows, one connection:`);
+  out('');
+  out('| change | rows | rows/s | events written | events/s |');
+  out('|---|---:|---:|---:|---:|');
+  const unsubscribed = await ids(db, `select m.id from billing.members m where m.community_id = $1
+    and not exists (select 1 from billing.subscriptions s where s.community_id = m.community_id and s.member_id = m.id) order by m.id`, [c]);
+  await batched(db, c, 'new subscription (grant)', unsubscribed,
+    `insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start, current_period_end)
+     select $1, m, $3, 'active', now(), now() + interval '30 days' from unnest($2::text[]) m`, [cat.plans[1]]);
+  const active = await ids(db, `select id from billing.subscriptions where community_id = $1 and status = 'active' order by id limit 20000`, [c]);
+  await batched(db, c, 'cancel at period end (update)', active,
+    `update billing.subscriptions set status = 'cancelling', cancel_at = current_period_end where community_id = $1 and id = any ($2)`);
+  const switching = await ids(db, `select s.id from billing.subscriptions s where s.community_id = $1 and s.status = 'active' and s.plan_id = $2 order by s.id limit 20000`, [c, cat.plans[0]]);
+  await batched(db, c, 'plan switch t0 -> t2 (grant + update)', switching,
+    `update billing.subscriptions set plan_id = $3 where community_id = $1 and id = any ($2)`, [cat.plans[2]]);
+  const buyers = await ids(db, `select id from billing.members where community_id = $1 order by id desc limit 20000`, [c]);
+  await batched(db, c, 'purchase, 1 day access', buyers,
+    `insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency, access_expires_at)
+     select $1, m, $3, 900, 'usd', now() + interval '1 day' from unnest($2::text[]) m`, [cat.plans[2]]);
+  // Time passing: the sweep revokes/updates every row whose purchase expired.
+  await db.query(`update billing.communities set clock_offset = interval '2 days' where id = $1`, [c]);
+  const e0 = await events(db, c);
+  const t0 = process.hrtime.bigint();
+  const { rows: [{ n }] } = await db.query<{ n: number }>('select billing.ledger_sweep($1) as n', [c]);
+  const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  const ev = (await events(db, c)) - e0;
+  out(`| ledger_sweep after purchases expired (rows changed) | ${n.toLocaleString('en')} | ${(n / s).toFixed(0)} | ${ev.toLocaleString('en')} | ${(ev / s).toFixed(0)} |`);
+  await db.query(`update billing.communities set clock_offset = interval '0' where id = $1`, [c]);
+
+  // Single-row changes, autocommit, from concurrent connections.
+  const pool = await ids(db, `select id from billing.subscriptions where community_id = $1 and status in ('active', 'past_due') order by id`, [c]);
+  const ev0 = await events(db, c);
+  const clients = await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    const cl = new pg.Client({ connectionString: url });
+    await cl.connect();
+    return cl;
+  }));
+  let done = 0;
+  const lat: number[] = [];
+  const deadline = Date.now() + SECONDS * 1000;
+  await Promise.all(clients.map(async (cl, k) => {
+    let i = k;
+    while (Date.now() < deadline) {
+      const id = pool[(i * 7919) % pool.length];
+      i += CONCURRENCY;
+      const t = process.hrtime.bigint();
+      await cl.query(`update billing.subscriptions set status = case when status = 'active' then 'past_due' else 'active' end
+        where community_id = $1 and id = $2`, [c, id]);
+      lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+      done++;
+    }
+  }));
+  const evs = (await events(db, c)) - ev0;
+  lat.sort((a, b) => a - b);
+  out(`| single-row status change, ${CONCURRENCY} connections, autocommit (p50 ${lat[Math.floor(lat.length / 2)].toFixed(2)} ms, p99 ${lat[Math.floor(lat.length * 0.99)].toFixed(2)} ms) | ${done.toLocaleString('en')} | ${(done / SECONDS).toFixed(0)} | ${evs.toLocaleString('en')} | ${(evs / SECONDS).toFixed(0)} |`);
+  await Promise.all(clients.map((cl) => cl.end()));
+  await db.end();
+}
+
+/** n synthetic events (envelopes shaped like real ones, 1% revoked) in bulk, ids in time order. */
+async function fillEvents(db: pg.Client, c: string, n: number, sample: unknown): Promise<void> {
+  await db.query('set session_replication_role = replica');
+  await db.query('set synchronous_commit = off');
+  const step = 200_000;
+  for (let from = 1; from <= n; from += step) {
+    const to = Math.min(n, from + step - 1);
+    await db.query(`insert into billing.events (community_id, id, type, created_at, data)
+      select $1, 'evt_' || lpad(to_hex(1700000000000 + g), 12, '0') || lpad(to_hex(g % 16777216), 6, '0') || substr(md5(g::text), 1, 8),
+        case when g % 100 = 0 then 'member.entitlement.revoked' when g % 3 = 0 then 'subscription.updated' else 'member.entitlement.updated' end,
+        now(), $2::jsonb
+      from generate_series($3::int, $4::int) g`, [c, JSON.stringify(sample), from, to]);
+  }
+  await db.query('set session_replication_role = origin');
+}
+
+async function timeQuery(db: pg.Client, args: unknown, runs = 200): Promise<{ p50: number; p95: number; rows: number }> {
+  const times: number[] = [];
+  let rows = 0;
+  for (let i = 0; i < runs; i++) {
+    const t = process.hrtime.bigint();
+    const { rows: [r] } = await db.query<{ r: { data: unknown[] } }>('select billing_api.events_list($1) as r', [args]);
+    times.push(Number(process.hrtime.bigint() - t) / 1e6);
+    rows = r.r.data.length;
+  }
+  times.sort((a, b) => a - b);
+  return { p50: times[Math.floor(runs / 2)], p95: times[Math.floor(runs * 0.95)], rows };
+}
+
+async function feed(url: string, sample: unknown): Promise<void> {
+  const owner = new pg.Client({ connectionString: url });
+  await owner.connect();
+  const sizes = [10_000, 1_000_000];
+  const communities: string[] = [];
+  for (const n of sizes) {
+    const { id } = await createCommunity(owner as unknown as pg.Pool, `Feed ${n}`);
+    const t0 = Date.now();
+    await fillEvents(owner, id, n, sample);
+    log(`filled ${n} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    communities.push(id);
+  }
+  await owner.query('analyze billing.events');
+  await owner.end();
+
+  out('');
+  out('GET /v1/events: the SQL of list_events (billing_api.events_list as the API role, 200 runs each, one connection), ms p50 / p95:');
+  out('');
+  out(`| page | ${sizes.map((n) => `${n.toLocaleString('en')} events`).join(' | ')} |`);
+  out(`|---|${sizes.map(() => '---:').join('|')}|`);
+  const api = new pg.Client({ connectionString: url, options: '-c role=billing_api' });
+  await api.connect();
+  const results = new Map<string, string[]>();
+  for (const c of communities) {
+    await api.query(`select set_config('app.community_id', $1, false), set_config('app.scopes', 'events:read', false)`, [c]);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    const { rows: [mid] } = await admin.query<{ id: string }>(
+      `select id from billing.events where community_id = $1 order by id desc offset (select count(*) / 2 from billing.events where community_id = $1) limit 1`, [c]);
+    const { rows: [near] } = await admin.query<{ id: string }>(
+      `select id from billing.events where community_id = $1 order by id desc offset 10 limit 1`, [c]);
+    await admin.end();
+    const cases: [string, unknown][] = [
+      ['first page, limit 25', { limit: 25 }],
+      ['first page, limit 100', { limit: 100 }],
+      ['deep page (cursor at the middle), limit 25', { limit: 25, cursor: mid.id }],
+      ['type=member.entitlement.revoked (1%), limit 25', { limit: 25, type: ['member.entitlement.revoked'] }],
+      ['type=granted,revoked,subscription.updated, deep, limit 25', { limit: 25, cursor: mid.id, type: ['member.entitlement.granted', 'member.entitlement.revoked', 'subscription.updated'] }],
+      ['after_id poll (10 newer events)', { limit: 25, after_id: near.id }],
+    ];
+    for (const [name, args] of cases) {
+      const r = await timeQuery(api, args);
+      results.set(name, [...(results.get(name) ?? []), `${r.p50.toFixed(2)} / ${r.p95.toFixed(2)} (${r.rows} rows)`]);
+    }
+  }
+  for (const [name, cells] of results) out(`| ${name} | ${cells.join(' | ')} |`);
+  await api.end();
+}
+
+function writeResults(): void {
+  const file = path.join(__dirname, '..', 'RESULTS.md');
+  const section = ['## Ledger', '', `Run ${new Date().toISOString()} on ${SERVER.replace(/\/\/[^@]*@/, '//')} by \`npx tsx bench/ledger/run.ts\`.`, ...lines, ''].join('\n');
+  let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
+  // Replace our own section only; other sections stay as they are.
+  const re = /## Ledger\n[\s\S]*?(?=\n## |$)/;
+  text = re.test(text) ? text.replace(re, section.trimEnd() + '\n') : text.trimEnd() + '\n\n' + section;
+  fs.writeFileSync(file, text);
+}
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const url = await createDatabase();
+  log('migrated');
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  let t = Date.now();
+  const cat = await seed(db);
+  log(`seeded ${MEMBERS} members in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  await db.end();
+  t = Date.now();
+  await sourceChanges(url, cat);
+  log(`source changes in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  const sampleDb = new pg.Client({ connectionString: url });
+  await sampleDb.connect();
+  const { rows: [sample] } = await sampleDb.query<{ data: unknown }>(
+    `select data from billing.events where type = 'member.entitlement.granted' order by id desc limit 1`);
+  await sampleDb.end();
+  t = Date.now();
+  await feed(url, sample.data);
+  log(`feed in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  writeResults();
+  if (!process.env.BENCH_KEEP_DB) {
+    const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
+    await admin.connect();
+    await admin.query(`drop database if exists ${DB} with (force)`);
+    await admin.end();
+  }
+  log(`done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+}
+
+main().catch((err) => { console.error(err); process.exit(1); });

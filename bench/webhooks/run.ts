@@ -1,0 +1,244 @@
+// Webhook delivery benchmark: `npx tsx bench/webhooks/run.ts [--events 10000]
+// [--rate 1500] [--batch 25] [--workers 1] [--concurrency 8] [--endpoints 2]`.
+//
+// Creates its own database (on DATABASE_URL's server, or the machine's PostgreSQL at
+// postgres://postgres@127.0.0.1:5432), one community with N endpoints on a local
+// keep-alive receiver, and worker processes (worker/index.ts startWorker). Then:
+//   1. sustained: commits --events entitlement events at --rate events/s, --batch per
+//      INSERT/commit, and measures deliveries/s and commit-to-receipt p50/p99;
+//   2. backlog: commits the same number again as fast as it can (500 per statement)
+//      and measures how fast the queue drains.
+// Every delivery is verified (HMAC of id.timestamp.body) and counted: nothing may be
+// lost, and duplicates are reported.
+import { spawn, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import pg from 'pg';
+import { applyMigrations, withDatabase } from '../../src/db/migrate';
+import { encryptSecret, generateSecret, parseEncryptionKey, secretKey } from '../../src/webhooks/crypto';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const EVENTS = arg('events', 10_000);
+const RATE = arg('rate', 1_500);
+const BATCH = arg('batch', 25);
+const WORKERS = arg('workers', 1);
+const CONCURRENCY = arg('concurrency', 8);
+const ENDPOINTS = arg('endpoints', 2);
+const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+interface Receipt { at: number; ok: boolean }
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+  } catch {
+    return 0;
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function main() {
+  const dbName = `billing_bench_webhooks_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
+  await admin.connect();
+  await admin.query(`create database ${dbName}`);
+  const url = withDatabase(SERVER, dbName);
+  const owner = new pg.Pool({ connectionString: url, max: 4 });
+  owner.on('error', () => {});
+  const workers: ChildProcess[] = [];
+  const server = http.createServer();
+  try {
+    await applyMigrations(url, { includeCurrent: true });
+    const key = crypto.randomBytes(32).toString('base64');
+    const { rows: [community] } = await owner.query<{ id: string }>(`insert into billing.communities (name) values ('bench') returning id`);
+
+    // Receiver: verifies every delivery and records when it arrived.
+    const hmacKeys = new Map<string, Buffer>();
+    const receipts = new Map<string, Receipt[]>(); // "<endpoint path> <webhook-id>" -> receipts
+    let badSignatures = 0;
+    server.keepAliveTimeout = 60_000;
+    server.on('request', (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const at = performance.timeOrigin + performance.now();
+        const body = Buffer.concat(chunks).toString('utf8');
+        const id = String(req.headers['webhook-id']);
+        const ts = String(req.headers['webhook-timestamp']);
+        const k = hmacKeys.get(req.url ?? '');
+        const expected = k ? `v1,${crypto.createHmac('sha256', k).update(`${id}.${ts}.${body}`).digest('base64')}` : '';
+        const ok = String(req.headers['webhook-signature']).split(' ').includes(expected);
+        if (!ok) badSignatures++;
+        const slot = `${req.url} ${id}`;
+        const list = receipts.get(slot) ?? [];
+        list.push({ at, ok });
+        receipts.set(slot, list);
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+
+    for (let i = 0; i < ENDPOINTS; i++) {
+      const { rows: [e] } = await owner.query<{ id: string }>(`select billing.gen_id('we') as id`);
+      const secret = generateSecret();
+      const p = `/hook/${i}`;
+      hmacKeys.set(p, secretKey(secret));
+      await owner.query(`insert into billing.webhook_endpoints (community_id, id, url) values ($1, $2, $3)`, [community.id, e.id, `http://127.0.0.1:${port}${p}`]);
+      await owner.query(`insert into billing_private.webhook_secrets (community_id, endpoint_id, secret_ciphertext) values ($1, $2, $3)`,
+        [community.id, e.id, encryptSecret(parseEncryptionKey(key), community.id, e.id, secret)]);
+    }
+
+    for (let i = 0; i < WORKERS; i++) {
+      const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker.ts')], {
+        cwd: path.resolve(__dirname, '../..'),
+        env: { ...process.env, BENCH_DATABASE_URL: url, BENCH_ENCRYPTION_KEY: key, BENCH_CONCURRENCY: String(CONCURRENCY) },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      workers.push(proc);
+      await new Promise<void>((resolve, reject) => {
+        readline.createInterface({ input: proc.stdout! }).once('line', () => resolve());
+        proc.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+      });
+    }
+
+    const data = (n: number) => ({
+      member: { id: `mem_${n}`, identities: [{ platform: 'discord', platform_uid: String(100000 + n), username: `user${n}` }], external_subjects: [] },
+      entitlement: { id: `ment_${n}`, entitlement_id: 'ent_bench', key: 'vip', name: 'VIP', revision: 1, status: 'active', granted_at: new Date().toISOString(), revoked_at: null,
+        sources: [{ type: 'subscription', id: `sub_${n}`, status: 'active', tier_id: 'tier_x', plan_id: 'plan_x', client_reference_id: null, valid_until: null }], benefits: [] },
+      changes: { added_benefits: [], removed_benefits: [] }, reason: 'activation', trigger_event_id: null,
+    });
+
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    async function commitBatch(from: number, count: number, commits: Map<string, number>) {
+      const payload = JSON.stringify(Array.from({ length: count }, (_, i) => data(from + i)));
+      await client.query('begin');
+      const { rows } = await client.query<{ id: string }>(
+        `insert into billing.events (community_id, type, data)
+         select $1, 'member.entitlement.granted', d from jsonb_array_elements($2::jsonb) d returning id`, [community.id, payload]);
+      await client.query('commit');
+      const at = performance.timeOrigin + performance.now();
+      for (const r of rows) commits.set(r.id, at);
+    }
+
+    async function waitDrained(commits: Map<string, number>, timeoutMs: number) {
+      const expected = commits.size * ENDPOINTS;
+      const deadline = Date.now() + timeoutMs;
+      const count = () => {
+        let n = 0;
+        for (const id of commits.keys()) for (let i = 0; i < ENDPOINTS; i++) if (receipts.has(`/hook/${i} ${id}`)) n++;
+        return n;
+      };
+      while (Date.now() < deadline) {
+        if (count() >= expected) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+
+    function measure(label: string, commits: Map<string, number>) {
+      const latencies: number[] = [];
+      let lost = 0;
+      let duplicates = 0;
+      let first = Infinity;
+      let last = 0;
+      for (const [id, committedAt] of commits) {
+        first = Math.min(first, committedAt);
+        for (let i = 0; i < ENDPOINTS; i++) {
+          const got = receipts.get(`/hook/${i} ${id}`);
+          if (!got) { lost++; continue; }
+          duplicates += got.length - 1;
+          latencies.push(got[0].at - committedAt);
+          last = Math.max(last, got[0].at);
+        }
+      }
+      latencies.sort((a, b) => a - b);
+      const deliveries = latencies.length;
+      const seconds = (last - first) / 1000;
+      const result = {
+        phase: label, events: commits.size, deliveries, lost, duplicates,
+        seconds: Number(seconds.toFixed(2)), deliveries_per_second: Math.round(deliveries / seconds),
+        p50_ms: Number(percentile(latencies, 50).toFixed(1)), p99_ms: Number(percentile(latencies, 99).toFixed(1)),
+        max_ms: Number(latencies[latencies.length - 1]?.toFixed(1)),
+      };
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+      return result;
+    }
+
+    // Warm-up: connections, prepared statements, JIT.
+    const warm = new Map<string, number>();
+    await commitBatch(0, 50, warm);
+    await waitDrained(warm, 30_000);
+
+    // 1. Sustained at --rate.
+    const sustained = new Map<string, number>();
+    const startAt = performance.now();
+    for (let sent = 0; sent < EVENTS; sent += BATCH) {
+      const due = startAt + (sent / RATE) * 1000;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await commitBatch(sent, Math.min(BATCH, EVENTS - sent), sustained);
+    }
+    await waitDrained(sustained, 120_000);
+    const a = measure(`sustained ${RATE} events/s`, sustained);
+
+    // 2. Backlog: everything committed at once.
+    const backlog = new Map<string, number>();
+    for (let sent = 0; sent < EVENTS; sent += 500) await commitBatch(sent, Math.min(500, EVENTS - sent), backlog);
+    await waitDrained(backlog, 120_000);
+    const b = measure('backlog (all committed at once)', backlog);
+
+    const final = async () => (await owner.query(`select count(*) filter (where status = 'succeeded')::int as succeeded,
+      count(*)::int as total from billing.webhook_deliveries`)).rows[0];
+    let state = await final();
+    for (let i = 0; i < 100 && state.succeeded < state.total; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      state = await final();
+    }
+    process.stdout.write(`${JSON.stringify({ delivery_rows: state, bad_signatures: badSignatures, load_average: os.loadavg().map((l) => Number(l.toFixed(2))), machine: `${os.cpus().length} x ${os.cpus()[0]?.model}`, node: process.version, workers: WORKERS, concurrency: CONCURRENCY })}\n`);
+    // Where the CPU went (whole run: warm-up, both phases): the worker processes, this
+    // process (receiver + producer) and the database backends serving this database.
+    const { rows: backends } = await owner.query<{ pid: number; app: string }>(`select pid, coalesce(nullif(application_name, ''), 'producer') as app from pg_stat_activity where datname = current_database()`);
+    const byApp: Record<string, number> = {};
+    for (const b of backends) byApp[b.app] = Number(((byApp[b.app] ?? 0) + cpuSeconds(b.pid)).toFixed(2));
+    const cpu = {
+      worker_processes: Number(workers.reduce((t, w) => t + cpuSeconds(w.pid!), 0).toFixed(2)),
+      receiver_and_producer: Number(((process.cpuUsage().user + process.cpuUsage().system) / 1e6).toFixed(2)),
+      postgres_backends: Number(backends.reduce((t, b) => t + cpuSeconds(b.pid), 0).toFixed(2)),
+      postgres_by_client: byApp,
+    };
+    process.stdout.write(`${JSON.stringify({ cpu_seconds: cpu, deliveries: 2 * EVENTS * ENDPOINTS + 50 * ENDPOINTS })}\n`);
+    await client.end();
+    if (a.lost || b.lost || badSignatures) process.exitCode = 1;
+  } finally {
+    for (const w of workers) w.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    for (const w of workers) w.kill('SIGKILL');
+    server.closeAllConnections();
+    server.close();
+    await owner.end();
+    if (process.argv.includes('--keep')) process.stdout.write(`kept database ${dbName}\n`);
+    else await admin.query(`drop database if exists ${dbName} with (force)`);
+    await admin.end();
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack}\n`);
+  process.exit(1);
+});

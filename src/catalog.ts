@@ -1,0 +1,497 @@
+// The catalog file (../shared/design/operator-cli.md): an operator's declaration of
+// payment provider, platforms, entitlements, tiers with plans, and discount codes.
+// parseCatalog validates a file (strict: unknown fields are errors); applyCatalog
+// creates or updates rows by their `key` in one transaction. Applying the same file
+// twice updates no row; rows the file does not list are left alone.
+import fs from 'node:fs';
+import type pg from 'pg';
+import { z } from 'zod';
+
+/** A catalog problem, always naming the field: `tiers[1].plans[0].amount_cents: ...`. */
+export class CatalogError extends Error {
+  constructor(readonly field: string, readonly problem: string) {
+    super(field ? `${field}: ${problem}` : problem);
+    this.name = 'CatalogError';
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Schema
+
+const NON_NEG_INT = 'expected a non-negative integer';
+const POS_INT = 'expected a positive integer';
+const nonNegInt = z.number({ error: NON_NEG_INT }).int({ error: NON_NEG_INT }).min(0, { error: NON_NEG_INT }).max(2147483647, { error: NON_NEG_INT });
+const posInt = z.number({ error: POS_INT }).int({ error: POS_INT }).min(1, { error: POS_INT }).max(2147483647, { error: POS_INT });
+const int = z.number({ error: 'expected an integer' }).int({ error: 'expected an integer' }).min(-2147483648, { error: 'expected an integer' }).max(2147483647, { error: 'expected an integer' });
+const text = (max = 200) => z.string({ error: 'expected a string' }).trim().min(1, { error: 'expected a non-empty string' }).max(max, { error: `expected at most ${max} characters` });
+const key = z.string({ error: 'expected a key (a string)' }).regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/, { error: 'expected a key: letters, digits, "_", ".", ":" or "-", at most 100 characters' });
+const bool = z.boolean({ error: 'expected true or false' });
+const currency = z.string({ error: 'expected a currency code' }).regex(/^[a-z]{3}$/, { error: 'expected a lowercase three-letter currency code, e.g. "usd"' });
+const timestamp = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 timestamp, e.g. "2026-01-01T00:00:00Z"' });
+const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: `expected one of ${values.map((v) => `"${v}"`).join(', ')}` });
+const list = <T extends z.ZodType>(item: T) => z.array(item, { error: 'expected an array' });
+
+const platformName = oneOf(['discord', 'telegram'] as const);
+
+const paymentProvider = z.union([
+  z.strictObject({ type: z.literal('sandbox') }),
+  // Stripe settings other than the secret key (which comes from STRIPE_SECRET_KEY)
+  // are the provider's own business: kept as the community's payment_config.
+  z.looseObject({ type: z.literal('stripe') }),
+], { error: 'expected {"type": "sandbox"}, {"type": "stripe", ...} or null' }).nullable();
+
+const platform = z.strictObject({
+  key,
+  platform: platformName,
+  name: text().nullable().optional(),
+  settings: z.record(z.string(), z.unknown(), { error: 'expected an object' }).optional(),
+});
+
+const benefit = z.strictObject({
+  platform: key,
+  type: text(100),
+  value: text(500),
+});
+
+const entitlement = z.strictObject({
+  key,
+  name: text(),
+  benefits: list(benefit).optional(),
+});
+
+const perk = z.strictObject({
+  title: text(),
+  detail: text(1000).nullable().optional(),
+});
+
+const plan = z.strictObject({
+  key,
+  name: text().nullable().optional(),
+  amount_cents: nonNegInt,
+  currency,
+  interval: oneOf(['month', 'year'] as const).nullable().optional(),
+  trial_days: nonNegInt.optional(),
+  access_days: posInt.nullable().optional(),
+  active: bool.optional(),
+  // Set when given; left as it is when absent (a Stripe sync may fill it in).
+  stripe_price_id: text().nullable().optional(),
+});
+
+const tier = z.strictObject({
+  key,
+  name: text(),
+  description: text(2000).nullable().optional(),
+  kind: oneOf(['subscription', 'one_time'] as const).optional(),
+  billing_mode: oneOf(['recurring', 'one_time'] as const).optional(),
+  rank: int.optional(),
+  active: bool.optional(),
+  features: list(text(500)).optional(),
+  perks: list(perk).optional(),
+  entitlements: list(key).optional(),
+  plans: list(plan).optional(),
+});
+
+const discountMember = z.strictObject({
+  platform: platformName,
+  platform_uid: text(),
+  username: text().nullable().optional(),
+});
+
+const discount = z.strictObject({
+  code: z.string({ error: 'expected a string' }).regex(/^[A-Za-z0-9_-]{1,64}$/, { error: 'expected 1 to 64 letters, digits, "_" or "-"' }),
+  name: text().nullable().optional(),
+  value_type: oneOf(['percent', 'amount'] as const),
+  percent_off: z.number({ error: 'expected a number above 0 and at most 100' }).gt(0, { error: 'expected a number above 0 and at most 100' }).lte(100, { error: 'expected a number above 0 and at most 100' }).nullable().optional(),
+  amount_off_cents: posInt.nullable().optional(),
+  currency: currency.nullable().optional(),
+  duration: oneOf(['once', 'repeating', 'forever'] as const).optional(),
+  duration_months: posInt.nullable().optional(),
+  use_limit: posInt.nullable().optional(),
+  min_spend_cents: nonNegInt.nullable().optional(),
+  max_spend_cents: nonNegInt.nullable().optional(),
+  starts_at: timestamp.nullable().optional(),
+  expires_at: timestamp.nullable().optional(),
+  is_active: bool.optional(),
+  tiers: list(key).optional(),
+  members: list(discountMember).optional(),
+});
+
+const catalogSchema = z.strictObject({
+  payment_provider: paymentProvider.optional(),
+  platforms: list(platform).optional(),
+  entitlements: list(entitlement).optional(),
+  tiers: list(tier).optional(),
+  discounts: list(discount).optional(),
+}, { error: 'expected a JSON object' });
+
+export type CatalogFile = z.infer<typeof catalogSchema>;
+
+// ---------------------------------------------------------------------------------
+// Validation
+
+function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out;
+}
+
+function join(base: string, field: string): string {
+  return base ? `${base}.${field}` : field;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v = input;
+  for (const p of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[p] : undefined;
+  return v;
+}
+
+function firstIssue(error: z.ZodError, input: unknown): CatalogError {
+  const issue = error.issues[0];
+  const at = fieldPath(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    return new CatalogError(join(at, issue.keys[0]), 'unknown field');
+  }
+  if (issue.code === 'invalid_type' && issue.path.length > 0 && valueAt(input, issue.path) === undefined) {
+    return new CatalogError(at, 'required');
+  }
+  return new CatalogError(at, issue.message);
+}
+
+function duplicates<T>(items: T[], name: (item: T) => string, field: (i: number) => string, what: string) {
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    const n = name(item);
+    if (seen.has(n)) throw new CatalogError(field(i), `duplicate ${what} "${n}"`);
+    seen.add(n);
+  });
+}
+
+/** Rules across fields that the shape alone does not say. */
+function checkRules(c: CatalogFile): void {
+  const platforms = c.platforms ?? [];
+  const entitlements = c.entitlements ?? [];
+  const tiers = c.tiers ?? [];
+  const discounts = c.discounts ?? [];
+  duplicates(platforms, (p) => p.key, (i) => `platforms[${i}].key`, 'key');
+  duplicates(entitlements, (e) => e.key, (i) => `entitlements[${i}].key`, 'key');
+  duplicates(tiers, (t) => t.key, (i) => `tiers[${i}].key`, 'key');
+  duplicates(discounts, (d) => d.code.toLowerCase(), (i) => `discounts[${i}].code`, 'code (codes match case-insensitively)');
+  const planKeys = new Set<string>();
+  tiers.forEach((t, ti) => {
+    const kind = t.kind ?? 'subscription';
+    const mode = t.billing_mode ?? (kind === 'one_time' ? 'one_time' : 'recurring');
+    if (kind === 'one_time' && mode !== 'one_time') {
+      throw new CatalogError(`tiers[${ti}].billing_mode`, 'a one_time tier is billed "one_time"');
+    }
+    (t.plans ?? []).forEach((p, pi) => {
+      const at = `tiers[${ti}].plans[${pi}]`;
+      if (planKeys.has(p.key)) throw new CatalogError(`${at}.key`, `duplicate plan key "${p.key}"`);
+      planKeys.add(p.key);
+      if (mode === 'recurring') {
+        if (!p.interval) throw new CatalogError(`${at}.interval`, 'expected "month" or "year" for a recurring tier');
+        if (p.access_days != null) throw new CatalogError(`${at}.access_days`, 'only one-time plans have access_days');
+      } else {
+        if (p.interval) throw new CatalogError(`${at}.interval`, 'expected null for a one_time tier');
+        if (p.trial_days) throw new CatalogError(`${at}.trial_days`, 'one-time plans have no trial');
+      }
+    });
+  });
+  discounts.forEach((d, i) => {
+    const at = `discounts[${i}]`;
+    if (d.value_type === 'percent') {
+      if (d.percent_off == null) throw new CatalogError(`${at}.percent_off`, 'required when value_type is "percent"');
+      if (d.amount_off_cents != null) throw new CatalogError(`${at}.amount_off_cents`, 'only for value_type "amount"');
+    } else {
+      if (d.amount_off_cents == null) throw new CatalogError(`${at}.amount_off_cents`, 'required when value_type is "amount"');
+      if (!d.currency) throw new CatalogError(`${at}.currency`, 'required when value_type is "amount"');
+      if (d.percent_off != null) throw new CatalogError(`${at}.percent_off`, 'only for value_type "percent"');
+    }
+    if ((d.duration ?? 'once') === 'repeating') {
+      if (d.duration_months == null) throw new CatalogError(`${at}.duration_months`, 'required when duration is "repeating"');
+    } else if (d.duration_months != null) {
+      throw new CatalogError(`${at}.duration_months`, 'only for duration "repeating"');
+    }
+    if (d.min_spend_cents != null && d.max_spend_cents != null && d.min_spend_cents > d.max_spend_cents) {
+      throw new CatalogError(`${at}.max_spend_cents`, 'expected at least min_spend_cents');
+    }
+    if (d.starts_at && d.expires_at && Date.parse(d.starts_at) >= Date.parse(d.expires_at)) {
+      throw new CatalogError(`${at}.expires_at`, 'expected a time after starts_at');
+    }
+  });
+}
+
+/** Validates a parsed JSON value as a catalog; throws CatalogError naming the field. */
+export function parseCatalog(input: unknown): CatalogFile {
+  const parsed = catalogSchema.safeParse(input);
+  if (!parsed.success) throw firstIssue(parsed.error, input);
+  checkRules(parsed.data);
+  return parsed.data;
+}
+
+export function readCatalogFile(file: string): CatalogFile {
+  let textContent: string;
+  try {
+    textContent = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CatalogError('', `cannot read ${file}: ${(err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(textContent);
+  } catch (err) {
+    throw new CatalogError('', `${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseCatalog(json);
+}
+
+// ---------------------------------------------------------------------------------
+// Apply
+
+export interface CatalogResult {
+  tiers: Record<string, string>;
+  plans: Record<string, string>;
+  entitlements: Record<string, string>;
+  platforms: Record<string, string>;
+  discounts: Record<string, string>;
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/** A column value with the SQL type it is compared and stored as. */
+type Col = [name: string, value: unknown, type: string];
+
+/**
+ * Finds the row whose match expression equals `match`, then inserts it, or updates
+ * it only when some column differs (`is distinct from`, compared in SQL so numeric,
+ * jsonb and timestamp values compare by value). An unchanged row gets no UPDATE
+ * statement at all, so neither row nor statement triggers fire. Table and column
+ * names are constants of this file, never input.
+ */
+async function upsert(
+  db: Queryable, table: string, communityId: string,
+  match: { expr: string; value: string }, cols: Col[], opts: { touch?: string } = {},
+): Promise<string> {
+  const names = cols.map((c) => `"${c[0]}"`);
+  const params = cols.map(([, value, type]) => (type === 'jsonb' ? JSON.stringify(value) : value));
+  const casts = (from: number) => cols.map(([, , type], i) => `$${i + from}::${type}`);
+  const found = await db.query<{ id: string; changed: boolean }>(
+    `select id::text as id, (${names.join(', ')}) is distinct from (${casts(3).join(', ')}) as changed
+     from ${table} where community_id = $1 and ${match.expr} = $2 for update`,
+    [communityId, match.value, ...params]);
+  const row = found.rows[0];
+  if (!row) {
+    const { rows } = await db.query<{ id: string }>(
+      `insert into ${table} (community_id, ${names.join(', ')})
+       values ($1, ${casts(2).join(', ')}) returning id::text as id`,
+      [communityId, ...params]);
+    return rows[0].id;
+  }
+  if (row.changed) {
+    const sets = names.map((n, i) => `${n} = ${casts(3)[i]}`);
+    if (opts.touch) sets.push(`${opts.touch} = now()`);
+    await db.query(
+      `update ${table} set ${sets.join(', ')} where community_id = $1 and id::text = $2`,
+      [communityId, row.id, ...params]);
+  }
+  return row.id;
+}
+
+async function existingKeys(db: Queryable, table: string, communityId: string): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ key: string; id: string }>(
+    `select key, id from ${table} where community_id = $1`, [communityId]);
+  return new Map(rows.map((r) => [r.key, r.id]));
+}
+
+function resolve(map: Map<string, string>, k: string, field: string, what: string): string {
+  const id = map.get(k);
+  if (!id) throw new CatalogError(field, `unknown ${what} "${k}" (not in this file nor in the community)`);
+  return id;
+}
+
+async function applyPaymentProvider(db: Queryable, communityId: string, provider: CatalogFile['payment_provider']) {
+  if (provider === undefined) return;
+  const type = provider?.type ?? null;
+  let config: Record<string, unknown> = {};
+  if (provider) {
+    const { type: _type, ...rest } = provider;
+    config = rest;
+  }
+  const { rows } = await db.query<{ changed: boolean }>(
+    `select (payment_provider, payment_config) is distinct from ($2::text, $3::jsonb) as changed
+     from billing.communities where id = $1`, [communityId, type, JSON.stringify(config)]);
+  if (!rows[0]?.changed) return;
+  await db.query('update billing.communities set payment_provider = $2, payment_config = $3::jsonb where id = $1',
+    [communityId, type, JSON.stringify(config)]);
+}
+
+async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile, ids: Map<string, string>, out: CatalogResult) {
+  for (const p of c.platforms ?? []) {
+    const id = await upsert(db, 'billing.platform_configs', communityId, { expr: 'key', value: p.key }, [
+      ['key', p.key, 'text'],
+      ['platform', p.platform, 'text'],
+      ['name', p.name ?? null, 'text'],
+      ['settings', p.settings ?? {}, 'jsonb'],
+    ]);
+    ids.set(p.key, id);
+    out.platforms[p.key] = id;
+  }
+}
+
+async function applyEntitlements(db: Queryable, communityId: string, c: CatalogFile, platformIds: Map<string, string>, ids: Map<string, string>, out: CatalogResult) {
+  for (const [i, e] of (c.entitlements ?? []).entries()) {
+    const benefits = (e.benefits ?? []).map((b, bi) => ({
+      platform_config_id: resolve(platformIds, b.platform, `entitlements[${i}].benefits[${bi}].platform`, 'platform'),
+      type: b.type,
+      value: b.value,
+    }));
+    const id = await upsert(db, 'billing.entitlements', communityId, { expr: 'key', value: e.key }, [
+      ['key', e.key, 'text'],
+      ['name', e.name, 'text'],
+    ]);
+    ids.set(e.key, id);
+    out.entitlements[e.key] = id;
+    // The entitlement's benefits become exactly the listed ones. Only the difference
+    // is written, and no statement runs when there is none (the ledger's statement
+    // triggers fire even for zero rows).
+    const { rows: current } = await db.query<Benefit>(
+      `select platform_config_id, type, value from billing.entitlement_benefits
+       where community_id = $1 and entitlement_id = $2`, [communityId, id]);
+    const { add, remove } = difference(current, benefits, (b) => JSON.stringify([b.platform_config_id, b.type, b.value]));
+    if (remove.length > 0) {
+      await db.query(
+        `delete from billing.entitlement_benefits b
+         using jsonb_to_recordset($3::jsonb) as w(platform_config_id text, type text, value text)
+         where b.community_id = $1 and b.entitlement_id = $2
+           and w.platform_config_id = b.platform_config_id and w.type = b.type and w.value = b.value`,
+        [communityId, id, JSON.stringify(remove)]);
+    }
+    if (add.length > 0) {
+      await db.query(
+        `insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value)
+         select $1, $2, w.platform_config_id, w.type, w.value
+         from jsonb_to_recordset($3::jsonb) as w(platform_config_id text, type text, value text)`,
+        [communityId, id, JSON.stringify(add)]);
+    }
+  }
+}
+
+interface Benefit { platform_config_id: string; type: string; value: string }
+
+/** What to add and remove to turn `current` into `wanted` (by identity). */
+function difference<T>(current: T[], wanted: T[], identity: (item: T) => string): { add: T[]; remove: T[] } {
+  const have = new Set(current.map(identity));
+  const want = new Map(wanted.map((w) => [identity(w), w]));
+  return {
+    add: [...want.entries()].filter(([k]) => !have.has(k)).map(([, w]) => w),
+    remove: current.filter((c) => !want.has(identity(c))),
+  };
+}
+
+async function applyTiers(db: Queryable, communityId: string, c: CatalogFile, entitlementIds: Map<string, string>, ids: Map<string, string>, out: CatalogResult) {
+  for (const [i, t] of (c.tiers ?? []).entries()) {
+    const links = [...new Set((t.entitlements ?? []).map((k, ki) => resolve(entitlementIds, k, `tiers[${i}].entitlements[${ki}]`, 'entitlement')))];
+    const kind = t.kind ?? 'subscription';
+    const id = await upsert(db, 'billing.tiers', communityId, { expr: 'key', value: t.key }, [
+      ['key', t.key, 'text'],
+      ['name', t.name, 'text'],
+      ['description', t.description ?? null, 'text'],
+      ['kind', kind, 'text'],
+      ['billing_mode', t.billing_mode ?? (kind === 'one_time' ? 'one_time' : 'recurring'), 'text'],
+      ['rank', t.rank ?? 0, 'integer'],
+      ['active', t.active ?? true, 'boolean'],
+      ['features', t.features ?? [], 'text[]'],
+      ['perks', (t.perks ?? []).map((p) => ({ title: p.title, detail: p.detail ?? null })), 'jsonb'],
+    ], { touch: 'updated_at' });
+    ids.set(t.key, id);
+    out.tiers[t.key] = id;
+    // The tier's entitlement links become exactly the listed ones (only the difference).
+    const { rows: current } = await db.query<{ entitlement_id: string }>(
+      'select entitlement_id from billing.tier_entitlements where community_id = $1 and tier_id = $2', [communityId, id]);
+    const { add, remove } = difference(current.map((r) => r.entitlement_id), links, (e) => e);
+    if (remove.length > 0) {
+      await db.query(
+        'delete from billing.tier_entitlements where community_id = $1 and tier_id = $2 and entitlement_id = any ($3::text[])',
+        [communityId, id, remove]);
+    }
+    if (add.length > 0) {
+      await db.query(
+        `insert into billing.tier_entitlements (community_id, tier_id, entitlement_id)
+         select $1, $2, e from unnest($3::text[]) as e`,
+        [communityId, id, add]);
+    }
+    for (const p of t.plans ?? []) {
+      const cols: Col[] = [
+        ['key', p.key, 'text'],
+        ['tier_id', id, 'text'],
+        ['name', p.name ?? null, 'text'],
+        ['amount_cents', p.amount_cents, 'integer'],
+        ['currency', p.currency, 'text'],
+        ['interval', p.interval ?? null, 'text'],
+        ['trial_days', p.trial_days ?? 0, 'integer'],
+        ['access_days', p.access_days ?? null, 'integer'],
+        ['active', p.active ?? true, 'boolean'],
+      ];
+      if (p.stripe_price_id !== undefined) cols.push(['stripe_price_id', p.stripe_price_id, 'text']);
+      out.plans[p.key] = await upsert(db, 'billing.plans', communityId, { expr: 'key', value: p.key }, cols);
+    }
+  }
+}
+
+async function applyDiscounts(db: Queryable, communityId: string, c: CatalogFile, tierIds: Map<string, string>, out: CatalogResult) {
+  for (const [i, d] of (c.discounts ?? []).entries()) {
+    const tiers = [...new Set((d.tiers ?? []).map((k, ki) => resolve(tierIds, k, `discounts[${i}].tiers[${ki}]`, 'tier')))];
+    out.discounts[d.code] = await upsert(db, 'billing.discount_codes', communityId, { expr: 'lower(code)', value: d.code.toLowerCase() }, [
+      ['code', d.code, 'text'],
+      ['name', d.name ?? null, 'text'],
+      ['value_type', d.value_type, 'text'],
+      ['percent_off', d.percent_off ?? null, 'numeric'],
+      ['amount_off_cents', d.amount_off_cents ?? null, 'integer'],
+      ['currency', d.currency ?? null, 'text'],
+      ['duration', d.duration ?? 'once', 'text'],
+      ['duration_months', d.duration_months ?? null, 'integer'],
+      ['use_limit', d.use_limit ?? null, 'integer'],
+      ['min_spend_cents', d.min_spend_cents ?? null, 'integer'],
+      ['max_spend_cents', d.max_spend_cents ?? null, 'integer'],
+      ['starts_at', d.starts_at ?? null, 'timestamptz'],
+      ['expires_at', d.expires_at ?? null, 'timestamptz'],
+      ['is_active', d.is_active ?? true, 'boolean'],
+      ['tier_ids', tiers, 'text[]'],
+      ['members', (d.members ?? []).map((m) => ({ platform: m.platform, platform_uid: m.platform_uid, username: m.username ?? null })), 'jsonb'],
+    ]);
+  }
+}
+
+/**
+ * Applies a validated catalog to one community, as the owner role, in one
+ * transaction: everything or nothing. Omitted optional fields of a listed object take
+ * their defaults; a listed tier's entitlement links and a listed entitlement's
+ * benefits become exactly those listed.
+ */
+export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: CatalogFile): Promise<CatalogResult> {
+  const out: CatalogResult = { tiers: {}, plans: {}, entitlements: {}, platforms: {}, discounts: {} };
+  const db = await pool.connect();
+  try {
+    await db.query('begin');
+    // Triggers read billing.now() and the community of the transaction.
+    await db.query(`select set_config('app.community_id', $1, true)`, [communityId]);
+    // One apply at a time per community: lock its row (it may be updated below).
+    const community = await db.query('select id from billing.communities where id = $1 for update', [communityId]);
+    if (community.rowCount === 0) throw new CatalogError('', `no community ${communityId}`);
+    await applyPaymentProvider(db, communityId, catalog.payment_provider);
+    const platformIds = await existingKeys(db, 'billing.platform_configs', communityId);
+    await applyPlatforms(db, communityId, catalog, platformIds, out);
+    const entitlementIds = await existingKeys(db, 'billing.entitlements', communityId);
+    await applyEntitlements(db, communityId, catalog, platformIds, entitlementIds, out);
+    const tierIds = await existingKeys(db, 'billing.tiers', communityId);
+    await applyTiers(db, communityId, catalog, entitlementIds, tierIds, out);
+    await applyDiscounts(db, communityId, catalog, tierIds, out);
+    await db.query('commit');
+    return out;
+  } catch (err) {
+    await db.query('rollback').catch(() => {});
+    throw err;
+  } finally {
+    db.release();
+  }
+}

@@ -1,0 +1,8 @@
+// The command groups of `billing`, one line each (help lists them by name). To add a group,
+// write src/cli/<name>.ts with `export default defineGroup({...})` and add its line.
+export { default as migrate } from './migrate';
+export { default as communities } from './communities';
+export { default as keys } from './keys';
+export { default as catalog } from './catalog';
+// The checkout work's group (sandbox complete, sandbox advance) goes here:
+export { default as sandbox } from './sandbox';

@@ -1,0 +1,185 @@
+// `npm start`: the whole service in one process. Without DATABASE_URL it runs an
+// embedded PostgreSQL (data in .data/postgres, kept across restarts). It migrates,
+// serves the API, runs the worker, and on a database with no community creates a
+// demo community with the demo catalog and prints an API key for it.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type pg from 'pg';
+import { createCommunity, createKey } from './admin';
+import { applyCatalog, readCatalogFile } from './catalog';
+import { Database, openDatabase } from './cli/database';
+import { migrateDatabase } from './cli/migrate';
+import { Config, loadConfig, packageRoot } from './config';
+import { createApiPool, createOwnerPool } from './db/pool';
+import { createApp } from './http/app';
+import { SCOPES } from './operations/registry';
+import { startWorker } from '../worker';
+
+const DEMO_CATALOG = path.join(packageRoot, 'db/fixtures/demo-catalog.json');
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** WEBHOOK_ENCRYPTION_KEY, or a key generated once into <dataDir>/webhook-encryption.key. */
+function webhookEncryptionKey(config: Config): string {
+  if (config.webhookEncryptionKey) return config.webhookEncryptionKey;
+  const file = path.join(config.dataDir, 'webhook-encryption.key');
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const key = crypto.randomBytes(32).toString('base64');
+  fs.writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
+  log(`Generated a webhook encryption key in ${file} (set WEBHOOK_ENCRYPTION_KEY to use your own).`);
+  return key;
+}
+
+interface Demo { communityId: string; key: string }
+
+/**
+ * First start = a database with no community. Then: a demo community selling through
+ * the sandbox provider, the demo catalog, and an all-scopes key (shown once). An
+ * advisory lock keeps two processes starting at once from both creating it.
+ */
+async function createDemoIfEmpty(owner: pg.Pool): Promise<Demo | null> {
+  const lock = await owner.connect();
+  try {
+    await lock.query('select pg_advisory_lock(hashtext($1))', ['billing:first-start']);
+    const { rows } = await owner.query<{ empty: boolean }>('select not exists (select 1 from billing.communities) as empty');
+    if (!rows[0].empty) return null;
+    const community = await createCommunity(owner, 'Demo community');
+    await applyCatalog(owner, community.id, readCatalogFile(DEMO_CATALOG));
+    const key = await createKey(owner, community.id, [...SCOPES], 'demo (npm start)');
+    return { communityId: community.id, key: key.key };
+  } finally {
+    await lock.query('select pg_advisory_unlock(hashtext($1))', ['billing:first-start']).catch(() => {});
+    lock.release();
+  }
+}
+
+function printDemo(demo: Demo, url: string) {
+  const lines = [
+    '',
+    `Created a demo community ${demo.communityId} (sandbox payments, catalog from db/fixtures/demo-catalog.json).`,
+    'Its API key, with every scope, is shown only this once:',
+    '',
+    `  ${demo.key}`,
+    '',
+    'Try it:',
+    '',
+    `  curl -H "Authorization: Bearer ${demo.key}" ${url}/v1/plans`,
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+async function printCommunities(owner: pg.Pool) {
+  const { rows } = await owner.query<{ id: string; name: string; n: number }>(
+    `select id, name, count(*) over ()::int as n from billing.communities order by id limit 5`);
+  const lines = rows.map((r) => `  ${r.id}  ${r.name}`);
+  if (rows[0] && rows[0].n > rows.length) lines.push(`  ... and ${rows[0].n - rows.length} more`);
+  process.stdout.write(`Communities:\n${lines.join('\n')}\n`
+    + 'A new API key: npm run billing -- keys create --community <id> --scopes all\n');
+}
+
+async function listen(server: http.Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => { server.off('error', reject); resolve(); });
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+/** Stops accepting connections and waits for requests in flight (at most graceMs). */
+async function drain(server: http.Server, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // Keep-alive connections become idle as their last response ends: close them then.
+  const sweep = setInterval(() => server.closeIdleConnections(), 100);
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearInterval(sweep);
+  clearTimeout(timer);
+}
+
+async function main() {
+  let config = loadConfig();
+  config = { ...config, webhookEncryptionKey: webhookEncryptionKey(config) };
+
+  const database: Database = await openDatabase(config, log);
+  const cleanups: Array<() => Promise<void>> = [() => database.stop()];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await step().catch((err) => log(`shutdown: ${(err as Error).message}`));
+  };
+
+  let server: http.Server | null = null;
+  let worker: { stop(): Promise<void> } | null = null;
+  let owner: pg.Pool | null = null;
+  let api: pg.Pool | null = null;
+  try {
+    log('Applying migrations ...');
+    await migrateDatabase(database.url).catch((err: Error) => {
+      if (database.startedEmbedded) {
+        log('Migrations failed on the embedded database. While db/migrations/current/ is being written,'
+          + ` a changed file may not apply over an older copy: remove ${config.dataDir} to start afresh.`);
+      }
+      throw err;
+    });
+    owner = createOwnerPool(database.url);
+    api = createApiPool(database.url, config.poolSize);
+    const demo = await createDemoIfEmpty(owner);
+
+    // Listen first so the real port (PORT=0 picks a free one) is in the config.
+    server = http.createServer();
+    const port = await listen(server, config.port, config.host);
+    config = { ...config, port };
+    const { app } = createApp({ config, apiPool: api, ownerPool: owner });
+    server.on('request', app);
+    // The worker gets this config too: it may hold a generated webhook encryption key.
+    worker = await startWorker({ connectionString: database.url, config });
+
+    const url = config.publicBaseUrl ?? `http://localhost:${port}`;
+    process.stdout.write(`Billing API listening on ${url}\n`);
+    if (demo) printDemo(demo, url);
+    else await printCommunities(owner);
+  } catch (err) {
+    if (server?.listening) server.close();
+    await worker?.stop().catch(() => {});
+    await api?.end().catch(() => {});
+    await owner?.end().catch(() => {});
+    await cleanup();
+    throw err;
+  }
+
+  let stoppingSince = 0;
+  const shutdown = async (signal: string) => {
+    if (stoppingSince) {
+      // A terminal's Ctrl-C reaches us several times at once (npm and tsx relay it too):
+      // only a later, deliberate second signal cuts the drain short.
+      if (Date.now() - stoppingSince < 1500) return;
+      log(`${signal} again: exiting at once.`);
+      process.exit(1);
+    }
+    stoppingSince = Date.now();
+    log(`${signal}: draining requests, stopping the worker ...`);
+    let code = 0;
+    try {
+      await drain(server!, 10_000);
+      await worker!.stop();
+      await api!.end();
+      await owner!.end();
+    } catch (err) {
+      log(`shutdown: ${(err as Error).message}`);
+      code = 1;
+    }
+    await cleanup();
+    if (database.startedEmbedded) log('Stopped the embedded PostgreSQL.');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((err) => {
+  log(`billing: ${(err as Error)?.message ?? String(err)}`);
+  process.exit(1);
+});

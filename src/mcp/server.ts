@@ -1,0 +1,161 @@
+// One MCP server per HTTP request (stateless): tools/list answers the tool table,
+// tools/call runs the tool's registry operation through Executor.run with the
+// request's caller, exactly as the REST route would.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { API_VERSION, Caller, Executor, Outcome, problemOutcome, RateLimitInfo, validationError } from '../operations/execute';
+import { findOperation } from '../operations';
+import type { Operation } from '../operations/registry';
+import { ApiError } from '../http/problems';
+import { findTool, ToolDef, ToolInputError, tools } from './tools';
+
+export const SERVER_INFO = { name: 'community-billing', version: API_VERSION };
+
+const INSTRUCTIONS = 'Tools over one community\'s billing data: the community is the one your API key belongs to. '
+  + 'Results are the same JSON objects as the REST API (/v1). Lists are newest first and paginate with cursor/next_cursor. '
+  + 'A tool error carries a problem object: branch on its code (missing_scope names the scope your key lacks; '
+  + 'invalid_request names the field in param).';
+
+/** The tools/list entry of a tool: JSON Schema from its zod input, scope from its operation. */
+export function describeTool(tool: ToolDef): Tool {
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
+  const scope = findOperation(tool.operation)?.scope;
+  return {
+    name: tool.name,
+    title: tool.title,
+    description: scope ? `${tool.description} Requires the API key scope ${scope}.` : tool.description,
+    inputSchema: schema as Tool['inputSchema'],
+    // Reads touch only this service's data (closed world); the writes may call the
+    // payment provider, so they make no openWorld claim.
+    annotations: tool.readOnly
+      ? { title: tool.title, readOnlyHint: true, openWorldHint: false }
+      : { title: tool.title, readOnlyHint: false, destructiveHint: false, idempotentHint: false },
+  };
+}
+
+/**
+ * What one HTTP request has learnt about its caller. A single tools/call request
+ * authenticates inside its tool call (one rate token for the whole request); if
+ * that authentication refuses the key, the HTTP adapter answers the refusal
+ * (401/429 problem+json) instead of the protocol's response.
+ */
+export interface RequestAuth {
+  caller: Caller;
+  authenticated: boolean;
+  rateLimit?: RateLimitInfo;
+  refusal?: Outcome;
+}
+
+function isRefusal(outcome: Outcome): boolean {
+  return outcome.problem && (outcome.status === 401 || outcome.status === 429);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Same JSON as REST, as text for any client and as structuredContent for those that read it. */
+export function toolResult(outcome: Outcome): CallToolResult {
+  const body = outcome.body ?? null;
+  const result: CallToolResult = { content: [{ type: 'text', text: JSON.stringify(body) }] };
+  if (isRecord(body)) result.structuredContent = body;
+  if (outcome.problem) result.isError = true;
+  return result;
+}
+
+/** Rewrites an operation's problem so `param` (and the detail's quoted field) use the tool's names. */
+function inToolTerms(outcome: Outcome, tool: ToolDef, pathNames: Record<string, string>): Outcome {
+  if (!outcome.problem || !isRecord(outcome.body) || typeof outcome.body.param !== 'string') return outcome;
+  const param = outcome.body.param;
+  const renamed = tool.fieldNames?.[param] ?? pathNames[param];
+  if (!renamed) return outcome;
+  const detail = typeof outcome.body.detail === 'string'
+    ? outcome.body.detail.split(`"${param}"`).join(`"${renamed}"`).split(`Invalid ${param}:`).join(`Invalid ${renamed}:`)
+    : outcome.body.detail;
+  return { ...outcome, body: { ...outcome.body, param: renamed, detail } };
+}
+
+function pathPlaceholders(op: Operation): string[] {
+  return [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+}
+
+export class ToolRunner {
+  constructor(private readonly executor: Executor) {}
+
+  /** Records an authenticating call's result; a refusal before any success refuses the request. */
+  private note(auth: RequestAuth, outcome: Outcome | RateLimitInfo): Outcome | null {
+    if ('status' in outcome && isRefusal(outcome)) {
+      if (!auth.authenticated) auth.refusal ??= outcome;
+      return outcome;
+    }
+    auth.authenticated = true;
+    auth.rateLimit = 'status' in outcome ? outcome.rateLimit ?? auth.rateLimit : outcome;
+    return 'status' in outcome ? outcome : null;
+  }
+
+  /** Authenticates (and checks the scope) without running anything, then reports `error`. */
+  private async refuse(auth: RequestAuth, scope: string | null, error: ApiError): Promise<Outcome> {
+    if (scope === null && auth.authenticated) {
+      return { status: error.status, body: error.toProblem(), problem: true, rateLimit: auth.rateLimit };
+    }
+    const checked = this.note(auth, await this.executor.authenticateOnly(auth.caller, scope));
+    return checked ?? { status: error.status, body: error.toProblem(), problem: true, rateLimit: auth.rateLimit };
+  }
+
+  async call(auth: RequestAuth, name: string, args: unknown): Promise<CallToolResult> {
+    const tool = findTool(name);
+    if (!tool) {
+      await this.refuse(auth, null, new ApiError('not_found', 'unknown tool'));
+      if (auth.refusal) return toolResult(auth.refusal);
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}. Call tools/list for the available tools.`);
+    }
+    const op = findOperation(tool.operation);
+    if (!op) {
+      return toolResult(await this.refuse(auth, null,
+        new ApiError('service_unavailable', `The tool ${name} has no operation on this server.`)));
+    }
+    const parsed = tool.input.safeParse(args ?? {});
+    if (!parsed.success) {
+      return toolResult(await this.refuse(auth, op.scope, validationError(parsed.error, 'body')));
+    }
+    const placeholders = pathPlaceholders(op);
+    const pathFields = tool.path ?? [];
+    let request;
+    try {
+      request = tool.map?.(parsed.data) ?? {};
+    } catch (err) {
+      if (!(err instanceof ToolInputError)) throw err;
+      return toolResult(await this.refuse(auth, op.scope,
+        new ApiError('invalid_request', err.message, { status: 422, extra: { param: err.field } })));
+    }
+    const params = Object.fromEntries(placeholders.map((p, i) => [p, parsed.data[pathFields[i]]]));
+    const outcome = await this.executor.run(op, auth.caller, { params, query: request.query, body: request.body });
+    this.note(auth, outcome);
+    const pathNames = Object.fromEntries(placeholders.map((p, i) => [p, pathFields[i]]));
+    return toolResult(inToolTerms(outcome, tool, pathNames));
+  }
+}
+
+/** A fresh low-level server for one HTTP request. */
+export function createMcpServer(runner: ToolRunner, auth: RequestAuth, listed: Tool[]): Server {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    try {
+      return await runner.call(auth, request.params.name, request.params.arguments);
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      // Never a database message in a result: log it, answer the REST 500 problem.
+      process.stderr.write(`[mcp] ${request.params.name}: ${(err as Error)?.stack ?? String(err)}\n`);
+      return toolResult(problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.'), auth.rateLimit));
+    }
+  });
+  return server;
+}
+
+export function listTools(): Tool[] {
+  return tools.map(describeTool);
+}

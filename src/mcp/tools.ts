@@ -1,0 +1,276 @@
+// The MCP tool table: exactly the tools of the spec's "MCP tool endpoint" section.
+// Each tool names the registry operation it runs; the tool only reshapes its flat,
+// agent-friendly input into the operation's REST input ({params, query, body}).
+// Scope, validation rules and the work itself stay in the operation, so a tool
+// answers exactly what its REST twin answers.
+import { z } from 'zod';
+import { limitParam } from '../operations/registry';
+
+/** The REST-shaped input a tool produces; path values are positional (see `path`). */
+export interface ToolRequest {
+  query?: Record<string, unknown>;
+  body?: Record<string, unknown>;
+}
+
+export interface ToolDef {
+  name: string;
+  title: string;
+  /** What the tool does and returns, written for an agent deciding whether and how to call it. */
+  description: string;
+  /** Strict: an unknown field is a tool error naming it. */
+  input: z.ZodObject<z.ZodRawShape>;
+  /** Registry operation this tool runs (src/operations/index.ts findOperation). */
+  operation: string;
+  /** True for read tools (annotated readOnlyHint); the write tools are non-destructive. */
+  readOnly: boolean;
+  /**
+   * Input fields that fill the operation's path placeholders, in path order
+   * (e.g. ['subscription_id'] for /v1/subscriptions/{id}): the adapter reads the
+   * placeholder names from the operation, so errors can name the tool's field.
+   */
+  path?: readonly string[];
+  /** Query and body of the REST request for this input. */
+  map?: (input: Record<string, unknown>) => ToolRequest;
+  /** REST field names (as an error's `param` names them) -> this tool's field names. */
+  fieldNames?: Record<string, string>;
+}
+
+/** Thrown by map() when the input is well-typed but cannot form a request. */
+export class ToolInputError extends Error {
+  constructor(readonly field: string, message: string) {
+    super(message);
+  }
+}
+
+// ---- shared input fields --------------------------------------------------------
+
+const cursor = z.string().min(1).max(200)
+  .describe('Opaque cursor: copy next_cursor from the previous page verbatim; omit for the first page.');
+const limit = limitParam.describe('Page size, 1 to 100 (default 25).');
+const subscriptionId = z.string().min(1).max(100).describe('Subscription id (sub_...), as returned by list_subscriptions.');
+const memberId = z.string().min(1).max(100).describe('Member id (mem_...), as returned by list_members.');
+const tierId = (what: string) => z.string().min(1).max(100).describe(`Plan tier id (tier_...) from list_plans; ${what}`);
+const platform = z.string().min(1).max(50)
+  .describe('Connected platform of the identity, e.g. discord or telegram. Give together with platform_uid.');
+const platformUid = z.string().min(1).max(200)
+  .describe("The user's id on that platform. Give together with platform.");
+const namespace = z.string().min(1).max(200)
+  .describe("Operator namespace of an external (operator-owned) user id, e.g. your app's name. Give together with external_user_id.");
+const externalUserId = z.string().min(1).max(200)
+  .describe("The user's id in your own application. Give together with namespace.");
+
+const PAGE_NOTE = 'Newest first. Returns {data: [...], next_cursor}; pass next_cursor as cursor for the next page (null means last page).';
+
+/** Copies the listed entries of `input` that have a value. */
+function pick(input: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    if (input[key] !== undefined) out[key] = input[key];
+  }
+  return out;
+}
+
+/** Which buyer form the flat checkout input describes; the REST body nests it under subject. */
+function identityPair(input: Record<string, unknown>): 'platform' | 'external' {
+  const hasPlatform = input.platform !== undefined || input.platform_uid !== undefined;
+  const hasExternal = input.namespace !== undefined || input.external_user_id !== undefined;
+  if (hasPlatform && hasExternal) {
+    throw new ToolInputError(input.platform !== undefined ? 'platform' : 'platform_uid',
+      'Give exactly one identity: platform with platform_uid, or namespace with external_user_id, not both.');
+  }
+  if (!hasPlatform && !hasExternal) {
+    throw new ToolInputError('platform', 'Missing identity: give platform with platform_uid, or namespace with external_user_id.');
+  }
+  if (hasPlatform) {
+    if (input.platform === undefined) throw new ToolInputError('platform', 'Missing required field "platform" (it goes with platform_uid).');
+    if (input.platform_uid === undefined) throw new ToolInputError('platform_uid', 'Missing required field "platform_uid" (it goes with platform).');
+    return 'platform';
+  }
+  if (input.namespace === undefined) throw new ToolInputError('namespace', 'Missing required field "namespace" (it goes with external_user_id).');
+  if (input.external_user_id === undefined) throw new ToolInputError('external_user_id', 'Missing required field "external_user_id" (it goes with namespace).');
+  return 'external';
+}
+
+export const tools: readonly ToolDef[] = [
+  {
+    name: 'list_subscriptions',
+    title: 'List subscriptions',
+    operation: 'list_subscriptions',
+    readOnly: true,
+    description: `List the community's subscriptions. ${PAGE_NOTE} Each subscription has id, status, plan_id, tier_id, member_id, amount_cents, currency, interval, current_period_end, cancel_at and scheduled_plan_id. Filter by status, plan_id or member_id.`,
+    input: z.strictObject({
+      status: z.enum(['active', 'trialing', 'past_due', 'cancelling', 'cancelled', 'paused']).optional()
+        .describe('Only subscriptions in this status.'),
+      plan_id: z.string().min(1).max(100).optional().describe('Only subscriptions on this billing plan (plan_...).'),
+      member_id: memberId.optional().describe('Only subscriptions of this member (mem_...).'),
+      cursor: cursor.optional(),
+      limit,
+    }),
+    map: (i) => ({ query: pick(i, ['status', 'plan_id', 'member_id', 'cursor', 'limit']) }),
+  },
+  {
+    name: 'get_subscription',
+    title: 'Get a subscription',
+    operation: 'get_subscription',
+    readOnly: true,
+    description: 'Get one subscription by id: status, plan and tier, member, amount, current period end, and any scheduled cancellation (cancel_at) or scheduled plan change (scheduled_plan_id, scheduled_at). An id of another community answers not_found.',
+    input: z.strictObject({ subscription_id: subscriptionId }),
+    path: ['subscription_id'],
+  },
+  {
+    name: 'get_switch_options',
+    title: 'Get plan switch options',
+    operation: 'get_switch_options',
+    readOnly: true,
+    description: 'List the plans an active or trialing subscription can switch to, as {same_tier, upgrades, downgrades} (each entry: plan_id, plan_name, tier_id, amount_cents, currency, interval, trial_days). Use a plan_id from here with switch_subscription. A cancelling or paused subscription answers conflict.',
+    input: z.strictObject({ subscription_id: subscriptionId }),
+    path: ['subscription_id'],
+  },
+  {
+    name: 'list_plans',
+    title: 'List plan tiers',
+    operation: 'list_plans',
+    readOnly: true,
+    description: 'List the active plan tiers on sale, each with its active billing plans (id, amount_cents, currency, interval, trial_days). Returns {data: [tier]}. Use a tier id and plan id from here with create_checkout_link.',
+    input: z.strictObject({}),
+  },
+  {
+    name: 'list_members',
+    title: 'List members',
+    operation: 'list_members',
+    readOnly: true,
+    description: `List the community's members with their platform identities and external subjects. ${PAGE_NOTE}`,
+    input: z.strictObject({ cursor: cursor.optional(), limit }),
+    map: (i) => ({ query: pick(i, ['cursor', 'limit']) }),
+  },
+  {
+    name: 'get_member_entitlements',
+    title: "Get a member's entitlements",
+    operation: 'get_member_entitlements',
+    readOnly: true,
+    description: "List a member's active entitlements as {data: [member entitlement]}: key, name, status, revision, the sources (subscriptions, purchases) that support each, and its platform benefits. This is the authoritative answer to what a member may access.",
+    input: z.strictObject({ member_id: memberId }),
+    path: ['member_id'],
+  },
+  {
+    name: 'check_entitlement',
+    title: 'Check an entitlement',
+    operation: 'check_entitlement',
+    readOnly: true,
+    description: 'Check whether a user has access, identified by exactly one pair: platform with platform_uid, or namespace with external_user_id. Give tier_id to check access to that tier; omit it to check for any access. Returns {entitled, entitlements}; an unknown user is not entitled.',
+    input: z.strictObject({
+      platform: platform.optional(),
+      platform_uid: platformUid.optional(),
+      namespace: namespace.optional(),
+      external_user_id: externalUserId.optional(),
+      tier_id: tierId('omit to check for any access.').optional(),
+    }),
+    // The pair rule is the operation's (same fields, same names as REST).
+    map: (i) => ({ query: pick(i, ['platform', 'platform_uid', 'namespace', 'external_user_id', 'tier_id']) }),
+  },
+  {
+    name: 'list_purchases',
+    title: 'List one-time purchases',
+    operation: 'list_purchases',
+    readOnly: true,
+    description: `List one-time purchases (id, status, plan_id, tier_id, member_id, amount_cents, currency, access_expires_at, paid_at). ${PAGE_NOTE}`,
+    input: z.strictObject({ cursor: cursor.optional(), limit }),
+    map: (i) => ({ query: pick(i, ['cursor', 'limit']) }),
+  },
+  {
+    name: 'get_analytics_summary',
+    title: 'Get the analytics summary',
+    operation: 'get_analytics_summary',
+    readOnly: true,
+    description: 'Get the community\'s headline numbers: {mrr_cents, currency, active_subscribers, recent_signups, recent_cancels}.',
+    input: z.strictObject({}),
+  },
+  {
+    name: 'list_events',
+    title: 'List events',
+    operation: 'list_events',
+    readOnly: true,
+    description: 'Read the event feed, newest first: the same envelopes (id, type, timestamp, api_version, data) that webhooks deliver, e.g. member.entitlement.granted, member.entitlement.updated, member.entitlement.revoked. Give types to filter, and after_id (the newest evt_ id you have seen) to poll for newer events only. Returns {data: [event], next_cursor}; this tool has no cursor input, so read older history with a larger limit (up to 100).',
+    input: z.strictObject({
+      types: z.array(z.string().min(1).max(100)).min(1).max(50).optional()
+        .describe('Only events of these types, e.g. ["member.entitlement.granted"].'),
+      after_id: z.string().min(1).max(100).optional().describe('Only events newer than this event id (evt_...).'),
+      limit,
+    }),
+    map: (i) => ({
+      query: { ...pick(i, ['after_id', 'limit']), ...(i.types ? { type: (i.types as string[]).join(',') } : {}) },
+    }),
+    fieldNames: { type: 'types' },
+  },
+  {
+    name: 'list_webhook_endpoints',
+    title: 'List webhook endpoints',
+    operation: 'list_webhook_endpoints',
+    readOnly: true,
+    description: "List the community's outbound webhook endpoints (url, subscribed event types, enabled state). Signing secrets are never returned. Use an endpoint id with list_webhook_deliveries.",
+    input: z.strictObject({}),
+  },
+  {
+    name: 'list_webhook_deliveries',
+    title: 'List webhook deliveries',
+    operation: 'list_webhook_deliveries',
+    readOnly: true,
+    description: "List the delivery attempt log of one webhook endpoint, newest first: which events were delivered, their status and the endpoint's last response. Returns {data: [delivery], next_cursor}.",
+    input: z.strictObject({
+      endpoint_id: z.string().min(1).max(100).describe('Webhook endpoint id, as returned by list_webhook_endpoints.'),
+      cursor: cursor.optional(),
+    }),
+    path: ['endpoint_id'],
+    map: (i) => ({ query: pick(i, ['cursor']) }),
+  },
+  {
+    name: 'create_checkout_link',
+    title: 'Create a checkout link',
+    operation: 'create_checkout_link',
+    readOnly: false,
+    description: 'Create a checkout page URL for a buyer to pay for a plan tier. Identify the buyer by exactly one pair: platform with platform_uid (a connected platform identity), or namespace with external_user_id (a user of your own application; the member is created if needed). plan_id is required when the tier has more than one active plan (see list_plans). Returns {checkout_id, member_id, url, expires_at}. Creating a link grants nothing: access starts only when the buyer pays. Fails with not_eligible if the buyer already has the tier, plan_required, discount_invalid or payment_config_inactive.',
+    input: z.strictObject({
+      tier_id: tierId('the tier to sell.'),
+      plan_id: z.string().min(1).max(100).optional()
+        .describe('Billing plan (plan_...) of that tier; required only when the tier has several active plans.'),
+      platform: platform.optional(),
+      platform_uid: platformUid.optional(),
+      namespace: namespace.optional(),
+      external_user_id: externalUserId.optional(),
+      return_url: z.string().min(1).max(2000).optional()
+        .describe('HTTPS page the buyer returns to after paying (external buyers only); checkout_id is appended. Reaching it does not confirm payment.'),
+      discount_code: z.string().min(1).max(100).optional().describe('Discount code to apply (case-insensitive).'),
+    }),
+    map: (i) => {
+      const subject = identityPair(i) === 'platform'
+        ? { platform: i.platform, platform_uid: i.platform_uid }
+        : { external: { namespace: i.namespace, external_user_id: i.external_user_id } };
+      return { body: { ...pick(i, ['tier_id', 'plan_id']), subject, ...pick(i, ['return_url', 'discount_code']) } };
+    },
+    fieldNames: {
+      subject: 'platform',
+      'subject.platform': 'platform',
+      'subject.platform_uid': 'platform_uid',
+      'subject.external': 'namespace',
+      'subject.external.namespace': 'namespace',
+      'subject.external.external_user_id': 'external_user_id',
+    },
+  },
+  {
+    name: 'switch_subscription',
+    title: 'Switch a subscription to another plan',
+    operation: 'switch_subscription',
+    readOnly: false,
+    description: 'Move an active or trialing subscription to another plan taken from get_switch_options. A same-tier plan or an upgrade applies at once with proration; a downgrade is scheduled for the period end (scheduled_plan_id, scheduled_at). Returns the updated subscription. This does not cancel anything.',
+    input: z.strictObject({
+      subscription_id: subscriptionId,
+      plan_id: z.string().min(1).max(100).describe('Target billing plan (plan_...), one of the plan_id values from get_switch_options.'),
+    }),
+    path: ['subscription_id'],
+    map: (i) => ({ body: pick(i, ['plan_id']) }),
+  },
+];
+
+export function findTool(name: string): ToolDef | undefined {
+  return tools.find((t) => t.name === name);
+}

@@ -1,0 +1,98 @@
+// `billing sandbox complete` / `billing sandbox advance` (operator-cli.md output
+// formats) and the worker's periodic subscriptions__apply_due task.
+import type { JobHelpers } from 'graphile-worker';
+import { main } from '../../src/cli/index';
+import { subscriptionsApplyDue } from '../../worker/tasks/subscriptions__apply_due';
+import { call, startApp, TestApp, TEST_DB } from '../support/app';
+import { checkout, createShop, externalSubject, subscribe } from './fixtures';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startApp();
+  process.env.DATABASE_URL = TEST_DB();
+});
+afterAll(() => app.close());
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => { out += String(s); return true; });
+  const e = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => { err += String(s); return true; });
+  try {
+    const code = await main(argv);
+    return { code, out, err };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+test('sandbox complete pays a checkout and prints {checkout_id, subscription_id, member_id}', async () => {
+  const shop = await createShop(app);
+  const link = await checkout(app, shop, { tier_id: shop.ids.tiers.silver, subject: externalSubject() });
+  const r = await cli('sandbox', 'complete', link.body.checkout_id, '--json');
+  expect(r.code).toBe(0);
+  const json = JSON.parse(r.out);
+  expect(json).toEqual({ checkout_id: link.body.checkout_id, subscription_id: expect.stringMatching(/^sub_/), member_id: link.body.member_id });
+  const sub = await call(app.url, 'GET', `/v1/subscriptions/${json.subscription_id}`, { key: shop.key });
+  expect(sub.body.status).toBe('active');
+  const purchase = await checkout(app, shop, { tier_id: shop.ids.tiers.guide, subject: externalSubject() });
+  const p = JSON.parse((await cli('sandbox', 'complete', purchase.body.checkout_id, '--json')).out);
+  expect(p).toEqual({ checkout_id: purchase.body.checkout_id, purchase_id: expect.stringMatching(/^pur_/), member_id: purchase.body.member_id });
+});
+
+test('sandbox complete of an unknown checkout fails with one line on stderr', async () => {
+  const r = await cli('sandbox', 'complete', 'cs_00000000000000000000000000', '--json');
+  expect(r.code).toBe(1);
+  expect(r.out).toBe('');
+  expect(r.err.trim().split('\n')).toHaveLength(1);
+});
+
+test('sandbox advance moves the clock, applies due period ends and prints {now}', async () => {
+  const shop = await createShop(app);
+  const { subscriptionId } = await subscribe(app, shop, 'silver');
+  await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/cancel`, { key: shop.key });
+  const r = await cli('sandbox', 'advance', '--community', shop.communityId, '--days', '40', '--json');
+  expect(r.code).toBe(0);
+  const { now } = JSON.parse(r.out);
+  expect(new Date(now).getTime() - Date.now()).toBeGreaterThan(39.9 * 86400e3);
+  const sub = await call(app.url, 'GET', `/v1/subscriptions/${subscriptionId}`, { key: shop.key });
+  expect(sub.body.status).toBe('cancelled');
+  const bad = await cli('sandbox', 'advance', '--community', shop.communityId, '--days', '-1', '--json');
+  expect(bad.code).toBe(2);
+});
+
+test('the worker task applies period ends (here limited to one community, as the cron job does for all)', async () => {
+  const shop = await createShop(app);
+  const { subscriptionId, memberId } = await subscribe(app, shop, 'silver');
+  await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/cancel`, { key: shop.key });
+  // The clock moved without applying anything (as if time simply passed).
+  await app.owner.query(`update billing.communities set clock_offset = interval '35 days' where id = $1`, [shop.communityId]);
+  const helpers = {
+    withPgClient: async <T>(fn: (client: unknown) => Promise<T>) => {
+      const client = await app.owner.connect();
+      try { return await fn(client); } finally { client.release(); }
+    },
+    logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  } as unknown as JobHelpers;
+  await subscriptionsApplyDue({ community_id: shop.communityId }, helpers);
+  const sub = await call(app.url, 'GET', `/v1/subscriptions/${subscriptionId}`, { key: shop.key });
+  expect(sub.body.status).toBe('cancelled');
+  const ents = await call(app.url, 'GET', `/v1/members/${memberId}/entitlements`, { key: shop.key });
+  expect(ents.body.data).toEqual([]);
+});
+
+test('the API role cannot pay checkouts, move the clock or apply provider events', async () => {
+  for (const sql of [
+    `select billing.complete_checkout('cs_x', '{}')`,
+    `select billing.sandbox_advance('com_x', 1)`,
+    `select billing.apply_due('com_x')`,
+    `select billing.apply_due_all()`,
+    `select billing.apply_provider_subscription('{}')`,
+    `select billing.record_provider_event('stripe', 'evt_x', 'x')`,
+    `select billing.expire_checkout('cs_x')`,
+    `select billing.refund_purchase('pi_x')`,
+  ]) {
+    await expect(app.api.query(sql)).rejects.toThrow(/permission denied/);
+  }
+});

@@ -1,0 +1,98 @@
+// Spec: "MCP tool endpoint": exactly these tools, with these inputs and scopes; read
+// tools annotated read-only, the two write tools non-destructive; no cancel tool.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { findOperation } from '../../src/operations';
+import { createTenant, startApp, TestApp } from '../support/app';
+import { tools } from '../../src/mcp/tools';
+import { connect } from './client';
+
+// The spec's tool table: inputs (required ones marked) and the scope of the REST twin.
+const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string; write?: true }> = {
+  list_subscriptions: { inputs: ['status', 'plan_id', 'member_id', 'cursor', 'limit'], required: [], scope: 'subscriptions:read' },
+  get_subscription: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
+  get_switch_options: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
+  list_plans: { inputs: [], required: [], scope: 'plans:read' },
+  list_members: { inputs: ['cursor', 'limit'], required: [], scope: 'members:read' },
+  get_member_entitlements: { inputs: ['member_id'], required: ['member_id'], scope: 'members:read' },
+  check_entitlement: { inputs: ['platform', 'platform_uid', 'namespace', 'external_user_id', 'tier_id'], required: [], scope: 'members:read' },
+  list_purchases: { inputs: ['cursor', 'limit'], required: [], scope: 'purchases:read' },
+  get_analytics_summary: { inputs: [], required: [], scope: 'analytics:read' },
+  list_events: { inputs: ['types', 'after_id', 'limit'], required: [], scope: 'events:read' },
+  list_webhook_endpoints: { inputs: [], required: [], scope: 'webhooks:read' },
+  list_webhook_deliveries: { inputs: ['endpoint_id', 'cursor'], required: ['endpoint_id'], scope: 'webhooks:read' },
+  create_checkout_link: {
+    inputs: ['tier_id', 'plan_id', 'platform', 'platform_uid', 'namespace', 'external_user_id', 'return_url', 'discount_code'],
+    required: ['tier_id'], scope: 'checkout:write', write: true,
+  },
+  switch_subscription: { inputs: ['subscription_id', 'plan_id'], required: ['subscription_id', 'plan_id'], scope: 'subscriptions:write', write: true },
+};
+
+let app: TestApp;
+let client: Client;
+let listed: Tool[];
+
+beforeAll(async () => {
+  app = await startApp();
+  const tenant = await createTenant(app.owner);
+  client = await connect(app.url, tenant.key);
+  listed = (await client.listTools()).tools;
+});
+afterAll(async () => {
+  await client?.close();
+  await app.close();
+});
+
+test('tools/list answers exactly the fourteen tools of the spec, and no cancel tool', () => {
+  expect(listed.map((t) => t.name).sort()).toEqual(Object.keys(SPEC).sort());
+  expect(listed.some((t) => /cancel/.test(t.name))).toBe(false);
+});
+
+test('each tool runs the registry operation of the same name, whose scope is the spec\'s', () => {
+  for (const tool of tools) {
+    const op = findOperation(tool.operation);
+    expect({ tool: tool.name, operation: op?.name, scope: op?.scope }).toEqual({ tool: tool.name, operation: tool.name, scope: SPEC[tool.name].scope });
+    // Read tools run GET operations; the write tools run POST ones.
+    expect({ tool: tool.name, method: op?.method }).toEqual({ tool: tool.name, method: SPEC[tool.name].write ? 'POST' : 'GET' });
+  }
+});
+
+test('input schemas are strict JSON Schema objects with exactly the spec\'s inputs, each described', () => {
+  for (const tool of listed) {
+    const schema = tool.inputSchema as { type: string; properties?: Record<string, { description?: string }>; required?: string[]; additionalProperties?: boolean };
+    const spec = SPEC[tool.name];
+    expect({ tool: tool.name, type: schema.type, additionalProperties: schema.additionalProperties }).toEqual({ tool: tool.name, type: 'object', additionalProperties: false });
+    expect({ tool: tool.name, inputs: Object.keys(schema.properties ?? {}).sort() }).toEqual({ tool: tool.name, inputs: [...spec.inputs].sort() });
+    expect({ tool: tool.name, required: [...(schema.required ?? [])].sort() }).toEqual({ tool: tool.name, required: [...spec.required].sort() });
+    for (const [field, prop] of Object.entries(schema.properties ?? {})) {
+      expect({ tool: tool.name, field, described: (prop.description ?? '').length > 10 }).toEqual({ tool: tool.name, field, described: true });
+    }
+  }
+});
+
+test('schemas carry the rules an agent needs: page size bounds and default, status values, event types as a list', () => {
+  const byName = Object.fromEntries(listed.map((t) => [t.name, t.inputSchema as { properties: Record<string, Record<string, unknown>> }]));
+  for (const name of ['list_subscriptions', 'list_members', 'list_purchases', 'list_events']) {
+    expect(byName[name].properties.limit).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 25 });
+  }
+  expect(byName.list_subscriptions.properties.status.enum).toEqual(['active', 'trialing', 'past_due', 'cancelling', 'cancelled', 'paused']);
+  expect(byName.list_events.properties.types).toMatchObject({ type: 'array', items: { type: 'string' } });
+});
+
+test('read tools are annotated read-only; the two write tools read-write and non-destructive', () => {
+  for (const tool of listed) {
+    if (SPEC[tool.name].write) {
+      expect({ tool: tool.name, ...tool.annotations }).toMatchObject({ tool: tool.name, readOnlyHint: false, destructiveHint: false });
+    } else {
+      expect({ tool: tool.name, ...tool.annotations }).toMatchObject({ tool: tool.name, readOnlyHint: true });
+    }
+  }
+  expect(listed.filter((t) => t.annotations?.readOnlyHint === false).map((t) => t.name).sort()).toEqual(['create_checkout_link', 'switch_subscription']);
+});
+
+test('descriptions say what the tool returns and which scope it needs', () => {
+  for (const tool of listed) {
+    expect(tool.description?.length ?? 0).toBeGreaterThan(60);
+    expect({ tool: tool.name, scoped: tool.description?.includes(`Requires the API key scope ${SPEC[tool.name].scope}.`) }).toEqual({ tool: tool.name, scoped: true });
+  }
+});

@@ -1,0 +1,150 @@
+// Helpers for the webhook tests: a real local HTTP receiver, a worker against the run's
+// database, direct event inserts (the outbox), waiting, and verification with the
+// reference Standard Webhooks library.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { applyMigrations, withDatabase } from '../../src/db/migrate';
+import { Webhook } from 'standardwebhooks';
+import { startWorker, StartWorkerOptions, WorkerHandle } from '../../worker';
+import { call, TEST_DB } from '../support/app';
+
+export const ENCRYPTION_KEY = crypto.randomBytes(32).toString('base64');
+
+/**
+ * A freshly migrated database of this test file's own, so its workers take only its
+ * own jobs (test files run in parallel against one run database otherwise). Sets
+ * BILLING_TEST_DB for startApp(); drop() restores it.
+ */
+export async function isolatedDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const server = process.env.BILLING_TEST_SERVER;
+  const previous = process.env.BILLING_TEST_DB;
+  if (!server || !previous) throw new Error('run through jest (globalSetup)');
+  const name = `billing_wh_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = withDatabase(server, name);
+  await applyMigrations(url, { includeCurrent: true });
+  process.env.BILLING_TEST_DB = url;
+  return {
+    url,
+    async drop() {
+      process.env.BILLING_TEST_DB = previous;
+      const c = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+export const WORKER_CONFIG = { webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true };
+
+export interface Received {
+  headers: Record<string, string>;
+  body: string;
+  at: number;
+}
+
+/** What the receiver answers: a status (with optional body), or 'hang' (never answers). */
+export type Answer = number | { status: number; body?: string } | 'hang';
+
+export interface Receiver {
+  url: string;
+  port: number;
+  received: Received[];
+  respond: (r: Received, index: number) => Answer;
+  /** Stops listening (connections refused) and drops open sockets. */
+  down(): Promise<void>;
+  /** Listens again on the same port. */
+  up(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(respond: Receiver['respond'] = () => 200, port = 0): Promise<Receiver> {
+  const receiver = {} as Receiver;
+  receiver.received = [];
+  receiver.respond = respond;
+  let server: http.Server | null = null;
+  const listen = async (p: number) => {
+    server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        // x-test-path: the request path, so tests can tell endpoints apart.
+        const r: Received = { headers: { ...(req.headers as Record<string, string>), 'x-test-path': req.url ?? '' }, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+        const index = receiver.received.push(r) - 1;
+        const answer = receiver.respond(r, index);
+        if (answer === 'hang') return;
+        const { status, body } = typeof answer === 'number' ? { status: answer, body: 'ok' } : answer;
+        res.writeHead(status, { 'content-type': 'text/plain' });
+        res.end(body ?? '');
+      });
+    });
+    server.keepAliveTimeout = 30_000;
+    await new Promise<void>((resolve) => server!.listen(p, '127.0.0.1', resolve));
+    return (server.address() as AddressInfo).port;
+  };
+  receiver.port = await listen(port);
+  receiver.url = `http://127.0.0.1:${receiver.port}/hook`;
+  receiver.down = async () => {
+    const s = server;
+    server = null;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  };
+  receiver.up = async () => { await listen(receiver.port); };
+  receiver.close = receiver.down;
+  return receiver;
+}
+
+/** Verifies a delivery with the reference library; returns the parsed envelope. */
+export function verify(secret: string, r: Received): { id: string; type: string; timestamp: string; api_version: string; data: any } { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const headers = { 'webhook-id': r.headers['webhook-id'], 'webhook-timestamp': r.headers['webhook-timestamp'], 'webhook-signature': r.headers['webhook-signature'] };
+  new Webhook(secret).verify(r.body, headers);
+  const envelope = JSON.parse(r.body);
+  expect(envelope.id).toBe(r.headers['webhook-id']);
+  return envelope;
+}
+
+export async function worker(opts: Partial<StartWorkerOptions> = {}): Promise<WorkerHandle> {
+  return startWorker({
+    connectionString: TEST_DB(),
+    concurrency: 4,
+    pollInterval: 100,
+    retrySchedule: [0, 200, 200, 200, 200, 200, 200, 200],
+    config: WORKER_CONFIG,
+    ...opts,
+  });
+}
+
+export async function createEndpoint(base: string, key: string, body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
+  const r = await call(base, 'POST', '/v1/webhooks/endpoints', { key, body });
+  expect(r.status).toBe(201);
+  return r.body;
+}
+
+/** Inserts events straight into the outbox (one statement), as the ledger's triggers do. */
+export async function insertEvents(owner: pg.Pool, communityId: string, events: { type: string; data: unknown }[]): Promise<string[]> {
+  const { rows } = await owner.query<{ id: string }>(
+    `insert into billing.events (community_id, type, data)
+     select $1, e->>'type', e->'data' from jsonb_array_elements($2::jsonb) with ordinality as x(e, n) order by n
+     returning id`,
+    [communityId, JSON.stringify(events)]);
+  return rows.map((r) => r.id);
+}
+
+export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 20_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

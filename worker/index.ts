@@ -1,0 +1,129 @@
+// The worker process: graphile-worker running worker/tasks with LISTEN/NOTIFY (new
+// jobs start within milliseconds of their commit; pollInterval only matters for jobs
+// scheduled in the future, such as webhook retries). It connects as the owner role
+// (it sees every community through the owner_access policy). Any number of workers
+// may run at once: graphile-worker locks each job to one of them.
+//
+// Dead workers: graphile-worker releases the jobs of a worker that died without
+// shutting down only after 4 hours. Each worker started here beats in
+// billing_private.worker_heartbeats every heartbeatMs; any of them that sees another
+// silent for staleAfterMs hands its jobs back to the queue (force_unlock_workers), so
+// a delivery cut off by a crash is retried (same webhook-id) within about a minute.
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+import { Logger, run, Runner, TaskList, WorkerEvents } from 'graphile-worker';
+import { Config, loadConfig } from '../src/config';
+import { taskList } from './tasks';
+import { makeWebhookSendTask } from './tasks/webhook_deliveries__send';
+import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
+
+export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
+
+export interface StartWorkerOptions {
+  connectionString: string;
+  /** Jobs run at once by this process (default 8). */
+  concurrency?: number;
+  /** Milliseconds between polls for jobs scheduled in the future (default 1000). */
+  pollInterval?: number;
+  /** Webhook retry delays in ms, index n = delay before attempt n+1 (default RETRY_SCHEDULE_MS). */
+  retrySchedule?: readonly number[];
+  /** Continuous failure after which an endpoint is disabled (default 5 days). */
+  disableAfterMs?: number;
+  /** HTTP timeout of one delivery (default 15 s). */
+  deliveryTimeoutMs?: number;
+  /** Heartbeat period and the silence after which a worker counts as dead (10 s, 60 s). */
+  heartbeatMs?: number;
+  staleAfterMs?: number;
+  /** WEBHOOK_ENCRYPTION_KEY and WEBHOOK_ALLOW_PRIVATE_URLS; default loadConfig(). */
+  config?: Pick<Config, 'webhookEncryptionKey' | 'webhookAllowPrivateUrls'>;
+  /** Install SIGINT/SIGTERM handlers (default false: the caller owns the process). */
+  handleSignals?: boolean;
+  /** Log graphile-worker's info lines too (default: warnings and errors only). */
+  verbose?: boolean;
+}
+
+export interface WorkerHandle {
+  stop(): Promise<void>;
+  /** graphile-worker pool ids of this process (as in jobs.locked_by). */
+  readonly workerIds: readonly string[];
+}
+
+function logger(verbose: boolean): Logger {
+  return new Logger(() => (level: string, message: string) => {
+    if (verbose || level === 'error' || level === 'warning') process.stderr.write(`[worker] ${level}: ${message}\n`);
+  });
+}
+
+export async function startWorker(options: StartWorkerOptions | string): Promise<WorkerHandle> {
+  const opts: StartWorkerOptions = typeof options === 'string' ? { connectionString: options } : options;
+  const config = opts.config ?? loadConfig();
+  const concurrency = opts.concurrency ?? 8;
+  const heartbeatMs = opts.heartbeatMs ?? 10_000;
+  const staleAfterMs = opts.staleAfterMs ?? 60_000;
+  const delivery = makeWebhookSendTask({
+    encryptionKey: config.webhookEncryptionKey,
+    allowPrivateUrls: config.webhookAllowPrivateUrls,
+    retrySchedule: opts.retrySchedule,
+    disableAfterMs: opts.disableAfterMs,
+    timeoutMs: opts.deliveryTimeoutMs,
+  });
+  const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
+
+  const pool = new pg.Pool({ connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker' });
+  // Errors surface through the queries that hit them; an idle client's error must not crash the process.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => { client.on('error', () => {}); });
+  const workerIds = new Set<string>();
+  const events: WorkerEvents = new EventEmitter() as WorkerEvents;
+  // Jobs are locked by the pool's id (jobs.locked_by), so that is what beats.
+  events.on('pool:create', ({ workerPool }) => { workerIds.add(workerPool.id); });
+
+  const beat = async () => {
+    try {
+      const { rows } = await pool.query<{ dead: string[] }>(
+        'select billing_private.worker_heartbeat($1, $2::interval) as dead', [[...workerIds], `${staleAfterMs} milliseconds`]);
+      if (rows[0].dead.length > 0) {
+        // Released jobs are due now: wake every worker rather than wait for a poll.
+        await pool.query(`select pg_notify('jobs:insert', '')`);
+      }
+    } catch (err) {
+      process.stderr.write(`[worker] heartbeat failed: ${(err as Error).message}\n`);
+    }
+  };
+
+  let runner: Runner;
+  try {
+    runner = await run({
+      pgPool: pool,
+      concurrency,
+      pollInterval: opts.pollInterval ?? 1000,
+      taskList: tasks,
+      crontab: subscriptionsApplyDueCron, // period ends, trials, expiries: every minute
+      noHandleSignals: !opts.handleSignals,
+      logger: logger(opts.verbose ?? false),
+      events,
+    });
+  } catch (err) {
+    delivery.close();
+    await pool.end();
+    throw err;
+  }
+  await beat();
+  const timer = setInterval(() => { void beat(); }, heartbeatMs);
+  timer.unref();
+
+  let stopping: Promise<void> | null = null;
+  return {
+    get workerIds() { return [...workerIds]; },
+    stop() {
+      stopping ??= (async () => {
+        clearInterval(timer);
+        await runner.stop();
+        await pool.query('delete from billing_private.worker_heartbeats where worker_id = any ($1)', [[...workerIds]]).catch(() => {});
+        delivery.close();
+        await pool.end();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,109 @@
+// graphile-worker task: sends the deliveries of one job (all of one community, all
+// at the same attempt number) concurrently, then records every outcome in one call
+// (billing_private.webhook_record_attempts: attempt log, delivery state, retry job,
+// endpoint failure streak). Failed deliveries are retried on RETRY_SCHEDULE_MS by a
+// new job; the job itself only fails (and is retried by graphile-worker) when the
+// database cannot be reached or the deployment cannot sign.
+import type { Task } from 'graphile-worker';
+import { parseEncryptionKey, SecretBox } from '../../src/webhooks/crypto';
+import { createSender, Sender, SendResult } from '../../src/webhooks/send';
+import { webhookHeaders } from '../../src/webhooks/sign';
+import { loadConfig } from '../../src/config';
+
+/**
+ * Delay before each attempt, modelled on Standard Webhooks' recommendation:
+ * immediately, 5 seconds, 5 minutes, 30 minutes, 2 hours, 5 hours, 10 hours, 10 hours
+ * (8 attempts over about 27.6 hours). After the last one the delivery is failed.
+ */
+export const RETRY_SCHEDULE_MS: readonly number[] = [
+  0, 5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000,
+];
+
+/** An endpoint whose deliveries have all failed for this long is disabled. */
+export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
+
+export interface DeliveryTaskOptions {
+  /** Delay before attempt n+1 at index n; index 0 is the first attempt (immediate). */
+  retrySchedule?: readonly number[];
+  disableAfterMs?: number;
+  encryptionKey: string | null;
+  allowPrivateUrls: boolean;
+  timeoutMs?: number;
+  maxSockets?: number;
+}
+
+export interface DeliveryPayload {
+  community_id: string;
+  ids: string[];
+  /** Attempts already made: the deliveries this job is for. */
+  after: number;
+  /** A redelivery of a finished delivery: no automatic retry after it. */
+  manual?: boolean;
+}
+
+interface DueDelivery {
+  id: string;
+  endpoint_id: string;
+  url: string;
+  event_id: string;
+  body: string;
+  ciphertexts: string[] | null;
+}
+
+export interface DeliveryTask {
+  task: Task;
+  close(): void;
+}
+
+export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
+  const schedule = opts.retrySchedule ?? RETRY_SCHEDULE_MS;
+  const disableAfterMs = opts.disableAfterMs ?? DISABLE_AFTER_MS;
+  const box = opts.encryptionKey ? new SecretBox(parseEncryptionKey(opts.encryptionKey)) : null;
+  let sender: Sender | null = null;
+
+  const task: Task = async (rawPayload, helpers) => {
+    const payload = rawPayload as DeliveryPayload;
+    const t0 = performance.now();
+    const { rows } = await helpers.query<DueDelivery>(
+      'select * from billing_private.webhook_deliveries_load($1, $2, $3)',
+      [payload.community_id, payload.ids, payload.after]);
+    if (rows.length === 0) return;
+    if (!box) throw new Error('WEBHOOK_ENCRYPTION_KEY is not set: webhook deliveries cannot be signed');
+    sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs, maxSockets: opts.maxSockets });
+    const send = sender;
+
+    const results = await Promise.all(rows.map(async (d): Promise<SendResult & { id: string }> => {
+      let keys: Buffer[];
+      try {
+        keys = (d.ciphertexts ?? []).map((c) => box.hmacKey(payload.community_id, d.endpoint_id, c));
+        if (keys.length === 0) throw new Error('no signing secret');
+      } catch (err) {
+        const now = new Date().toISOString();
+        return { id: d.id, ok: false, status_code: null, error: `cannot sign: ${(err as Error).message}`, excerpt: null, started_at: now, finished_at: now, duration_ms: 0 };
+      }
+      const result = await send.post(d.url, webhookHeaders(keys, d.event_id, d.body), d.body);
+      return { id: d.id, ...result };
+    }));
+
+    const t1 = performance.now();
+    const attempt = payload.after + 1;
+    const retryAt = attempt < schedule.length ? new Date(Date.now() + schedule[attempt]) : null;
+    await helpers.query('select billing_private.webhook_record_attempts($1, $2, $3, $4, $5, $6)', [
+      payload.community_id, payload.after, payload.manual === true, JSON.stringify(results),
+      retryAt, `${disableAfterMs} milliseconds`,
+    ]);
+    if (process.env.WH_PROFILE) process.stderr.write(`job n=${rows.length} load+send=${(t1 - t0).toFixed(1)} record=${(performance.now() - t1).toFixed(1)}\n`);
+  };
+
+  return { task, close: () => sender?.close() };
+}
+
+/** The task with settings from the environment (taskList); startWorker builds its own. */
+let fromEnv: DeliveryTask | null = null;
+export const webhookDeliveriesSend: Task = (payload, helpers) => {
+  if (!fromEnv) {
+    const config = loadConfig();
+    fromEnv = makeWebhookSendTask({ encryptionKey: config.webhookEncryptionKey, allowPrivateUrls: config.webhookAllowPrivateUrls });
+  }
+  return fromEnv.task(payload, helpers);
+};
