@@ -477,7 +477,7 @@ export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: 
     await db.query(`select set_config('app.community_id', $1, true)`, [communityId]);
     // One apply at a time per community: lock its row (it may be updated below).
     const community = await db.query('select id from billing.communities where id = $1 for update', [communityId]);
-    if (community.rowCount === 0) throw new CatalogError('', `no community ${communityId}`);
+    if (community.rowCount === 0) throw new Error(`no community ${communityId}`);
     await applyPaymentProvider(db, communityId, catalog.payment_provider);
     const platformIds = await existingKeys(db, 'billing.platform_configs', communityId);
     await applyPlatforms(db, communityId, catalog, platformIds, out);

@@ -105,11 +105,14 @@ async function main() {
   let config = loadConfig();
   config = { ...config, webhookEncryptionKey: webhookEncryptionKey(config) };
 
+  // A signal during startup is honoured once startup is over (below).
+  let early: string | null = null;
+  const onEarlySignal = (signal: string) => { early ??= signal; };
+  process.on('SIGINT', onEarlySignal);
+  process.on('SIGTERM', onEarlySignal);
+
   const database: Database = await openDatabase(config, log);
-  const cleanups: Array<() => Promise<void>> = [() => database.stop()];
-  const cleanup = async () => {
-    for (const step of cleanups.reverse()) await step().catch((err) => log(`shutdown: ${(err as Error).message}`));
-  };
+  const stopDatabase = () => database.stop().catch((err) => log(`stopping the database: ${(err as Error).message}`));
 
   let server: http.Server | null = null;
   let worker: { stop(): Promise<void> } | null = null;
@@ -146,7 +149,7 @@ async function main() {
     await worker?.stop().catch(() => {});
     await api?.end().catch(() => {});
     await owner?.end().catch(() => {});
-    await cleanup();
+    await stopDatabase();
     throw err;
   }
 
@@ -171,12 +174,15 @@ async function main() {
       log(`shutdown: ${(err as Error).message}`);
       code = 1;
     }
-    await cleanup();
+    await stopDatabase();
     if (database.startedEmbedded) log('Stopped the embedded PostgreSQL.');
     process.exit(code);
   };
+  process.off('SIGINT', onEarlySignal);
+  process.off('SIGTERM', onEarlySignal);
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  if (early) void shutdown(early);
 }
 
 main().catch((err) => {

@@ -13,6 +13,7 @@
 // Prints the figures and writes them under "## Ledger" in bench/RESULTS.md.
 // Env: BENCH_CONCURRENCY (4), BENCH_SECONDS (10), BENCH_KEEP_DB=1.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createCommunity } from '../../src/admin';
@@ -246,7 +247,11 @@ async function feed(url: string, sample: unknown): Promise<void> {
 
 function writeResults(): void {
   const file = path.join(__dirname, '..', 'RESULTS.md');
-  const section = ['## Ledger', '', `Run ${new Date().toISOString()} on ${SERVER.replace(/\/\/[^@]*@/, '//')} by \`npx tsx bench/ledger/run.ts\`.`, ...lines, ''].join('\n');
+  const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  const section = ['## Ledger', '',
+    `Run ${new Date().toISOString()} by \`npx tsx bench/ledger/run.ts\` on ${SERVER.replace(/\/\/[^@]*@/, '//')}, ` +
+    `${os.cpus().length} CPUs, load average at the end ${load} (other work shared the machine: treat the figures as a floor).`,
+    ...lines, ''].join('\n');
   let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
   // Replace our own section only; other sections stay as they are.
   const re = /## Ledger\n[\s\S]*?(?=\n## |$)/;

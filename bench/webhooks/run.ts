@@ -57,6 +57,13 @@ async function main() {
   await admin.connect();
   await admin.query(`create database ${dbName}`);
   const url = withDatabase(SERVER, dbName);
+  if (process.env.BENCH_AUTO_EXPLAIN) {
+    // Diagnostics: slow statements (nested ones too) go to the server log with their plans.
+    await admin.query(`alter database ${dbName} set session_preload_libraries = 'auto_explain'`);
+    await admin.query(`alter database ${dbName} set auto_explain.log_min_duration = ${Number(process.env.BENCH_AUTO_EXPLAIN)}`);
+    await admin.query(`alter database ${dbName} set auto_explain.log_nested_statements = on`);
+    await admin.query(`alter database ${dbName} set auto_explain.log_analyze = on`);
+  }
   const owner = new pg.Pool({ connectionString: url, max: 4 });
   owner.on('error', () => {});
   const workers: ChildProcess[] = [];

@@ -4,5 +4,4 @@ export { default as migrate } from './migrate';
 export { default as communities } from './communities';
 export { default as keys } from './keys';
 export { default as catalog } from './catalog';
-// The checkout work's group (sandbox complete, sandbox advance) goes here:
 export { default as sandbox } from './sandbox';

@@ -82,10 +82,11 @@ function oneLine(message: string): string {
   return message.replace(/\s*\n\s*/g, ' ').trim();
 }
 
+/** The context of the command running now (closed on Ctrl-C). */
+let active: CliContext | null = null;
+
 export async function main(argv: string[]): Promise<number> {
-  // stdout carries only the command's result: anything a library logs goes to stderr.
   const writeOut = (s: string) => process.stdout.write(s);
-  console.log = console.info = console.debug = (...a: unknown[]) => console.error(...a);
   const log = (line: string) => process.stderr.write(`${line}\n`);
 
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
@@ -102,13 +103,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     ctx = new CliContext(loadConfig(), log);
-    const context = ctx;
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-      process.once(signal, () => {
-        log(`billing: interrupted (${signal})`);
-        void context.close().finally(() => process.exit(code));
-      });
-    }
+    active = ctx;
     const result = await resolved.command.run(ctx, parsed.input);
     if (parsed.json || !resolved.command.print) writeOut(`${JSON.stringify(result)}\n`);
     else writeOut(`${resolved.command.print(result)}\n`);
@@ -126,6 +121,7 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   } finally {
     await ctx?.close();
+    active = null;
   }
 }
 
@@ -135,6 +131,14 @@ function exit(code: number) {
 }
 
 if (require.main === module) {
+  // stdout carries only the command's result: anything a library logs goes to stderr.
+  console.log = console.info = console.debug = (...a: unknown[]) => console.error(...a);
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`billing: interrupted (${signal})\n`);
+      void (active?.close() ?? Promise.resolve()).finally(() => process.exit(code));
+    });
+  }
   main(process.argv.slice(2)).then(exit, (err) => {
     process.stderr.write(`billing: ${oneLine(String((err as Error)?.message ?? err))}\n`);
     exit(1);

@@ -4,13 +4,19 @@
 // and scope checks). Rules that must hold for every door live in SQL
 // (070-webhooks.sql): the 5-endpoint limit, tenancy, the enqueue of deliveries.
 import { z } from 'zod';
+import { isEventType } from '../events/catalog';
 import { ApiError } from '../http/problems';
 import type { WebhookService } from '../webhooks';
 import { defineOperation, idParam, listOf, OpContext, Operation, pageQuery, timestamp } from './registry';
 import { API_VERSION } from './execute';
 
-/** Event type names (the catalog, src/events/catalog.ts, is not checked here yet). */
-const EVENT_TYPE = /^[a-z_]+(\.[a-z_]+)+$/;
+/** Events this module emits itself (also in the feed). */
+export const WEBHOOK_EVENT_TYPES = ['webhook_endpoint.disabled'] as const;
+
+/** A type an endpoint may subscribe to: one of the catalog's, or a webhook event. */
+function knownEventType(type: string): boolean {
+  return isEventType(type) || (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type);
+}
 
 export const webhookEndpoint = z.object({
   id: z.string(),
@@ -64,7 +70,7 @@ export const testPingResult = z.object({
 
 const url = z.string().min(1).max(2048).describe('HTTPS URL that receives the deliveries.');
 const description = z.string().max(500).nullable().describe('Free text for the operator.');
-const eventTypes = z.array(z.string().regex(EVENT_TYPE, 'must be an event type such as member.entitlement.granted'))
+const eventTypes = z.array(z.string().refine(knownEventType, 'must be an event type of GET /v1/webhooks/event-types, such as member.entitlement.granted'))
   .max(50)
   .refine((types) => new Set(types).size === types.length, 'must not repeat a type')
   .describe('Event types to deliver; omit or [] for every type.');

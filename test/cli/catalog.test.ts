@@ -191,6 +191,8 @@ describe('billing catalog apply', () => {
 
     const notJson = await runFailing(['catalog', 'apply', writeCatalog('{"tiers": ['), '--community', tenant.communityId]);
     expect(notJson.message).toMatch(/is not valid JSON/);
+    const noCommunity = await runFailing(['catalog', 'apply', DEMO, '--community', 'com_nope']);
+    expect(noCommunity.message).toBe('billing: no community com_nope');
   });
 
   test('an unknown reference rolls back everything written before it', async () => {

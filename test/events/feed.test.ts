@@ -65,6 +65,8 @@ test('type filters to a comma-separated list; an unknown type answers 422 naming
   expect(new Set(events.map((e) => e.type))).toEqual(new Set(['member.entitlement.granted', 'member.entitlement.revoked']));
   const all = await allEvents();
   expect(events.map((e) => e.id)).toEqual(all.filter((e) => /granted|revoked/.test(e.type)).map((e) => e.id));
+  const twice = await allEvents('&type=member.created, member.created');
+  expect(twice.map((e) => e.id)).toEqual(all.filter((e) => e.type === 'member.created').map((e) => e.id));
   const bad = await call(app.url, 'GET', '/v1/events?type=member.entitlement.granted,nope.nope', { key: tenant.key });
   expect(bad.status).toBe(422);
   expect(bad.body).toMatchObject({ code: 'invalid_request', param: 'type' });

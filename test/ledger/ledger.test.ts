@@ -237,3 +237,32 @@ test('member.created on a new member; ledger_refresh_member is a no-op when noth
     `select billing.ledger_refresh_member($1, $2, 'manual', null) as n`, [w.communityId, w.members[0]]);
   expect(r.n).toBe(0);
 });
+
+test('concurrent changes to one member serialise: the second refresh sees what the first committed', async () => {
+  const w = await seedWorld(owner);
+  const a = await owner.connect();
+  const b = await owner.connect();
+  try {
+    await a.query('begin');
+    await a.query(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_end)
+      values ($1, $2, $3, 'active', now() + interval '30 days')`, [w.communityId, w.members[0], w.plans[0]]);
+    await b.query('begin');
+    // b's refresh waits on a's lock on the member row...
+    const pending = b.query(`insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency)
+      values ($1, $2, $3, 1, 'usd')`, [w.communityId, w.members[0], w.plans[0]]);
+    await new Promise((r) => setTimeout(r, 200));
+    await a.query('commit');
+    await pending; // ...and then reads a's ledger row instead of creating a second one.
+    await b.query('commit');
+  } finally {
+    a.release();
+    b.release();
+  }
+  const row = (await ledgerRows(owner, w.communityId)).get(`${w.members[0]}/${w.entitlements[0]}`)!;
+  expect(row.status).toBe('active');
+  expect(row.revision).toBe(2);
+  expect(row.sources.map((s) => s.type).sort()).toEqual(['purchase', 'subscription']);
+  const events = (await eventsSince(owner, w.communityId, '')).filter((e) => e.type.startsWith('member.entitlement.'));
+  expect(events.map((e) => [e.type, e.data.entitlement.revision])).toEqual([
+    ['member.entitlement.granted', 1], ['member.entitlement.updated', 2]]);
+});

@@ -1,5 +1,6 @@
 // Webhook endpoint management (spec: REST endpoints, Limits, Errors) and the test ping.
 import { Webhook } from 'standardwebhooks';
+import { EVENT_TYPES } from '../../src/events/catalog';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { ENCRYPTION_KEY, Receiver, startReceiver, verify } from './support';
 
@@ -78,7 +79,8 @@ test('invalid bodies answer 422 invalid_request naming the field', async () => {
     [{ url: 'not a url' }, 'url'],
     [{}, 'url'],
     [{ url: receiver.url, event_types: ['Not A Type'] }, 'event_types.0'],
-    [{ url: receiver.url, event_types: ['a.b', 'a.b'] }, 'event_types'],
+    [{ url: receiver.url, event_types: ['member.entitlement.granted', 'member.entitlement.exploded'] }, 'event_types.1'],
+    [{ url: receiver.url, event_types: ['member.created', 'member.created'] }, 'event_types'],
     [{ url: receiver.url, secret: 'whsec_x' }, 'secret'],
     [{ url: receiver.url, enabled: 'yes' }, 'enabled'],
   ];
@@ -104,6 +106,13 @@ test('with private URLs not allowed, only https to public hosts is accepted', as
   } finally {
     await strict.close();
   }
+});
+
+test('event_types accepts every catalog type and webhook_endpoint.disabled', async () => {
+  const t = await freshTenant();
+  const r = await call(app.url, 'POST', '/v1/webhooks/endpoints', { key: t.key, body: { url: receiver.url, event_types: [...EVENT_TYPES, 'webhook_endpoint.disabled'] } });
+  expect(r.status).toBe(201);
+  expect(r.body.event_types).toEqual([...EVENT_TYPES, 'webhook_endpoint.disabled']);
 });
 
 test('PATCH changes only the fields sent; enabled false records disabled_reason manual, true clears it', async () => {

@@ -63,7 +63,6 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
 
   const task: Task = async (rawPayload, helpers) => {
     const payload = rawPayload as DeliveryPayload;
-    const t0 = performance.now();
     const { rows } = await helpers.query<DueDelivery>(
       'select * from billing_private.webhook_deliveries_load($1, $2, $3)',
       [payload.community_id, payload.ids, payload.after]);
@@ -85,14 +84,12 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       return { id: d.id, ...result };
     }));
 
-    const t1 = performance.now();
     const attempt = payload.after + 1;
     const retryAt = attempt < schedule.length ? new Date(Date.now() + schedule[attempt]) : null;
     await helpers.query('select billing_private.webhook_record_attempts($1, $2, $3, $4, $5, $6)', [
       payload.community_id, payload.after, payload.manual === true, JSON.stringify(results),
       retryAt, `${disableAfterMs} milliseconds`,
     ]);
-    if (process.env.WH_PROFILE) process.stderr.write(`job n=${rows.length} load+send=${(t1 - t0).toFixed(1)} record=${(performance.now() - t1).toFixed(1)}\n`);
   };
 
   return { task, close: () => sender?.close() };

@@ -104,18 +104,18 @@ declare
   v_available boolean;
 begin
   if p_key_hash is not null then
-    select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
+    select k.id, k.community_id, k.scopes,
+      least(coalesce((p_limits->>'key_burst')::float8, 60),
+        b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
+          * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+      into v_key_id, v_community_id, v_scopes, v_available
     from billing_private.api_keys k
+    left join billing_private.rate_buckets b on b.bucket = 'key:' || k.id
     where k.key_hash = p_key_hash and k.revoked_at is null;
   end if;
   if v_key_id is null then
     return billing_private.authenticate(null, p_ip, p_limits);
   end if;
-  select least(coalesce((p_limits->>'key_burst')::float8, 60),
-      b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
-        * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
-    into v_available
-  from billing_private.rate_buckets b where b.bucket = 'key:' || v_key_id;
   return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
     'scopes', to_jsonb(v_scopes), 'token_available', coalesce(v_available, true));
 end
@@ -123,11 +123,13 @@ $$;
 
 -- Takes a token from the bucket of the transaction's key (set by billing.api_call).
 create or replace function billing_private.take_key_token(p_limits jsonb)
-  returns jsonb language sql volatile security definer
+  returns jsonb language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
-  select billing_private.take_token('key:' || current_setting('app.key_id'),
-    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60))
+begin
+  return billing_private.take_token('key:' || current_setting('app.key_id'),
+    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
+end
 $$;
 revoke all on function billing_private.authenticate_deferred(text, text, jsonb) from public;
 revoke all on function billing_private.take_key_token(jsonb) from public;

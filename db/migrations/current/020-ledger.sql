@@ -49,10 +49,15 @@ $$;
 
 -- The outbox: writes one event row and returns its id.
 create or replace function billing.emit_event(p_community_id text, p_type text, p_data jsonb)
-  returns text language sql volatile
+  returns text language plpgsql volatile
 as $$
+declare
+  v_id text;
+begin
   insert into billing.events (community_id, type, data) values (p_community_id, p_type, p_data)
-  returning id
+  returning id into v_id;
+  return v_id;
+end
 $$;
 
 -- The member object of the spec: {id, created_at, identities, external_subjects}.
@@ -180,7 +185,8 @@ declare
   v_status text;
   v_identities jsonb;
   v_type text;
-  v_changed integer := 0;
+  v_types text[] := '{}';
+  v_datas jsonb[] := '{}';
 begin
   -- One refresh of a member at a time: a concurrent one waits for the first to
   -- commit, then reads what it wrote. A row lock on the member (not an advisory lock:
@@ -244,17 +250,22 @@ begin
       where x.community_id = p_community_id and x.id = v_row.id
       returning * into v_row;
     end if;
-    perform billing.emit_event(p_community_id, v_type, jsonb_build_object(
+    v_types := v_types || v_type;
+    v_datas := v_datas || jsonb_build_object(
       'member', v_member,
       'entitlement', billing.ledger_entitlement_json(v_row),
       'changes', jsonb_build_object(
         'added_benefits', billing.jsonb_array_minus(v_row.benefits, coalesce((v_rec.stored).benefits, '[]')),
         'removed_benefits', billing.jsonb_array_minus(coalesce((v_rec.stored).benefits, '[]'), v_row.benefits)),
       'reason', p_reason,
-      'trigger_event_id', p_trigger_event_id));
-    v_changed := v_changed + 1;
+      'trigger_event_id', p_trigger_event_id);
   end loop;
-  return v_changed;
+  -- One insert for the member's events (ids follow the entitlement order above).
+  if cardinality(v_types) > 0 then
+    insert into billing.events (community_id, type, data)
+    select p_community_id, v_types[i], v_datas[i] from generate_subscripts(v_types, 1) i order by i;
+  end if;
+  return cardinality(v_types);
 end
 $$;
 

@@ -426,14 +426,16 @@ create or replace function billing_private.webhook_deliveries_load(p_community_i
   returns table (id text, endpoint_id text, url text, event_id text, body text, ciphertexts text[])
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_custom_plan
 as $$
 #variable_conflict use_column
 declare
   v_disabled text[];
 begin
-  -- Every lookup is one primary-key probe per id of the job (lateral ... limit 1, which
-  -- the planner cannot turn into a scan of the community's deliveries, whose cost
-  -- would grow with the log whatever the statistics say).
+  -- Every lookup is one primary-key probe per id of the job (lateral ... limit 1). Plans
+  -- are made per call (plan_cache_mode above): a generic plan cached by a long-lived
+  -- worker connection while the table was nearly empty may pick the endpoint index for
+  -- these probes, which then reads every delivery of the community on each call.
   select array_agg(d.id) into v_disabled
   from unnest(p_ids) as x(id)
   cross join lateral (
@@ -476,6 +478,7 @@ create or replace function billing_private.webhook_record_attempts(p_community_i
   p_manual boolean, p_results jsonb, p_retry_at timestamptz, p_disable_after interval)
   returns void language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
+  set plan_cache_mode = force_custom_plan
 as $$
 declare
   v_retry_ids text[];
