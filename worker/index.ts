@@ -36,6 +36,8 @@ export interface StartWorkerOptions {
   staleAfterMs?: number;
   /** WEBHOOK_ENCRYPTION_KEY and WEBHOOK_ALLOW_PRIVATE_URLS; default loadConfig(). */
   config?: Pick<Config, 'webhookEncryptionKey' | 'webhookAllowPrivateUrls'>;
+  /** On stop(), how long running jobs may go on before their HTTP requests are cut (default 5 s). */
+  shutdownAbortMs?: number;
   /** Install SIGINT/SIGTERM handlers (default false: the caller owns the process). */
   handleSignals?: boolean;
   /** Log graphile-worker's info lines too (default: warnings and errors only). */
@@ -102,6 +104,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       noHandleSignals: !opts.handleSignals,
       logger: logger(opts.verbose ?? false),
       events,
+      gracefulShutdownAbortTimeout: opts.shutdownAbortMs ?? 5000,
     });
   } catch (err) {
     delivery.close();

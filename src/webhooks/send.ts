@@ -19,7 +19,8 @@ export interface SendResult {
 }
 
 export interface Sender {
-  post(url: string, headers: Record<string, string>, body: string): Promise<SendResult>;
+  /** signal: a graceful shutdown cuts the request short (the attempt fails and is retried). */
+  post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<SendResult>;
   close(): void;
 }
 
@@ -30,16 +31,18 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs?: number; 
   const httpAgent = new http.Agent(agentOpts);
   const httpsAgent = new https.Agent(agentOpts);
 
-  function post(target: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+  function post(target: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<SendResult> {
     const startedAt = new Date();
     const t0 = performance.now();
     return new Promise<SendResult>((resolve) => {
       let settled = false;
       let timer: NodeJS.Timeout | undefined;
+      let onAbort = () => {};
       const finish = (statusCode: number | null, error: string | null, excerpt: string | null) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         resolve({
           ok: error === null && statusCode !== null && statusCode >= 200 && statusCode < 300,
           status_code: statusCode,
@@ -81,6 +84,9 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs?: number; 
       timer = setTimeout(() => {
         req.destroy(new Error(`timed out after ${timeoutMs} ms`));
       }, timeoutMs);
+      onAbort = () => req.destroy(new Error('worker shutting down'));
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
       req.on('error', (err: NodeJS.ErrnoException) => finish(null, err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message, null));
       req.end(payload);
     });

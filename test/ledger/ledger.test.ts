@@ -266,3 +266,25 @@ test('concurrent changes to one member serialise: the second refresh sees what t
   expect(events.map((e) => [e.type, e.data.entitlement.revision])).toEqual([
     ['member.entitlement.granted', 1], ['member.entitlement.updated', 2]]);
 });
+
+test('ledger_sweep(null) sweeps every community, each by its own clock', async () => {
+  const fast = await seedWorld(owner, { members: 1 });
+  const slow = await seedWorld(owner, { members: 1 });
+  for (const w of [fast, slow]) await purchase(w, 0, 0, 3);
+  await owner.query(`update billing.communities set clock_offset = interval '4 days' where id = $1`, [fast.communityId]);
+  await owner.query('select billing.ledger_sweep(null)');
+  expect((await ledgerRows(owner, fast.communityId)).get(`${fast.members[0]}/${fast.entitlements[0]}`)?.status).toBe('inactive');
+  expect((await ledgerRows(owner, slow.communityId)).get(`${slow.members[0]}/${slow.entitlements[0]}`)?.status).toBe('active');
+});
+
+test('a plan moved to another tier moves its subscribers\' entitlements with it', async () => {
+  const w = await seedWorld(owner, { members: 1 });
+  await subscribe(w, 0, 0); // t0 -> e0
+  const since = await lastEventId(w);
+  await owner.query(`update billing.plans set tier_id = $2 where id = $1`, [w.plans[0], w.tiers[2]]); // t2 -> e2
+  const events = await eventsSince(owner, w.communityId, since);
+  expect(events.map((e) => [e.type, e.data.reason, e.data.entitlement.entitlement_id])).toEqual([
+    ['member.entitlement.revoked', 'tier_entitlements_changed', w.entitlements[0]],
+    ['member.entitlement.granted', 'tier_entitlements_changed', w.entitlements[2]],
+  ]);
+});

@@ -19,6 +19,11 @@ beforeAll(async () => {
   db = await isolatedDatabase();
   app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true });
 });
+afterEach(async () => {
+  await survivor?.stop();
+  survivor = null;
+  await receiver?.close();
+});
 afterAll(async () => {
   child?.kill('SIGKILL');
   await survivor?.stop();
@@ -79,4 +84,28 @@ test('a delivery cut off by a killed worker is retried by another with the same 
   expect(log[0]).toMatchObject({ event_id: eventId, attempt_count: 1, last_status_code: 200 });
   const jobs = await app.owner.query('select count(*)::int as n from graphile_worker._private_jobs');
   expect(jobs.rows[0].n).toBe(0);
+});
+
+test('a worker stopped gracefully mid-attempt records the cut attempt, and the retry carries the same webhook-id', async () => {
+  let n = 0;
+  receiver = await startReceiver(() => (n++ === 0 ? 'hang' : 200));
+  const tenant = await createTenant(app.owner);
+  const endpoint = await createEndpoint(app.url, tenant.key, { url: receiver.url });
+  const first = await worker({ shutdownAbortMs: 200 });
+  const [eventId] = await insertEvents(app.owner, tenant.communityId, [{ type: 'member.entitlement.granted', data: { n: 2 } }]);
+  await waitFor('the first attempt to hang', () => receiver.received.length === 1);
+  await first.stop();
+  const cut = await app.owner.query('select status, attempt_count, last_error from billing.webhook_deliveries where event_id = $1', [eventId]);
+  expect(cut.rows).toEqual([{ status: 'pending', attempt_count: 1, last_error: 'worker shutting down' }]);
+
+  survivor = await worker();
+  await waitFor('the retry', () => receiver.received.length === 2);
+  expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([eventId, eventId]);
+  verify(endpoint.secret, receiver.received[1]);
+  const log = await waitFor('the retry logged', async () => {
+    const r = await call(app.url, 'GET', `/v1/webhooks/endpoints/${endpoint.id}/deliveries`, { key: tenant.key });
+    return r.body.data[0]?.status === 'succeeded' ? r.body.data : null;
+  });
+  expect(log[0].attempts.map((a: { attempt: number; status_code: number | null; error: string | null }) => [a.attempt, a.status_code, a.error]))
+    .toEqual([[1, null, 'worker shutting down'], [2, 200, null]]);
 });

@@ -65,6 +65,9 @@ test('a committed event reaches every matching endpoint, signed, with webhook-id
     expect(got.headers['content-type']).toBe('application/json');
     const envelope = verify(e.secret, got);
     expect(got.body).toBe(rows[0].body);
+    const feed = await call(app.url, 'GET', `/v1/events/${eventId}`, { key: tenant.key });
+    expect(feed.status).toBe(200);
+    expect(JSON.parse(got.body)).toEqual(feed.body);
     expect(envelope).toMatchObject({ id: eventId, type: 'member.entitlement.granted', api_version: '2026-08', data: { member: { id: 'mem_1' } } });
     const log = await deliveries(tenant, e.id);
     expect(log).toEqual([expect.objectContaining({ event_id: eventId, event_type: 'member.entitlement.granted', status: 'succeeded', attempt_count: 1, next_attempt_at: null, last_status_code: 200 })]);

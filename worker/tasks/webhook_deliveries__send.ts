@@ -80,7 +80,7 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
         const now = new Date().toISOString();
         return { id: d.id, ok: false, status_code: null, error: `cannot sign: ${(err as Error).message}`, excerpt: null, started_at: now, finished_at: now, duration_ms: 0 };
       }
-      const result = await send.post(d.url, webhookHeaders(keys, d.event_id, d.body), d.body);
+      const result = await send.post(d.url, webhookHeaders(keys, d.event_id, d.body), d.body, helpers.abortSignal);
       return { id: d.id, ...result };
     }));
 

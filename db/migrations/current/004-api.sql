@@ -104,13 +104,17 @@ declare
   v_available boolean;
 begin
   if p_key_hash is not null then
+    -- A scalar subquery, so the bucket is always one primary-key probe (a join may
+    -- be planned as a scan of the bucket table, whose pages fill with dead versions);
+    -- key ids are collate "C", the bucket column is not: without the collate clause
+    -- the primary key cannot be used.
     select k.id, k.community_id, k.scopes,
-      least(coalesce((p_limits->>'key_burst')::float8, 60),
-        b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
-          * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+      (select least(coalesce((p_limits->>'key_burst')::float8, 60),
+          b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
+            * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+       from billing_private.rate_buckets b where b.bucket = ('key:' || k.id) collate "default")
       into v_key_id, v_community_id, v_scopes, v_available
     from billing_private.api_keys k
-    left join billing_private.rate_buckets b on b.bucket = 'key:' || k.id
     where k.key_hash = p_key_hash and k.revoked_at is null;
   end if;
   if v_key_id is null then

@@ -463,3 +463,23 @@ $$;
 create trigger _500_ledger after update of platform on billing.platform_configs
   for each row when (old.platform is distinct from new.platform)
   execute function billing.tg_platform_configs__ledger();
+
+-- A plan moved to another tier: its subscribers' and buyers' sources now reach other
+-- entitlements (reason tier_entitlements_changed, as for a link edit).
+create or replace function billing.tg_plans__ledger() returns trigger
+  language plpgsql
+as $$
+begin
+  perform billing.ledger_refresh_members(new.community_id, coalesce((
+    select array_agg(distinct m.member_id) from (
+      select s.member_id from billing.subscriptions s where s.community_id = new.community_id and s.plan_id = new.id
+      union all
+      select u.member_id from billing.purchases u where u.community_id = new.community_id and u.plan_id = new.id) m),
+    '{}'), 'tier_entitlements_changed', null);
+  return null;
+end
+$$;
+
+create trigger _500_ledger after update of tier_id on billing.plans
+  for each row when (old.tier_id is distinct from new.tier_id)
+  execute function billing.tg_plans__ledger();
