@@ -61,8 +61,8 @@ async function main() {
     // Diagnostics: slow statements (nested ones too) go to the server log with their plans.
     await admin.query(`alter database ${dbName} set session_preload_libraries = 'auto_explain'`);
     await admin.query(`alter database ${dbName} set auto_explain.log_min_duration = ${Number(process.env.BENCH_AUTO_EXPLAIN)}`);
-    await admin.query(`alter database ${dbName} set auto_explain.log_nested_statements = on`);
-    await admin.query(`alter database ${dbName} set auto_explain.log_analyze = on`);
+    await admin.query(`alter database ${dbName} set auto_explain.log_nested_statements = ${process.env.BENCH_AUTO_EXPLAIN_NESTED === '0' ? 'off' : 'on'}`);
+    await admin.query(`alter database ${dbName} set auto_explain.log_analyze = ${process.env.BENCH_AUTO_EXPLAIN_NESTED === '0' ? 'off' : 'on'}`);
   }
   const owner = new pg.Pool({ connectionString: url, max: 4 });
   owner.on('error', () => {});

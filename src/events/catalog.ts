@@ -138,6 +138,12 @@ const memberData = z.looseObject({
     .describe('what changed: kind identity_linked, identity_unlinked, identity_updated, external_subject_attached or external_subject_removed, with the identity or subject; null on member.created'),
 });
 
+const webhookEndpointDisabledData = z.looseObject({
+  endpoint: z.looseObject({ id: z.string(), url: z.string(), enabled: z.boolean(), disabled_reason: z.string().nullable() }),
+  reason: z.string().describe('failing: every delivery attempt failed for 5 days'),
+  failing_since: ts,
+});
+
 interface CatalogEntry {
   type: string;
   description: string;
@@ -159,6 +165,7 @@ const ENTRIES = [
   { type: 'checkout.expired', description: 'A checkout session expired unpaid. No entitlement changes.', schema: checkoutData },
   { type: 'member.created', description: 'A member was created.', schema: memberData },
   { type: 'member.updated', description: 'A member\'s platform identities or external subjects changed.', schema: memberData },
+  { type: 'webhook_endpoint.disabled', description: 'A webhook endpoint was disabled because every delivery to it failed for 5 days.', schema: webhookEndpointDisabledData },
 ] as const satisfies readonly CatalogEntry[];
 
 export type EventType = (typeof ENTRIES)[number]['type'];

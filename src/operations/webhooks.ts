@@ -10,12 +10,9 @@ import type { WebhookService } from '../webhooks';
 import { defineOperation, idParam, listOf, OpContext, Operation, pageQuery, timestamp } from './registry';
 import { API_VERSION } from './execute';
 
-/** Events this module emits itself (also in the feed). */
-export const WEBHOOK_EVENT_TYPES = ['webhook_endpoint.disabled'] as const;
-
-/** A type an endpoint may subscribe to: one of the catalog's, or a webhook event. */
+/** A type an endpoint may subscribe to: one of the catalog's. */
 function knownEventType(type: string): boolean {
-  return isEventType(type) || (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type);
+  return isEventType(type);
 }
 
 export const webhookEndpoint = z.object({

@@ -21,6 +21,12 @@ export interface WebhookService {
   urlProblem(url: string): string | null;
 }
 
+/**
+ * The test ping runs inside the request's database transaction, so it waits less than
+ * a delivery (15 s): a hanging receiver holds an API connection for at most this long.
+ */
+export const PING_TIMEOUT_MS = 10_000;
+
 export function createWebhookService(opts: { encryptionKey: string | null; allowPrivateUrls: boolean; timeoutMs?: number }): WebhookService {
   let box: SecretBox | null = null;
   let unavailableReason: string | null = null;
@@ -49,7 +55,7 @@ export function createWebhookService(opts: { encryptionKey: string | null; allow
     async send(target, id, body) {
       const b = need();
       const keys = target.ciphertexts.map((c) => b.hmacKey(target.communityId, target.endpointId, c));
-      sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs, maxSockets: 4 });
+      sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs ?? PING_TIMEOUT_MS, maxSockets: 16 });
       return sender.post(target.url, webhookHeaders(keys, id, body), body);
     },
     urlProblem(url) {

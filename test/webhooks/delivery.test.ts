@@ -162,6 +162,17 @@ test('a receiver that is down, then up, gets every event', async () => {
   const log = await deliveries(tenant, endpoints[1].id);
   expect(log).toHaveLength(30);
   expect(log.every((d: { attempt_count: number; attempts: { error: string | null }[] }) => d.attempt_count >= 2 && /ECONNREFUSED/.test(d.attempts[0].error ?? ''))).toBe(true);
+  // The log pages newest first with the usual cursor.
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { body: { data: { id: string }[]; next_cursor: string | null } } = await call(app.url, 'GET',
+      `/v1/webhooks/endpoints/${endpoints[1].id}/deliveries?limit=12${cursor ? `&cursor=${cursor}` : ''}`, { key: tenant.key });
+    seen.push(...page.body.data.map((d) => d.id));
+    cursor = page.body.next_cursor;
+  } while (cursor);
+  expect(seen).toEqual(log.map((d: { id: string }) => d.id));
+  expect(seen).toEqual([...seen].sort().reverse());
   await down.close();
 });
 

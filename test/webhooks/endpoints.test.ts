@@ -110,9 +110,10 @@ test('with private URLs not allowed, only https to public hosts is accepted', as
 
 test('event_types accepts every catalog type and webhook_endpoint.disabled', async () => {
   const t = await freshTenant();
-  const r = await call(app.url, 'POST', '/v1/webhooks/endpoints', { key: t.key, body: { url: receiver.url, event_types: [...EVENT_TYPES, 'webhook_endpoint.disabled'] } });
+  const r = await call(app.url, 'POST', '/v1/webhooks/endpoints', { key: t.key, body: { url: receiver.url, event_types: [...EVENT_TYPES] } });
+  expect(EVENT_TYPES).toContain('webhook_endpoint.disabled');
   expect(r.status).toBe(201);
-  expect(r.body.event_types).toEqual([...EVENT_TYPES, 'webhook_endpoint.disabled']);
+  expect(r.body.event_types).toEqual([...EVENT_TYPES]);
 });
 
 test('PATCH changes only the fields sent; enabled false records disabled_reason manual, true clears it', async () => {

@@ -58,7 +58,15 @@ export interface DeliveryTask {
 export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
   const schedule = opts.retrySchedule ?? RETRY_SCHEDULE_MS;
   const disableAfterMs = opts.disableAfterMs ?? DISABLE_AFTER_MS;
-  const box = opts.encryptionKey ? new SecretBox(parseEncryptionKey(opts.encryptionKey)) : null;
+  // A missing or malformed key must not stop the worker (other tasks run on it): the
+  // delivery jobs fail and graphile-worker retries them until the key is fixed.
+  let box: SecretBox | null = null;
+  let keyProblem = 'WEBHOOK_ENCRYPTION_KEY is not set: webhook deliveries cannot be signed';
+  try {
+    if (opts.encryptionKey) box = new SecretBox(parseEncryptionKey(opts.encryptionKey));
+  } catch (err) {
+    keyProblem = (err as Error).message;
+  }
   let sender: Sender | null = null;
 
   const task: Task = async (rawPayload, helpers) => {
@@ -67,14 +75,15 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       'select * from billing_private.webhook_deliveries_load($1, $2, $3)',
       [payload.community_id, payload.ids, payload.after]);
     if (rows.length === 0) return;
-    if (!box) throw new Error('WEBHOOK_ENCRYPTION_KEY is not set: webhook deliveries cannot be signed');
+    if (!box) throw new Error(keyProblem);
+    const secrets = box;
     sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs, maxSockets: opts.maxSockets });
     const send = sender;
 
     const results = await Promise.all(rows.map(async (d): Promise<SendResult & { id: string }> => {
       let keys: Buffer[];
       try {
-        keys = (d.ciphertexts ?? []).map((c) => box.hmacKey(payload.community_id, d.endpoint_id, c));
+        keys = (d.ciphertexts ?? []).map((c) => secrets.hmacKey(payload.community_id, d.endpoint_id, c));
         if (keys.length === 0) throw new Error('no signing secret');
       } catch (err) {
         const now = new Date().toISOString();

@@ -114,8 +114,9 @@ $$;
 
 -- ---- shared helpers --------------------------------------------------------------
 
--- One page of a keyset list: p_rows are at most limit+1 (id, json) pairs, newest first.
--- Answers {data, next_cursor}; next_cursor is null on the last page.
+-- One page of a keyset list from at most limit+1 rows, newest first: p_ids and p_items
+-- are their ids and JSON, in the same order. Answers {data, next_cursor}; next_cursor
+-- (continuing after the page's last id) is null on the last page.
 create or replace function billing.page_json(p_ids text[], p_items jsonb[], p_limit integer) returns jsonb
   language sql immutable parallel safe
 as $$

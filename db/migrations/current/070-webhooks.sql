@@ -487,7 +487,8 @@ declare
   v_retry_at timestamptz := case when p_manual then null else p_retry_at end;
 begin
   -- r.tid: each delivery's row, found by a primary-key probe (see webhook_deliveries_load);
-  -- the update then reaches it by ctid.
+  -- the update reaches it by ctid alone (a community_id condition there invites a scan
+  -- of the community's deliveries).
   with r as (
     select r.*, t.tid from jsonb_to_recordset(p_results) as r (id text, ok boolean, status_code integer,
       error text, excerpt text, started_at timestamptz, finished_at timestamptz, duration_ms integer)
@@ -500,7 +501,7 @@ begin
       next_attempt_at = case when r.ok then null else v_retry_at end,
       last_status_code = r.status_code, last_error = r.error, updated_at = now()
     from r
-    where d.ctid = r.tid and d.community_id = p_community_id and d.id = r.id and d.attempt_count = p_after
+    where d.ctid = r.tid and d.id = r.id and d.attempt_count = p_after
     returning d.id, d.endpoint_id, d.attempt_count, d.status
   ), ins as (
     insert into billing.webhook_attempts (community_id, delivery_id, endpoint_id, attempt, status_code,
