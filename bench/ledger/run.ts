@@ -73,7 +73,7 @@ async function seed(db: pg.Client): Promise<Catalog> {
       sources, benefits, identities, granted_at, next_check_at)
     select $1, m.id, d.entitlement_id, 'active', 1, d.sources, d.benefits,
       (select jsonb_build_object('identities', j->'identities', 'external_subjects', j->'external_subjects')
-       from billing.event_member_json($1, m.id) j), now(), d.next_check_at
+       from billing.member_json($1, m.id) j), now(), d.next_check_at
     from bm m cross join lateral billing.ledger_desired($1, m.id, now()) d`, [c]);
   await db.query('set session_replication_role = origin');
   await db.query('analyze');

@@ -55,7 +55,7 @@ test('missing or invalid keys are limited per client IP, with the 401 body until
   // process's database, so drain it from a clean state: use a distinct forwarded IP.
   const app = await startApp({ rateLimits: limits, trustProxy: true });
   try {
-    const headers = { 'x-forwarded-for': '203.0.113.77' };
+    const headers = { 'x-forwarded-for': '198.51.100.23' };
     const statuses = [];
     for (let i = 0; i < 4; i++) {
       const r = await call(app.url, 'GET', '/v1/plans', { key: i % 2 ? 'garbage' : null, headers });

@@ -60,53 +60,8 @@ begin
 end
 $$;
 
--- The member object of the spec: {id, created_at, identities, external_subjects}.
--- (plpgsql rather than sql throughout the ledger: cached plans, since these run once
--- or more per source change.)
-create or replace function billing.event_member_json(p_community_id text, p_member_id text) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_created timestamptz;
-begin
-  select m.created_at into v_created from billing.members m
-  where m.community_id = p_community_id and m.id = p_member_id;
-  if not found then
-    return null;
-  end if;
-  return jsonb_build_object(
-    'id', p_member_id,
-    'created_at', billing.iso(v_created),
-    'identities', coalesce((
-      select jsonb_agg(jsonb_build_object('platform', i.platform, 'platform_uid', i.platform_uid,
-        'username', i.username) order by i.platform, i.platform_uid)
-      from billing.member_identities i
-      where i.community_id = p_community_id and i.member_id = p_member_id), '[]'),
-    'external_subjects', coalesce((
-      select jsonb_agg(jsonb_build_object('namespace', x.namespace, 'external_user_id', x.external_user_id)
-        order by x.namespace, x.external_user_id)
-      from billing.external_subjects x
-      where x.community_id = p_community_id and x.member_id = p_member_id), '[]'));
-end
-$$;
-
--- The ledger row as the spec's member entitlement object.
-create or replace function billing.ledger_entitlement_json(p_row billing.member_entitlements) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_key text;
-  v_name text;
-begin
-  select e.key, e.name into v_key, v_name from billing.entitlements e
-  where e.community_id = p_row.community_id and e.id = p_row.entitlement_id;
-  return jsonb_build_object(
-    'id', p_row.id, 'entitlement_id', p_row.entitlement_id, 'key', v_key, 'name', v_name,
-    'revision', p_row.revision, 'status', p_row.status,
-    'granted_at', billing.iso(p_row.granted_at), 'revoked_at', billing.iso(p_row.revoked_at),
-    'sources', p_row.sources, 'benefits', p_row.benefits);
-end
-$$;
+-- The member and member-entitlement objects come from billing.member_json and
+-- billing.member_entitlement_json (005-json.sql), shared with the read API.
 
 -- Elements of array a that are not in array b, in a's order.
 create or replace function billing.jsonb_array_minus(a jsonb, b jsonb) returns jsonb
@@ -197,7 +152,7 @@ begin
   if not found then
     return 0; -- the member is being deleted; its ledger rows go with it
   end if;
-  v_member := billing.event_member_json(p_community_id, p_member_id);
+  v_member := billing.member_json(p_community_id, p_member_id);
   v_snapshot := jsonb_build_object('identities', v_member->'identities',
     'external_subjects', v_member->'external_subjects');
 
@@ -253,7 +208,7 @@ begin
     v_types := v_types || v_type;
     v_datas := v_datas || jsonb_build_object(
       'member', v_member,
-      'entitlement', billing.ledger_entitlement_json(v_row),
+      'entitlement', billing.member_entitlement_json(v_row),
       'changes', jsonb_build_object(
         'added_benefits', billing.jsonb_array_minus(v_row.benefits, coalesce((v_rec.stored).benefits, '[]')),
         'removed_benefits', billing.jsonb_array_minus(coalesce((v_rec.stored).benefits, '[]'), v_row.benefits)),

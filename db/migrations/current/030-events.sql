@@ -220,7 +220,7 @@ create or replace function billing.tg_members__events() returns trigger
 as $$
 begin
   perform billing.emit_event(new.community_id, 'member.created', jsonb_build_object(
-    'member', billing.event_member_json(new.community_id, new.id), 'change', null));
+    'member', billing.member_json(new.community_id, new.id), 'change', null));
   return null;
 end
 $$;
@@ -233,7 +233,7 @@ create or replace function billing.member_changed(p_community_id text, p_member_
   returns void language plpgsql volatile
 as $$
 declare
-  v_member jsonb := billing.event_member_json(p_community_id, p_member_id);
+  v_member jsonb := billing.member_json(p_community_id, p_member_id);
   v_event_id text;
 begin
   if v_member is null then
@@ -319,7 +319,7 @@ begin
   select x.member_id into v_owner from billing.external_subjects x
   where x.community_id = v_community and x.namespace = v_namespace and x.external_user_id = v_external;
   if v_owner = v_member_id then
-    return billing.event_member_json(v_community, v_member_id);
+    return billing.member_json(v_community, v_member_id);
   elsif v_owner is not null then
     perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
       || ' is already mapped to another member.');
@@ -337,7 +337,7 @@ begin
     perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
       || ' was mapped concurrently.');
   end;
-  return billing.event_member_json(v_community, v_member_id);
+  return billing.member_json(v_community, v_member_id);
 end
 $$;
 
