@@ -16,6 +16,7 @@ import { Config, loadConfig } from '../src/config';
 import { taskList } from './tasks';
 import { makeWebhookSendTask } from './tasks/webhook_deliveries__send';
 import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
+import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
 
 export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
 
@@ -100,7 +101,8 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       concurrency,
       pollInterval: opts.pollInterval ?? 1000,
       taskList: tasks,
-      crontab: subscriptionsApplyDueCron, // period ends, trials, expiries: every minute
+      // Period ends, trials, expiries every minute; retention purge hourly.
+      crontab: [subscriptionsApplyDueCron, billingPurgeExpiredCron].join('\n'),
       noHandleSignals: !opts.handleSignals,
       logger: logger(opts.verbose ?? false),
       events,
