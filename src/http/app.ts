@@ -67,10 +67,19 @@ export function callerOf(req: Request): Caller {
   return { key: bearerKey(req.header('authorization')), ip: req.ip ?? req.socket.remoteAddress ?? 'unknown' };
 }
 
-/** File names in db/migrations/committed (graphile-migrate records them by name). */
-function committedMigrations(): string[] {
+/**
+ * The committed migrations, by the hash graphile-migrate writes in each file's header
+ * and records in graphile_migrate.migrations when it applies the file.
+ */
+function committedMigrations(): { file: string; hash: string }[] {
   const dir = path.join(migrationsFolder, 'committed');
-  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.sql')).sort() : [];
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir).filter((f) => f.endsWith('.sql')).sort().map((file) => {
+    const head = fs.readFileSync(path.join(dir, file), 'utf8').slice(0, 500);
+    const hash = /^--! Hash: (\S+)$/m.exec(head)?.[1];
+    if (!hash) throw new Error(`migration ${file} has no --! Hash header`);
+    return { file, hash };
+  });
 }
 
 export function createApp(opts: AppOptions) {
@@ -96,17 +105,17 @@ export function createApp(opts: AppOptions) {
         await ownerPool.query('select 1');
         applied = new Set();
       } else {
-        const { rows } = await ownerPool.query<{ filename: string }>('select filename from graphile_migrate.migrations')
+        const { rows } = await ownerPool.query<{ hash: string }>('select hash from graphile_migrate.migrations')
           .catch((err: { code?: string }) => {
             if (err.code === '42P01') return { rows: [] }; // never migrated
             throw err;
           });
-        applied = new Set(rows.map((r) => r.filename));
+        applied = new Set(rows.map((r) => r.hash));
       }
     } catch {
       return unavailable('The database is not reachable.');
     }
-    const pending = committed.filter((f) => !applied.has(f));
+    const pending = committed.filter((m) => !applied.has(m.hash)).map((m) => m.file);
     if (pending.length > 0) return unavailable(`The database lacks migrations: ${pending.join(', ')}.`);
     res.json({ status: 'ready' });
   });
