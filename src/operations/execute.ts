@@ -197,6 +197,7 @@ export class Executor {
     idem: { endpoint: string; key: string; hash: string } | null, status: number): Promise<Outcome> {
     const client = await this.pool.connect();
     let open = false;
+    let released = false;
     try {
       await client.query('begin');
       open = true;
@@ -235,7 +236,12 @@ export class Executor {
         config: this.config,
         baseUrl: this.baseUrl(),
         services: this.services,
+        afterCommit: (fn) => {
+          if (idem) throw new Error(`operation ${op.name} is idempotent and cannot answer after commit`);
+          afterCommit = fn;
+        },
       };
+      let afterCommit: (() => Promise<unknown>) | null = null;
       let stored: Record<string, unknown>;
       let outcome: Outcome;
       await client.query('savepoint op');
@@ -258,6 +264,13 @@ export class Executor {
       }
       await client.query('commit');
       open = false;
+      if (afterCommit && !outcome.problem) {
+        // Slow outside work (e.g. a synchronous webhook ping) runs without holding the
+        // transaction or, once released below, the connection.
+        client.release();
+        released = true;
+        return { ...outcome, body: await (afterCommit as () => Promise<unknown>)() };
+      }
       return outcome;
     } catch (err) {
       if (open) await client.query('rollback').catch(() => {});
@@ -265,7 +278,7 @@ export class Executor {
       if (apiError.code === 'internal_error') throw err;
       return problemOutcome(apiError);
     } finally {
-      client.release();
+      if (!released) client.release();
     }
   }
 }

@@ -25,6 +25,11 @@ export interface OpContext {
   config: Config;
   baseUrl: string;
   services: Services;
+  /**
+   * Runs fn after the transaction commits and the connection is released; its value
+   * becomes the response body. For slow outside work (not for idempotent operations).
+   */
+  afterCommit(fn: () => Promise<unknown>): void;
 }
 
 /** Process-wide collaborators handlers may need (payment providers, crypto...). */

@@ -251,8 +251,13 @@ export const webhookOperations: Operation[] = [
         id, type: 'webhook.ping', timestamp: ts, api_version: API_VERSION,
         data: { endpoint_id: input.id, message: 'Test ping from the webhook test endpoint.' },
       });
-      const result = await service.send({ url: target.url, communityId: target.community_id, endpointId: String(input.id), ciphertexts: target.ciphertexts ?? [] }, id, body);
-      return { status_code: result.status_code, error: result.status_code === null ? result.error : null };
+      // The ping goes out after the transaction commits: a slow receiver holds no
+      // database connection.
+      ctx.afterCommit(async () => {
+        const result = await service.send({ url: target.url, communityId: target.community_id, endpointId: String(input.id), ciphertexts: target.ciphertexts ?? [] }, id, body);
+        return { status_code: result.status_code, error: result.status_code === null ? result.error : null };
+      });
+      return null;
     },
   }),
 ];
