@@ -17,7 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createCommunity } from '../../src/admin';
-import { applyMigrations, withDatabase } from '../../src/db/migrate';
+import { withDatabase } from '../../src/db/migrate';
+import { createBenchDatabase } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_ledger';
@@ -31,16 +32,7 @@ const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const lines: string[] = [];
 const out = (line: string) => { lines.push(line); process.stdout.write(line + '\n'); };
 
-async function createDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
-  await admin.connect();
-  await admin.query(`drop database if exists ${DB} with (force)`);
-  await admin.query(`create database ${DB}`);
-  await admin.end();
-  const url = withDatabase(SERVER, DB);
-  await applyMigrations(url, { includeCurrent: true });
-  return url;
-}
+const createDatabase = () => createBenchDatabase(SERVER, DB);
 
 interface Catalog { communityId: string; plans: string[] }
 

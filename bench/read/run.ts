@@ -16,7 +16,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { createCommunity, createKey } from '../../src/admin';
 import { hashKey } from '../../src/operations/execute';
-import { applyMigrations, withDatabase } from '../../src/db/migrate';
+import { withDatabase } from '../../src/db/migrate';
+import { createBenchDatabase } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_read';
@@ -33,16 +34,7 @@ const autocannon = require('autocannon') as (opts: Record<string, unknown>) => P
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
-async function createDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
-  await admin.connect();
-  await admin.query(`drop database if exists ${DB} with (force)`);
-  await admin.query(`create database ${DB}`);
-  await admin.end();
-  const url = withDatabase(SERVER, DB);
-  await applyMigrations(url, { includeCurrent: true });
-  return url;
-}
+const createDatabase = () => createBenchDatabase(SERVER, DB);
 
 async function seed(url: string): Promise<{ key: string; communityId: string }> {
   const owner = new pg.Pool({ connectionString: url, max: 1 });
