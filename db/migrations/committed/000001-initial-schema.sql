@@ -1,9 +1,12 @@
 --! Previous: -
---! Hash: sha1:ced9a35382d475b49ce1c9702d5d6d30dd93ce8a
+--! Hash: sha1:bb55f292c40b9a5014dc35afe1136aabf3674715
 --! Message: initial schema
 
---! split: 001-schemas.sql
--- Schemas, roles, ids, per-request identity and the error table.
+--! split: 1-current.sql
+--! Included 00-foundation.sql
+-- Foundation: schemas, the API role, default privileges, ids, per-request identity,
+-- the error table and the small helpers every domain uses (iso timestamps, cursors).
+-- Re-runnable: every statement is idempotent (see docs/development.md, Migrations).
 --
 -- SQLSTATE table (mapped once in src/http/problems.ts):
 --   BL400 invalid_request (400)      BL422 invalid_request (422)
@@ -14,6 +17,12 @@
 --   BLDSC discount_invalid           BLEPL endpoint_limit
 --   BLIKR idempotency_key_reuse      BLRIF request_in_flight
 --   BL429 rate_limited               BL503 service_unavailable
+--
+-- Privileges are opt-in: no function is executable by PUBLIC; each file grants
+-- billing_api exactly the functions it calls, directly or with invoker rights from
+-- its triggers, policies, defaults and JSON builders. Tables: RLS enabled and forced,
+-- policies written out by name beside each table (tenant, owner_access; owner_only
+-- on billing_private tables), then the table's grants.
 
 create schema if not exists billing;
 create schema if not exists billing_private;
@@ -32,6 +41,12 @@ grant billing_api to current_user;
 
 revoke all on schema billing_private from public;
 grant usage on schema billing, billing_api, analytics to billing_api;
+-- Only for the SECURITY DEFINER doors the API may call (each granted by name).
+grant usage on schema billing_private to billing_api;
+
+-- Functions the owner creates from here on are not executable by PUBLIC.
+alter default privileges revoke execute on functions from public;
+
 
 -- Ids: prefix, then 12 hex digits of milliseconds, 6 of a sequence, 8 random.
 -- They sort by creation time, so keyset pagination by id is newest first.
@@ -85,12 +100,106 @@ create or replace function billing.iso(p_ts timestamptz) returns text
   language sql stable parallel safe
 as $$ select to_char(p_ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
 
---! split: 002-tables.sql
--- Every resource of the spec. Each tenant table leads its primary key and unique
--- constraints with community_id; ids are text in the "C" collation so they sort by
--- creation time.
+-- Opaque list cursor: base64url of {"id": ...}; src/operations/registry.ts decodes it.
+create or replace function billing.encode_cursor(p_id text) returns text
+  language sql immutable parallel safe
+as $$
+  select translate(encode(convert_to(jsonb_build_object('id', p_id)::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
+$$;
 
-create table billing.communities (
+-- One page of a keyset list from at most limit+1 rows, newest first: p_ids and p_items
+-- are their ids and JSON, in the same order. Answers {data, next_cursor}; next_cursor
+-- (continuing after the page's last id) is null on the last page.
+create or replace function billing.page_json(p_ids text[], p_items jsonb[], p_limit integer) returns jsonb
+  language sql immutable parallel safe
+as $$
+  select jsonb_build_object(
+    'data', coalesce(to_jsonb(p_items[1:p_limit]), '[]'),
+    'next_cursor', case when coalesce(cardinality(p_ids), 0) > p_limit
+      then billing.encode_cursor(p_ids[p_limit]) end)
+$$;
+
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.api_version() to billing_api;
+grant execute on function billing.current_community_id() to billing_api;
+grant execute on function billing.current_scopes() to billing_api;
+grant execute on function billing.encode_cursor(text) to billing_api;
+grant execute on function billing.gen_id(text) to billing_api;
+grant execute on function billing.iso(timestamptz) to billing_api;
+grant execute on function billing.page_json(text[],jsonb[],integer) to billing_api;
+grant execute on function billing.raise(text,text,text) to billing_api;
+grant execute on function billing.require_scope(text) to billing_api;
+--! EndIncluded 00-foundation.sql
+--! Included 05-worker.sql
+-- graphile-worker: the one door through which SQL enqueues jobs, and the heartbeats
+-- of the dead-worker reaper. Owner only: billing_api reaches add_job solely through
+-- SECURITY DEFINER functions that pin their search_path.
+
+-- Rows the dead-worker reaper reads: every live worker of startWorker() beats here.
+create table if not exists billing_private.worker_heartbeats (
+  worker_id text primary key,
+  seen_at timestamptz not null default now()
+);
+alter table billing_private.worker_heartbeats enable row level security;
+alter table billing_private.worker_heartbeats force row level security;
+drop policy if exists owner_only on billing_private.worker_heartbeats;
+create policy owner_only on billing_private.worker_heartbeats using (true);
+
+-- Adds one job per payload (all for one task, one run_at), in the caller's
+-- transaction. graphile_worker.add_jobs needs the owner's rights, hence SECURITY
+-- DEFINER; every enqueue in this schema goes through here.
+create or replace function billing_private.add_job(p_identifier text, p_payloads json[],
+  p_run_at timestamptz default null, p_max_attempts integer default null)
+  returns void language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if coalesce(cardinality(p_payloads), 0) = 0 then
+    return;
+  end if;
+  perform graphile_worker.add_jobs(array(
+    select row(p_identifier, p.payload, null, p_run_at, p_max_attempts, null, null, null)::graphile_worker.job_spec
+    from unnest(p_payloads) as p(payload)));
+end
+$$;
+
+-- Dead-worker reaper: live workers beat every few seconds; the jobs of workers silent
+-- for longer than p_stale go back to the queue at once (graphile-worker alone would
+-- wait 4 hours). Returns the reaped worker ids.
+create or replace function billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval)
+  returns text[] language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_dead text[];
+begin
+  insert into billing_private.worker_heartbeats (worker_id, seen_at)
+  select w, now() from unnest(p_worker_ids) w
+  on conflict (worker_id) do update set seen_at = excluded.seen_at;
+  with dead as (
+    delete from billing_private.worker_heartbeats h where h.seen_at < now() - p_stale returning h.worker_id
+  )
+  select array_agg(worker_id) into v_dead from dead;
+  if v_dead is not null then
+    perform graphile_worker.force_unlock_workers(v_dead);
+  end if;
+  return coalesce(v_dead, '{}');
+end
+$$;
+--! EndIncluded 05-worker.sql
+--! Included 10-tenancy.sql
+-- Tenancy: communities, their time, API keys, and the API's door into the database.
+-- One call (billing.api_call) authenticates the key, takes a rate token, sets the
+-- community and scopes transaction-locally and (for SQL operations) runs the
+-- operation: one round trip per request. Rate buckets and idempotency records are in
+-- 85-idempotency-and-limits.sql.
+
+-- ---- communities ------------------------------------------------------------------
+
+create table if not exists billing.communities (
   id text collate "C" primary key default billing.gen_id('com'),
   name text not null check (length(name) between 1 and 200),
   payment_provider text check (payment_provider in ('sandbox', 'stripe')),
@@ -98,6 +207,16 @@ create table billing.communities (
   clock_offset interval not null default '0',
   created_at timestamptz not null default now()
 );
+alter table billing.communities enable row level security;
+alter table billing.communities force row level security;
+drop policy if exists tenant on billing.communities;
+create policy tenant on billing.communities
+  using (id = (select billing.current_community_id()))
+  with check (id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.communities;
+create policy owner_access on billing.communities to current_user using (true) with check (true);
+grant select on billing.communities to billing_api;
+grant update (clock_offset) on billing.communities to billing_api;
 
 -- The time every rule reads: the community's sandbox test clock, or the real time.
 create or replace function billing.now() returns timestamptz
@@ -108,7 +227,18 @@ as $$
     '0'::interval)
 $$;
 
-create table billing_private.api_keys (
+-- A community's time (its sandbox clock) for code that runs outside that community's
+-- request, such as triggers fired by the owner or a sweep over many communities.
+create or replace function billing.community_now(p_community_id text) returns timestamptz
+  language sql stable parallel safe
+as $$
+  select now() + coalesce(
+    (select c.clock_offset from billing.communities c where c.id = p_community_id), '0'::interval)
+$$;
+
+-- ---- API keys (owner only) ----------------------------------------------------------
+
+create table if not exists billing_private.api_keys (
   community_id text collate "C" not null references billing.communities on delete cascade,
   id text collate "C" not null default billing.gen_id('key'),
   name text,
@@ -119,477 +249,14 @@ create table billing_private.api_keys (
   revoked_at timestamptz,
   primary key (community_id, id)
 );
-create unique index api_keys_hash on billing_private.api_keys (key_hash);
-create unique index api_keys_id on billing_private.api_keys (id);
+create unique index if not exists api_keys_hash on billing_private.api_keys (key_hash);
+create unique index if not exists api_keys_id on billing_private.api_keys (id);
+alter table billing_private.api_keys enable row level security;
+alter table billing_private.api_keys force row level security;
+drop policy if exists owner_only on billing_private.api_keys;
+create policy owner_only on billing_private.api_keys using (true);
 
-create table billing.platform_configs (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  id text collate "C" not null default billing.gen_id('pcfg'),
-  key text not null,
-  platform text not null check (platform in ('discord', 'telegram')),
-  name text,
-  settings jsonb not null default '{}',
-  created_at timestamptz not null default now(),
-  primary key (community_id, id),
-  unique (community_id, key)
-);
-
-create table billing.tiers (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  id text collate "C" not null default billing.gen_id('tier'),
-  key text not null,
-  name text not null,
-  description text,
-  kind text not null default 'subscription' check (kind in ('subscription', 'one_time')),
-  billing_mode text not null default 'recurring' check (billing_mode in ('recurring', 'one_time')),
-  rank integer not null default 0,
-  active boolean not null default true,
-  features text[] not null default '{}',
-  perks jsonb not null default '[]',
-  created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now(),
-  primary key (community_id, id),
-  unique (community_id, key)
-);
-
-create table billing.plans (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('plan'),
-  tier_id text collate "C" not null,
-  key text not null,
-  name text,
-  amount_cents integer not null check (amount_cents >= 0),
-  currency text not null check (currency ~ '^[a-z]{3}$'),
-  interval text check (interval in ('month', 'year')),
-  trial_days integer not null default 0 check (trial_days >= 0),
-  access_days integer check (access_days > 0),
-  active boolean not null default true,
-  stripe_price_id text,
-  created_at timestamptz not null default now(),
-  primary key (community_id, id),
-  unique (community_id, key),
-  foreign key (community_id, tier_id) references billing.tiers on delete cascade
-);
-create index plans_tier on billing.plans (community_id, tier_id);
-
-create table billing.entitlements (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  id text collate "C" not null default billing.gen_id('ent'),
-  key text not null,
-  name text not null,
-  created_at timestamptz not null default now(),
-  primary key (community_id, id),
-  unique (community_id, key)
-);
-
-create table billing.entitlement_benefits (
-  community_id text collate "C" not null,
-  entitlement_id text collate "C" not null,
-  platform_config_id text collate "C" not null,
-  type text not null,
-  value text not null,
-  primary key (community_id, entitlement_id, platform_config_id, type, value),
-  foreign key (community_id, entitlement_id) references billing.entitlements on delete cascade,
-  foreign key (community_id, platform_config_id) references billing.platform_configs on delete cascade
-);
-
-create table billing.tier_entitlements (
-  community_id text collate "C" not null,
-  tier_id text collate "C" not null,
-  entitlement_id text collate "C" not null,
-  primary key (community_id, tier_id, entitlement_id),
-  foreign key (community_id, tier_id) references billing.tiers on delete cascade,
-  foreign key (community_id, entitlement_id) references billing.entitlements on delete cascade
-);
-create index tier_entitlements_ent on billing.tier_entitlements (community_id, entitlement_id);
-
-create table billing.members (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  id text collate "C" not null default billing.gen_id('mem'),
-  created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now(),
-  primary key (community_id, id)
-);
-
-create table billing.member_identities (
-  community_id text collate "C" not null,
-  member_id text collate "C" not null,
-  platform text not null check (platform in ('discord', 'telegram')),
-  platform_uid text not null,
-  username text,
-  created_at timestamptz not null default now(),
-  primary key (community_id, platform, platform_uid),
-  unique (community_id, member_id, platform),
-  foreign key (community_id, member_id) references billing.members on delete cascade
-);
-
-create table billing.external_subjects (
-  community_id text collate "C" not null,
-  member_id text collate "C" not null,
-  namespace text not null check (length(namespace) between 1 and 200),
-  external_user_id text not null check (length(external_user_id) between 1 and 200),
-  created_at timestamptz not null default now(),
-  primary key (community_id, namespace, external_user_id),
-  unique (community_id, member_id, namespace),
-  foreign key (community_id, member_id) references billing.members on delete cascade
-);
-
-create table billing.discount_codes (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  id uuid not null default gen_random_uuid(),
-  code text not null,
-  name text,
-  value_type text not null check (value_type in ('percent', 'amount')),
-  percent_off numeric check (percent_off > 0 and percent_off <= 100),
-  amount_off_cents integer check (amount_off_cents > 0),
-  currency text,
-  duration text not null default 'once' check (duration in ('once', 'repeating', 'forever')),
-  duration_months integer,
-  use_limit integer check (use_limit > 0),
-  min_spend_cents integer,
-  max_spend_cents integer,
-  starts_at timestamptz,
-  expires_at timestamptz,
-  is_active boolean not null default true,
-  archived_at timestamptz,
-  tier_ids text[] not null default '{}',
-  members jsonb not null default '[]',
-  created_at timestamptz not null default now(),
-  primary key (community_id, id)
-);
-create unique index discount_codes_code on billing.discount_codes (community_id, lower(code));
-
-create table billing.checkout_sessions (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('cs'),
-  member_id text collate "C" not null,
-  tier_id text collate "C" not null,
-  plan_id text collate "C" not null,
-  discount_id uuid,
-  amount_cents integer not null,
-  discount_cents integer not null default 0,
-  currency text not null,
-  client_reference_id text,
-  return_url text,
-  subject_kind text not null check (subject_kind in ('member', 'external', 'platform')),
-  status text not null default 'open' check (status in ('open', 'completed', 'expired')),
-  provider text not null check (provider in ('sandbox', 'stripe')),
-  provider_ref text,
-  url text,
-  expires_at timestamptz,
-  completed_at timestamptz,
-  created_at timestamptz not null default now(),
-  primary key (community_id, id),
-  foreign key (community_id, member_id) references billing.members on delete cascade,
-  foreign key (community_id, plan_id) references billing.plans on delete restrict,
-  foreign key (community_id, discount_id) references billing.discount_codes on delete restrict
-);
-create index checkout_sessions_member on billing.checkout_sessions (community_id, member_id);
-
-create table billing.discount_redemptions (
-  community_id text collate "C" not null,
-  discount_id uuid not null,
-  checkout_id text collate "C" not null,
-  member_id text collate "C" not null,
-  status text not null check (status in ('pending', 'redeemed', 'released')),
-  created_at timestamptz not null default now(),
-  primary key (community_id, discount_id, checkout_id),
-  foreign key (community_id, discount_id) references billing.discount_codes on delete cascade,
-  foreign key (community_id, checkout_id) references billing.checkout_sessions on delete cascade
-);
-
-create table billing.subscriptions (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('sub'),
-  member_id text collate "C" not null,
-  plan_id text collate "C" not null,
-  status text not null check (status in ('active', 'trialing', 'past_due', 'cancelling', 'cancelled', 'paused')),
-  current_period_start timestamptz,
-  current_period_end timestamptz,
-  trial_end timestamptz,
-  cancel_at timestamptz,
-  cancelled_at timestamptz,
-  paused_until timestamptz,
-  scheduled_plan_id text collate "C",
-  scheduled_at timestamptz,
-  client_reference_id text,
-  checkout_id text collate "C",
-  provider text not null default 'sandbox' check (provider in ('sandbox', 'stripe')),
-  provider_ref text,
-  provider_updated_at timestamptz,
-  created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now(),
-  primary key (community_id, id),
-  foreign key (community_id, member_id) references billing.members on delete cascade,
-  foreign key (community_id, plan_id) references billing.plans on delete restrict,
-  foreign key (community_id, scheduled_plan_id) references billing.plans on delete set null (scheduled_plan_id)
-);
-create index subscriptions_member on billing.subscriptions (community_id, member_id);
-create index subscriptions_status on billing.subscriptions (community_id, status, id);
-create index subscriptions_plan on billing.subscriptions (community_id, plan_id, id);
-create index subscriptions_period_end on billing.subscriptions (current_period_end) where status in ('active', 'trialing', 'past_due', 'cancelling');
-create unique index subscriptions_provider_ref on billing.subscriptions (community_id, provider_ref) where provider_ref is not null;
-
-create table billing.purchases (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('pur'),
-  member_id text collate "C" not null,
-  plan_id text collate "C" not null,
-  status text not null default 'completed' check (status in ('completed', 'refunded')),
-  amount_cents integer not null,
-  currency text not null,
-  access_expires_at timestamptz,
-  paid_at timestamptz not null default now(),
-  client_reference_id text,
-  checkout_id text collate "C",
-  provider_ref text,
-  created_at timestamptz not null default now(),
-  primary key (community_id, id),
-  foreign key (community_id, member_id) references billing.members on delete cascade,
-  foreign key (community_id, plan_id) references billing.plans on delete restrict
-);
-create index purchases_member on billing.purchases (community_id, member_id);
-create index purchases_expiry on billing.purchases (access_expires_at) where access_expires_at is not null;
-
-create table billing.portal_sessions (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('ps'),
-  member_id text collate "C" not null,
-  return_url text,
-  url text not null,
-  expires_at timestamptz not null,
-  created_at timestamptz not null default now(),
-  primary key (community_id, id),
-  foreign key (community_id, member_id) references billing.members on delete cascade
-);
-
-create table billing.link_codes (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('lc'),
-  member_id text collate "C" not null,
-  code text not null,
-  intended_platform text not null check (intended_platform in ('discord', 'telegram')),
-  expires_at timestamptz not null,
-  redeemed_at timestamptz,
-  invalidated_at timestamptz,
-  created_at timestamptz not null default now(),
-  primary key (community_id, id),
-  unique (community_id, code),
-  foreign key (community_id, member_id) references billing.members on delete cascade
-);
-
--- The ledger: one row per (member, entitlement), maintained by triggers.
-create table billing.member_entitlements (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('ment'),
-  member_id text collate "C" not null,
-  entitlement_id text collate "C" not null,
-  status text not null check (status in ('active', 'inactive')),
-  revision bigint not null default 1,
-  sources jsonb not null default '[]',
-  benefits jsonb not null default '[]',
-  identities jsonb not null default '{}',
-  granted_at timestamptz,
-  revoked_at timestamptz,
-  updated_at timestamptz not null default now(),
-  primary key (community_id, id),
-  unique (community_id, member_id, entitlement_id),
-  foreign key (community_id, member_id) references billing.members on delete cascade,
-  foreign key (community_id, entitlement_id) references billing.entitlements on delete cascade
-);
-
--- The outbox: every event envelope, written in the transaction of its change.
-create table billing.events (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  id text collate "C" not null default billing.gen_id('evt'),
-  type text not null,
-  created_at timestamptz not null default now(),
-  api_version text not null default billing.api_version(),
-  data jsonb not null,
-  primary key (community_id, id)
-);
-create index events_type on billing.events (community_id, type, id);
-
-create table billing.webhook_endpoints (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  id text collate "C" not null default billing.gen_id('we'),
-  url text not null,
-  description text,
-  event_types text[] not null default '{}',
-  enabled boolean not null default true,
-  disabled_reason text,
-  failing_since timestamptz,
-  created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now(),
-  primary key (community_id, id)
-);
-
--- Encrypted signing secrets: owner only; the worker and API reach them through
--- SECURITY DEFINER functions.
-create table billing_private.webhook_secrets (
-  community_id text collate "C" not null,
-  endpoint_id text collate "C" not null,
-  secret_ciphertext text not null,
-  previous_ciphertext text,
-  previous_expires_at timestamptz,
-  primary key (community_id, endpoint_id),
-  foreign key (community_id, endpoint_id) references billing.webhook_endpoints on delete cascade
-);
-
-create table billing.webhook_deliveries (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('wd'),
-  endpoint_id text collate "C" not null,
-  event_id text collate "C" not null,
-  event_type text not null,
-  status text not null default 'pending' check (status in ('pending', 'succeeded', 'failed')),
-  attempt_count integer not null default 0,
-  next_attempt_at timestamptz,
-  last_status_code integer,
-  last_error text,
-  created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now(),
-  primary key (community_id, id),
-  unique (community_id, endpoint_id, event_id),
-  foreign key (community_id, endpoint_id) references billing.webhook_endpoints on delete cascade,
-  foreign key (community_id, event_id) references billing.events on delete cascade
-);
-create index webhook_deliveries_endpoint on billing.webhook_deliveries (community_id, endpoint_id, id);
-
-create table billing.webhook_attempts (
-  community_id text collate "C" not null,
-  id text collate "C" not null default billing.gen_id('wa'),
-  delivery_id text collate "C" not null,
-  endpoint_id text collate "C" not null,
-  attempt integer not null,
-  status_code integer,
-  duration_ms integer,
-  error text,
-  response_excerpt text,
-  started_at timestamptz not null,
-  finished_at timestamptz,
-  primary key (community_id, id),
-  foreign key (community_id, delivery_id) references billing.webhook_deliveries on delete cascade
-);
-create index webhook_attempts_endpoint on billing.webhook_attempts (community_id, endpoint_id, id);
-
--- Idempotency records: scoped per community and endpoint, kept 24 hours.
-create table billing.idempotency_keys (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  endpoint text not null,
-  key text not null,
-  request_hash text not null,
-  response_status integer not null,
-  response_body jsonb,
-  created_at timestamptz not null default now(),
-  expires_at timestamptz not null,
-  primary key (community_id, endpoint, key)
-);
-
--- Token buckets; losing them on a crash only refills them.
-create unlogged table billing_private.rate_buckets (
-  bucket text primary key,
-  tokens double precision not null,
-  allowed boolean not null default true,
-  updated_at timestamptz not null
-);
-
--- Inbound provider events applied exactly once.
-create table billing.provider_events (
-  community_id text collate "C" not null references billing.communities on delete cascade,
-  provider text not null,
-  event_id text not null,
-  type text not null,
-  received_at timestamptz not null default now(),
-  primary key (community_id, provider, event_id)
-);
-
---! split: 003-rls.sql
--- Tenancy in the database (the owner role, which runs migrations and the operator
--- CLI, has its own policy; billing_api and operator roles never match it): row-level security enabled and forced on every table.
--- Tenant tables show a row only when its community is the transaction's community
--- (set by billing.api_auth); with no community set they show nothing.
-
-do $$
-declare
-  v_table regclass;
-begin
-  for v_table in
-    select c.oid::regclass from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = 'billing' and c.relkind = 'r'
-  loop
-    execute format('alter table %s enable row level security', v_table);
-    execute format('alter table %s force row level security', v_table);
-    if v_table = 'billing.communities'::regclass then
-      execute format('create policy tenant on %s using (id = (select billing.current_community_id())) '
-        'with check (id = (select billing.current_community_id()))', v_table);
-    else
-      execute format('create policy tenant on %s using (community_id = (select billing.current_community_id())) '
-        'with check (community_id = (select billing.current_community_id()))', v_table);
-    end if;
-    -- The owner (migrations, operator CLI, worker) sees every community.
-    execute format('create policy owner_access on %s to %I using (true) with check (true)', v_table, current_user);
-  end loop;
-
-  -- Private tables: reachable only by the owner (no grants to billing_api), through
-  -- SECURITY DEFINER functions that pin their search_path.
-  for v_table in
-    select c.oid::regclass from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = 'billing_private' and c.relkind = 'r'
-  loop
-    execute format('alter table %s enable row level security', v_table);
-    execute format('alter table %s force row level security', v_table);
-    execute format('create policy owner_only on %s using (true)', v_table);
-  end loop;
-end
-$$;
-
-grant select on all tables in schema billing to billing_api;
-grant insert, update, delete on
-  billing.members, billing.member_identities, billing.external_subjects,
-  billing.subscriptions, billing.purchases, billing.checkout_sessions,
-  billing.discount_redemptions, billing.portal_sessions, billing.link_codes,
-  billing.member_entitlements, billing.events, billing.webhook_endpoints,
-  billing.webhook_deliveries, billing.webhook_attempts, billing.idempotency_keys,
-  billing.provider_events
-  to billing_api;
-grant update (clock_offset) on billing.communities to billing_api;
-
---! split: 004-api.sql
--- The API's door into the database. One call authenticates the key, takes a rate
--- token, sets the community and scopes transaction-locally and (for SQL operations)
--- runs the operation: one round trip per request.
-
--- Token bucket refilling continuously. Returns allowed, remaining, reset, retry_after.
-create or replace function billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision)
-  returns jsonb language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_now timestamptz := clock_timestamp();
-  v_rate double precision := p_per_minute / 60.0;
-  v_tokens double precision;
-  v_allowed boolean;
-begin
-  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, updated_at)
-  values (p_bucket, p_burst - 1, true, v_now)
-  -- v_now was read before waiting for the row lock, so it may precede the stored
-  -- updated_at of a concurrent request that got the lock first: never refill
-  -- negatively, never move updated_at back.
-  on conflict (bucket) do update set
-    allowed = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
-    tokens = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
-      - case when least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1 then 1 else 0 end,
-    updated_at = greatest(b.updated_at, v_now)
-  returning tokens, allowed into v_tokens, v_allowed;
-  return jsonb_build_object(
-    'allowed', v_allowed,
-    'limit', p_per_minute::bigint,
-    'remaining', floor(greatest(v_tokens, 0))::bigint,
-    'reset', ceil(greatest(p_burst - v_tokens, 0) / v_rate)::bigint,
-    'retry_after', greatest(ceil((1 - v_tokens) / v_rate), 1)::bigint);
-end
-$$;
+-- ---- authentication ------------------------------------------------------------------
 
 -- Looks a key up by its hash (owner rights: keys are private) and takes a token
 -- from the key's bucket, or from the client IP's bucket when the key is missing,
@@ -625,10 +292,6 @@ begin
     'scopes', to_jsonb(v_scopes), 'rl', v_rl);
 end
 $$;
-revoke all on function billing_private.authenticate(text, text, jsonb) from public;
-grant usage on schema billing_private to billing_api;
-grant execute on function billing_private.authenticate(text, text, jsonb) to billing_api;
-revoke all on function billing_private.take_token(text, double precision, double precision) from public;
 
 create or replace function billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb)
   returns jsonb language plpgsql volatile
@@ -693,10 +356,6 @@ begin
     coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
 end
 $$;
-revoke all on function billing_private.authenticate_deferred(text, text, jsonb) from public;
-revoke all on function billing_private.take_key_token(jsonb) from public;
-grant execute on function billing_private.authenticate_deferred(text, text, jsonb) to billing_api;
-grant execute on function billing_private.take_key_token(jsonb) to billing_api;
 
 create or replace function billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb,
   p_scope text, p_op text, p_args jsonb)
@@ -756,45 +415,6 @@ begin
       'message', v_msg, 'detail', nullif(v_detail, '')));
   end;
 end
-$$;
-
--- Idempotency: a transaction-level advisory lock marks the key in flight; a
--- finished record replays. Returns null when the request should run.
-create or replace function billing.idempotency_begin(p_endpoint text, p_key text, p_hash text)
-  returns jsonb language plpgsql volatile
-as $$
-declare
-  v_rec billing.idempotency_keys;
-begin
-  if not pg_try_advisory_xact_lock(hashtextextended(
-       billing.current_community_id() || ' ' || p_endpoint || ' ' || p_key, 7)) then
-    raise exception using errcode = 'BLRIF',
-      message = 'A request with this Idempotency-Key is still being processed.';
-  end if;
-  select * into v_rec from billing.idempotency_keys i
-  where i.community_id = billing.current_community_id() and i.endpoint = p_endpoint and i.key = p_key
-    and i.expires_at > now();
-  if v_rec.key is null then
-    return null;
-  end if;
-  if v_rec.request_hash <> p_hash then
-    raise exception using errcode = 'BLIKR',
-      message = 'This Idempotency-Key was used with a different request body.';
-  end if;
-  return jsonb_build_object('status', v_rec.response_status, 'body', v_rec.response_body);
-end
-$$;
-
-create or replace function billing.idempotency_finish(p_endpoint text, p_key text, p_hash text,
-  p_status integer, p_body jsonb)
-  returns void language sql volatile
-as $$
-  insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status,
-    response_body, expires_at)
-  values (billing.current_community_id(), p_endpoint, p_key, p_hash, p_status, p_body, now() + interval '24 hours')
-  on conflict (community_id, endpoint, key) do update set
-    request_hash = excluded.request_hash, response_status = excluded.response_status,
-    response_body = excluded.response_body, created_at = now(), expires_at = excluded.expires_at
 $$;
 
 -- One round trip for SQL operations: authenticate, then run billing_api.<op>(args).
@@ -872,396 +492,317 @@ begin
 end
 $$;
 
-grant execute on all functions in schema billing to billing_api;
-alter default privileges in schema billing grant execute on functions to billing_api;
-alter default privileges in schema billing_api grant execute on functions to billing_api;
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
 
--- Opaque list cursor: base64url of {"id": ...}; src/operations/registry.ts decodes it.
-create or replace function billing.encode_cursor(p_id text) returns text
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.api_auth(text,text,jsonb) to billing_api;
+grant execute on function billing.api_call(text,text,jsonb,text,text,jsonb,jsonb) to billing_api;
+grant execute on function billing.api_call_deferred(text,text,jsonb,text,text,jsonb) to billing_api;
+grant execute on function billing.community_now(text) to billing_api;
+grant execute on function billing.now() to billing_api;
+grant execute on function billing_private.authenticate(text,text,jsonb) to billing_api;
+grant execute on function billing_private.authenticate_deferred(text,text,jsonb) to billing_api;
+grant execute on function billing_private.take_key_token(jsonb) to billing_api;
+--! EndIncluded 10-tenancy.sql
+--! Included 20-catalog.sql
+-- Catalog: platform configs, tiers with their plans, entitlements with their
+-- benefits, tier -> entitlement links, and discount codes. Written by the operator
+-- (owner: `billing catalog apply`, src/catalog.ts); the API only reads it. The rules
+-- src/catalog.ts checks across fields are constraints here too, so every door into
+-- these tables (SQL included) keeps them.
+--
+-- Each entitlement-feeding table carries a _500_ledger trigger: a change refreshes
+-- the ledger of the members it reaches (functions in 50-ledger.sql).
+
+-- ---- platform configs ---------------------------------------------------------------
+
+create table if not exists billing.platform_configs (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  id text collate "C" not null default billing.gen_id('pcfg'),
+  key text not null,
+  platform text not null check (platform in ('discord', 'telegram')),
+  name text,
+  settings jsonb not null default '{}',
+  created_at timestamptz not null default now(),
+  primary key (community_id, id),
+  unique (community_id, key)
+);
+alter table billing.platform_configs enable row level security;
+alter table billing.platform_configs force row level security;
+drop policy if exists tenant on billing.platform_configs;
+create policy tenant on billing.platform_configs
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.platform_configs;
+create policy owner_access on billing.platform_configs to current_user using (true) with check (true);
+grant select on billing.platform_configs to billing_api;
+
+-- A platform config's platform is part of each benefit object.
+create or replace function billing.tg_platform_configs__ledger() returns trigger
+  language plpgsql
+as $$
+begin
+  perform billing.ledger_benefits_changed(new.community_id, coalesce((
+    select array_agg(distinct b.entitlement_id) from billing.entitlement_benefits b
+    where b.community_id = new.community_id and b.platform_config_id = new.id), '{}'));
+  return null;
+end
+$$;
+
+drop trigger if exists _500_ledger on billing.platform_configs;
+create trigger _500_ledger after update of platform on billing.platform_configs
+  for each row when (old.platform is distinct from new.platform)
+  execute function billing.tg_platform_configs__ledger();
+
+-- ---- tiers ---------------------------------------------------------------------------
+
+create table if not exists billing.tiers (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  id text collate "C" not null default billing.gen_id('tier'),
+  key text not null,
+  name text not null,
+  description text,
+  kind text not null default 'subscription' check (kind in ('subscription', 'one_time')),
+  billing_mode text not null default 'recurring' check (billing_mode in ('recurring', 'one_time')),
+  rank integer not null default 0,
+  active boolean not null default true,
+  features text[] not null default '{}',
+  perks jsonb not null default '[]',
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  primary key (community_id, id),
+  unique (community_id, key),
+  -- src/catalog.ts: a one_time tier is billed "one_time".
+  constraint tiers_one_time_billed_one_time check (kind <> 'one_time' or billing_mode = 'one_time')
+);
+alter table billing.tiers enable row level security;
+alter table billing.tiers force row level security;
+drop policy if exists tenant on billing.tiers;
+create policy tenant on billing.tiers
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.tiers;
+create policy owner_access on billing.tiers to current_user using (true) with check (true);
+grant select on billing.tiers to billing_api;
+
+-- ---- plans ---------------------------------------------------------------------------
+
+create table if not exists billing.plans (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('plan'),
+  tier_id text collate "C" not null,
+  key text not null,
+  name text,
+  amount_cents integer not null check (amount_cents >= 0),
+  currency text not null check (currency ~ '^[a-z]{3}$'),
+  interval text check (interval in ('month', 'year')),
+  trial_days integer not null default 0 check (trial_days >= 0),
+  access_days integer check (access_days > 0),
+  active boolean not null default true,
+  stripe_price_id text,
+  created_at timestamptz not null default now(),
+  primary key (community_id, id),
+  unique (community_id, key),
+  foreign key (community_id, tier_id) references billing.tiers on delete cascade
+);
+create index if not exists plans_tier on billing.plans (community_id, tier_id);
+alter table billing.plans enable row level security;
+alter table billing.plans force row level security;
+drop policy if exists tenant on billing.plans;
+create policy tenant on billing.plans
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.plans;
+create policy owner_access on billing.plans to current_user using (true) with check (true);
+grant select on billing.plans to billing_api;
+
+-- The length of one billing period of a plan's interval.
+create or replace function billing.plan_interval(p_interval text) returns interval
   language sql immutable parallel safe
-as $$
-  select translate(encode(convert_to(jsonb_build_object('id', p_id)::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
-$$;
+as $$ select case p_interval when 'month' then interval '1 month' when 'year' then interval '1 year' end $$;
 
---! split: 005-json.sql
--- JSON builders shared by the ledger (event envelopes) and the read API: one
--- definition of the member and member-entitlement objects of the spec.
-
-create or replace function billing.member_json(p_community_id text, p_member_id text) returns jsonb
-  language sql stable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', m.id,
-    'created_at', billing.iso(m.created_at),
-    'identities', coalesce((
-      select jsonb_agg(jsonb_build_object('platform', i.platform, 'platform_uid', i.platform_uid,
-        'username', i.username) order by i.platform, i.platform_uid)
-      from billing.member_identities i
-      where i.community_id = m.community_id and i.member_id = m.id), '[]'),
-    'external_subjects', coalesce((
-      select jsonb_agg(jsonb_build_object('namespace', x.namespace, 'external_user_id', x.external_user_id)
-        order by x.namespace, x.external_user_id)
-      from billing.external_subjects x
-      where x.community_id = m.community_id and x.member_id = m.id), '[]'))
-  from billing.members m
-  where m.community_id = p_community_id and m.id = p_member_id
-$$;
-
-create or replace function billing.member_entitlement_json(p_me billing.member_entitlements,
-  p_ent billing.entitlements) returns jsonb
-  language sql stable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', p_me.id,
-    'entitlement_id', p_me.entitlement_id,
-    'key', p_ent.key,
-    'name', p_ent.name,
-    'revision', p_me.revision,
-    'status', p_me.status,
-    'granted_at', billing.iso(p_me.granted_at),
-    'revoked_at', billing.iso(p_me.revoked_at),
-    'sources', p_me.sources,
-    'benefits', p_me.benefits)
-$$;
-
-create or replace function billing.member_entitlement_json(p_me billing.member_entitlements) returns jsonb
-  language sql stable parallel safe
-as $$
-  select billing.member_entitlement_json(p_me, e)
-  from (select 1) one
-  left join billing.entitlements e on e.community_id = p_me.community_id and e.id = p_me.entitlement_id
-$$;
-
---! split: 010-plans.sql
--- Plans: tiers with their nested billing plans.
-
-create or replace function billing.tier_json(p_tier billing.tiers) returns jsonb
-  language sql stable
-as $$
-  select jsonb_build_object(
-    'id', p_tier.id, 'name', p_tier.name, 'description', p_tier.description,
-    'kind', p_tier.kind, 'billing_mode', p_tier.billing_mode, 'rank', p_tier.rank,
-    'features', to_jsonb(p_tier.features), 'perks', p_tier.perks,
-    'plans', coalesce((
-      select jsonb_agg(jsonb_build_object('id', p.id, 'name', p.name, 'amount_cents', p.amount_cents,
-        'currency', p.currency, 'interval', p.interval, 'trial_days', p.trial_days,
-        'access_days', p.access_days) order by p.amount_cents, p.id)
-      from billing.plans p
-      where p.community_id = p_tier.community_id and p.tier_id = p_tier.id and p.active), '[]'))
-$$;
-
-create or replace function billing_api.plans_list(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-begin
-  perform billing.require_scope('plans:read');
-  return jsonb_build_object('data', coalesce((
-    select jsonb_agg(billing.tier_json(t) order by t.rank, t.id)
-    from billing.tiers t where t.active), '[]'));
-end
-$$;
-
-create or replace function billing_api.plans_get(p_args jsonb) returns jsonb
+-- src/catalog.ts: the plans of a tier billed one_time have no interval and no trial.
+-- The rule spans plans and tiers, so constraint triggers on both tables check it,
+-- at commit (a catalog apply may update a tier before its plans).
+-- (The recurring side, "an interval and no access_days", is left to the catalog
+-- validator: rows written by hand, e.g. test seeds, use interval-less plans there.)
+create or replace function billing.check_one_time_plans(p_community_id text, p_tier_id text) returns void
   language plpgsql stable
 as $$
 declare
-  v_tier billing.tiers;
+  v_plan billing.plans;
 begin
-  perform billing.require_scope('plans:read');
-  select * into v_tier from billing.tiers t where t.id = p_args->>'tierId';
-  if v_tier.id is null then
-    perform billing.raise('BL404', 'No tier ' || (p_args->>'tierId') || '.');
+  select p.* into v_plan from billing.plans p
+  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+  where p.community_id = p_community_id and p.tier_id = p_tier_id and t.billing_mode = 'one_time'
+    and (p.interval is not null or p.trial_days <> 0)
+  order by p.id
+  limit 1;
+  if v_plan.id is not null then
+    raise exception using errcode = 'check_violation',
+      message = 'Plan ' || v_plan.key || ' belongs to a tier billed one_time: it has no interval and no trial.',
+      detail = case when v_plan.interval is not null then 'interval' else 'trial_days' end;
   end if;
-  return billing.tier_json(v_tier);
 end
 $$;
 
---! split: 020-ledger.sql
--- The entitlement ledger: one billing.member_entitlements row per (member,
--- entitlement), kept by the database whenever anything that feeds it changes.
---
--- Design: "recompute per member". billing.ledger_refresh_member computes, from the
--- current source rows, the desired (entitlement -> sources, benefits) of one member,
--- compares it with the stored ledger rows (including a snapshot of the member's
--- identities and external subjects) and updates every row whose status, sources,
--- benefits or identities changed: revision + 1, granted_at/revoked_at on the edges,
--- and one member.entitlement.* event per changed row, in the same transaction.
---
--- Which sources grant:
---   subscription: status active, trialing or past_due; cancelling while
---     current_period_end > the community's now (or has no end); paused and
---     cancelled never.
---   purchase: status completed, until access_expires_at (forever when null).
--- Sources reach entitlements through their plan's tier (billing.tier_entitlements).
--- An inactive row keeps sources [] and benefits [] (so a revoke's
--- changes.removed_benefits lists what to take away); its identities snapshot is
--- frozen until the next grant.
---
--- Time: purchases expiring and cancelling periods ending change no row, so
--- billing.ledger_sweep re-evaluates rows whose next_check_at has passed.
---
--- The source tables' triggers (lifecycle events + refresh) live in 030-events.sql;
--- the catalog tables' triggers (tier links, benefits) are here.
-
-alter table billing.member_entitlements
-  add column next_check_at timestamptz;
-
-comment on column billing.member_entitlements.next_check_at is
-  'Earliest valid_until among time-limited sources (cancelling subscriptions, expiring purchases); billing.ledger_sweep re-evaluates the row once billing.now() reaches it.';
-comment on column billing.member_entitlements.identities is
-  'Snapshot {identities, external_subjects} of the member when last active: a change of it is a visible change (revision + 1, member.entitlement.updated).';
-
-create index member_entitlements_next_check on billing.member_entitlements (community_id, next_check_at)
-  where status = 'active' and next_check_at is not null;
-create index member_entitlements_entitlement on billing.member_entitlements (community_id, entitlement_id)
-  where status = 'active';
-create index purchases_plan on billing.purchases (community_id, plan_id);
-
--- A community's time (its sandbox clock) for code that runs outside that community's
--- request, such as triggers fired by the owner or a sweep over many communities.
-create or replace function billing.community_now(p_community_id text) returns timestamptz
-  language sql stable parallel safe
+create or replace function billing.tg_plans__one_time_rules() returns trigger
+  language plpgsql
 as $$
-  select now() + coalesce(
-    (select c.clock_offset from billing.communities c where c.id = p_community_id), '0'::interval)
-$$;
-
--- The outbox: writes one event row and returns its id.
-create or replace function billing.emit_event(p_community_id text, p_type text, p_data jsonb)
-  returns text language plpgsql volatile
-as $$
-declare
-  v_id text;
 begin
-  insert into billing.events (community_id, type, data) values (p_community_id, p_type, p_data)
-  returning id into v_id;
-  return v_id;
+  perform billing.check_one_time_plans(new.community_id, new.tier_id);
+  return null;
 end
 $$;
 
--- The member and member-entitlement objects come from billing.member_json and
--- billing.member_entitlement_json (005-json.sql), shared with the read API.
+drop trigger if exists _100_one_time_rules on billing.plans;
+create constraint trigger _100_one_time_rules after insert or update of tier_id, interval, trial_days
+  on billing.plans deferrable initially deferred for each row execute function billing.tg_plans__one_time_rules();
 
--- Elements of array a that are not in array b, in a's order.
-create or replace function billing.jsonb_array_minus(a jsonb, b jsonb) returns jsonb
-  language plpgsql immutable parallel safe
+create or replace function billing.tg_tiers__one_time_rules() returns trigger
+  language plpgsql
 as $$
-declare
-  v_x jsonb;
-  v_out jsonb := '[]';
 begin
-  if b = '[]' then
-    return a;
-  end if;
-  for v_x in select jsonb_array_elements(a) loop
-    if not (b @> jsonb_build_array(v_x)) then
-      v_out := v_out || jsonb_build_array(v_x);
-    end if;
-  end loop;
-  return v_out;
+  perform billing.check_one_time_plans(new.community_id, new.id);
+  return null;
 end
 $$;
 
--- Desired ledger of one member: entitlement -> supporting sources, benefits and the
--- earliest time one of those sources lapses by itself.
-create or replace function billing.ledger_desired(p_community_id text, p_member_id text, p_now timestamptz)
-  returns table (entitlement_id text, sources jsonb, benefits jsonb, next_check_at timestamptz)
-  language sql stable
-as $$
-  with src as (
-    select 'subscription' as type, s.id, s.status, p.tier_id, s.plan_id, s.client_reference_id,
-      s.current_period_end as valid_until, s.status = 'cancelling' as lapses
-    from billing.subscriptions s
-    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
-    where s.community_id = p_community_id and s.member_id = p_member_id
-      and (s.status in ('active', 'trialing', 'past_due')
-        or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)))
-    union all
-    select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
-      u.access_expires_at, u.access_expires_at is not null
-    from billing.purchases u
-    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
-    where u.community_id = p_community_id and u.member_id = p_member_id
-      and u.status = 'completed' and (u.access_expires_at is null or u.access_expires_at > p_now)
-  ), per_ent as (
-    select te.entitlement_id,
-      jsonb_agg(jsonb_build_object('type', src.type, 'id', src.id, 'status', src.status,
-        'tier_id', src.tier_id, 'plan_id', src.plan_id, 'client_reference_id', src.client_reference_id,
-        'valid_until', billing.iso(src.valid_until)) order by src.id) as sources,
-      min(src.valid_until) filter (where src.lapses) as next_check_at
-    from src
-    join billing.tier_entitlements te on te.community_id = p_community_id and te.tier_id = src.tier_id
-    group by te.entitlement_id
-  )
-  select pe.entitlement_id, pe.sources,
-    coalesce((
-      select jsonb_agg(jsonb_build_object('platform', pc.platform, 'platform_config_id', b.platform_config_id,
-        'type', b.type, 'value', b.value) order by b.platform_config_id, b.type, b.value)
-      from billing.entitlement_benefits b
-      join billing.platform_configs pc on pc.community_id = b.community_id and pc.id = b.platform_config_id
-      where b.community_id = p_community_id and b.entitlement_id = pe.entitlement_id), '[]'),
-    pe.next_check_at
-  from per_ent pe
-$$;
+drop trigger if exists _100_one_time_rules on billing.tiers;
+create constraint trigger _100_one_time_rules after update of billing_mode on billing.tiers
+  deferrable initially deferred for each row when (new.billing_mode = 'one_time')
+  execute function billing.tg_tiers__one_time_rules();
 
--- Recomputes one member's ledger; returns how many rows changed visibly (one event
--- each). p_reason and p_trigger_event_id go into the events' data.
-create or replace function billing.ledger_refresh_member(p_community_id text, p_member_id text,
-  p_reason text, p_trigger_event_id text)
-  returns integer language plpgsql volatile
+-- A plan moved to another tier: its subscribers' and buyers' sources now reach other
+-- entitlements (reason tier_entitlements_changed, as for a link edit).
+create or replace function billing.tg_plans__ledger() returns trigger
+  language plpgsql
 as $$
-declare
-  v_now timestamptz := billing.community_now(p_community_id);
-  v_member jsonb;
-  v_snapshot jsonb;
-  v_rec record;
-  v_row billing.member_entitlements;
-  v_status text;
-  v_identities jsonb;
-  v_type text;
-  v_types text[] := '{}';
-  v_datas jsonb[] := '{}';
 begin
-  -- One refresh of a member at a time: a concurrent one waits for the first to
-  -- commit, then reads what it wrote. A row lock on the member (not an advisory lock:
-  -- one statement may refresh 100,000 members, more than the shared lock table holds);
-  -- NO KEY UPDATE leaves inserts of rows that reference the member unblocked.
-  perform 1 from billing.members m where m.community_id = p_community_id and m.id = p_member_id
-    for no key update;
-  if not found then
-    return 0; -- the member is being deleted; its ledger rows go with it
-  end if;
-  v_member := billing.member_json(p_community_id, p_member_id);
-  v_snapshot := jsonb_build_object('identities', v_member->'identities',
-    'external_subjects', v_member->'external_subjects');
-
-  for v_rec in
-    select d.entitlement_id as d_ent, d.sources as d_sources, d.benefits as d_benefits,
-      d.next_check_at as d_next, me.r as stored
-    from billing.ledger_desired(p_community_id, p_member_id, v_now) d
-    full join (select x as r, x.entitlement_id from billing.member_entitlements x
-               where x.community_id = p_community_id and x.member_id = p_member_id) me
-      on me.entitlement_id = d.entitlement_id
-    order by coalesce(d.entitlement_id, me.entitlement_id)
-  loop
-    v_status := case when v_rec.d_ent is not null then 'active' else 'inactive' end;
-    if (v_rec.stored).id is null then
-      -- first grant of this entitlement to this member
-      insert into billing.member_entitlements as x (community_id, member_id, entitlement_id, status,
-        revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
-      values (p_community_id, p_member_id, v_rec.d_ent, 'active', 1, v_rec.d_sources, v_rec.d_benefits,
-        v_snapshot, v_now, v_rec.d_next, now())
-      returning * into v_row;
-      v_type := 'member.entitlement.granted';
-    else
-      v_row := v_rec.stored;
-      v_identities := case when v_status = 'active' then v_snapshot else v_row.identities end;
-      if v_row.status = v_status
-         and v_row.sources = coalesce(v_rec.d_sources, '[]')
-         and v_row.benefits = coalesce(v_rec.d_benefits, '[]')
-         and v_row.identities = v_identities then
-        if v_row.next_check_at is distinct from v_rec.d_next then
-          update billing.member_entitlements x set next_check_at = v_rec.d_next
-          where x.community_id = p_community_id and x.id = v_row.id;
-        end if;
-        continue;
-      end if;
-      v_type := case
-        when v_row.status = v_status then 'member.entitlement.updated'
-        when v_status = 'active' then 'member.entitlement.granted'
-        else 'member.entitlement.revoked' end;
-      update billing.member_entitlements x set
-        status = v_status,
-        revision = x.revision + 1,
-        sources = coalesce(v_rec.d_sources, '[]'),
-        benefits = coalesce(v_rec.d_benefits, '[]'),
-        identities = v_identities,
-        granted_at = case when v_type = 'member.entitlement.granted' then v_now else x.granted_at end,
-        revoked_at = case when v_type = 'member.entitlement.granted' then null
-                          when v_type = 'member.entitlement.revoked' then v_now else x.revoked_at end,
-        next_check_at = v_rec.d_next,
-        updated_at = now()
-      where x.community_id = p_community_id and x.id = v_row.id
-      returning * into v_row;
-    end if;
-    v_types := v_types || v_type;
-    v_datas := v_datas || jsonb_build_object(
-      'member', v_member,
-      'entitlement', billing.member_entitlement_json(v_row),
-      'changes', jsonb_build_object(
-        'added_benefits', billing.jsonb_array_minus(v_row.benefits, coalesce((v_rec.stored).benefits, '[]')),
-        'removed_benefits', billing.jsonb_array_minus(coalesce((v_rec.stored).benefits, '[]'), v_row.benefits)),
-      'reason', p_reason,
-      'trigger_event_id', p_trigger_event_id);
-  end loop;
-  -- One insert for the member's events (ids follow the entitlement order above).
-  if cardinality(v_types) > 0 then
-    insert into billing.events (community_id, type, data)
-    select p_community_id, v_types[i], v_datas[i] from generate_subscripts(v_types, 1) i order by i;
-  end if;
-  return cardinality(v_types);
+  perform billing.ledger_refresh_members(new.community_id, coalesce((
+    select array_agg(distinct m.member_id) from (
+      select s.member_id from billing.subscriptions s where s.community_id = new.community_id and s.plan_id = new.id
+      union all
+      select u.member_id from billing.purchases u where u.community_id = new.community_id and u.plan_id = new.id) m),
+    '{}'), 'tier_entitlements_changed', null);
+  return null;
 end
 $$;
 
--- Time passing: re-evaluates every active row whose next_check_at has come (expired
--- purchases, cancelling subscriptions past their period end) in one community, or in
--- every community when p_community_id is null. Returns the number of rows changed.
-create or replace function billing.ledger_sweep(p_community_id text) returns integer
-  language plpgsql volatile
+drop trigger if exists _500_ledger on billing.plans;
+create trigger _500_ledger after update of tier_id on billing.plans
+  for each row when (old.tier_id is distinct from new.tier_id)
+  execute function billing.tg_plans__ledger();
+
+-- ---- entitlements and their benefits ---------------------------------------------------
+
+create table if not exists billing.entitlements (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  id text collate "C" not null default billing.gen_id('ent'),
+  key text not null,
+  name text not null,
+  created_at timestamptz not null default now(),
+  primary key (community_id, id),
+  unique (community_id, key)
+);
+alter table billing.entitlements enable row level security;
+alter table billing.entitlements force row level security;
+drop policy if exists tenant on billing.entitlements;
+create policy tenant on billing.entitlements
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.entitlements;
+create policy owner_access on billing.entitlements to current_user using (true) with check (true);
+grant select on billing.entitlements to billing_api;
+
+create table if not exists billing.entitlement_benefits (
+  community_id text collate "C" not null,
+  entitlement_id text collate "C" not null,
+  platform_config_id text collate "C" not null,
+  type text not null,
+  value text not null,
+  primary key (community_id, entitlement_id, platform_config_id, type, value),
+  foreign key (community_id, entitlement_id) references billing.entitlements on delete cascade,
+  foreign key (community_id, platform_config_id) references billing.platform_configs on delete cascade
+);
+alter table billing.entitlement_benefits enable row level security;
+alter table billing.entitlement_benefits force row level security;
+drop policy if exists tenant on billing.entitlement_benefits;
+create policy tenant on billing.entitlement_benefits
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.entitlement_benefits;
+create policy owner_access on billing.entitlement_benefits to current_user using (true) with check (true);
+grant select on billing.entitlement_benefits to billing_api;
+
+-- Entitlement benefits changed: refresh every member whose row for those
+-- entitlements is active (inactive rows carry no benefits).
+create or replace function billing.tg_entitlement_benefits__ledger_insert() returns trigger
+  language plpgsql
 as $$
-declare
-  v_community text;
-  v_member text;
-  v_changed integer := 0;
 begin
-  for v_community in
-    select c.id from billing.communities c
-    where p_community_id is null or c.id = p_community_id
-  loop
-    for v_member in
-      select distinct x.member_id from billing.member_entitlements x
-      where x.community_id = v_community and x.status = 'active'
-        and x.next_check_at <= billing.community_now(v_community)
-      order by x.member_id
-    loop
-      v_changed := v_changed + billing.ledger_refresh_member(v_community, v_member, 'access_expired', null);
-    end loop;
-  end loop;
-  return v_changed;
+  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
+  from new_rows t group by t.community_id;
+  return null;
 end
 $$;
 
--- Refreshes a set of members (from a statement-level trigger) with one reason.
-create or replace function billing.ledger_refresh_members(p_community_id text, p_member_ids text[],
-  p_reason text, p_trigger_event_id text)
-  returns integer language plpgsql volatile
+create or replace function billing.tg_entitlement_benefits__ledger_delete() returns trigger
+  language plpgsql
 as $$
-declare
-  v_member text;
-  v_changed integer := 0;
 begin
-  for v_member in select distinct m from unnest(p_member_ids) m where m is not null order by 1 loop
-    v_changed := v_changed + billing.ledger_refresh_member(p_community_id, v_member, p_reason, p_trigger_event_id);
-  end loop;
-  return v_changed;
+  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
+  from old_rows t group by t.community_id;
+  return null;
 end
 $$;
 
--- Members whose supporting sources (that could grant) sit on one of the tiers.
-create or replace function billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[])
-  returns text[] language sql stable
+create or replace function billing.tg_entitlement_benefits__ledger() returns trigger
+  language plpgsql
 as $$
-  select coalesce(array_agg(distinct member_id), '{}') from (
-    select s.member_id from billing.subscriptions s
-    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
-    where s.community_id = p_community_id and p.tier_id = any (p_tier_ids)
-      and s.status in ('active', 'trialing', 'past_due', 'cancelling')
-    union all
-    select u.member_id from billing.purchases u
-    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
-    where u.community_id = p_community_id and p.tier_id = any (p_tier_ids) and u.status = 'completed'
-  ) m
+begin
+  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
+  from (select community_id, entitlement_id from new_rows
+        union all select community_id, entitlement_id from old_rows) t
+  group by t.community_id;
+  return null;
+end
 $$;
+
+drop trigger if exists _500_ledger_insert on billing.entitlement_benefits;
+drop trigger if exists _500_ledger_update on billing.entitlement_benefits;
+drop trigger if exists _500_ledger_delete on billing.entitlement_benefits;
+create trigger _500_ledger_insert after insert on billing.entitlement_benefits
+  referencing new table as new_rows
+  for each statement execute function billing.tg_entitlement_benefits__ledger_insert();
+create trigger _500_ledger_update after update on billing.entitlement_benefits
+  referencing new table as new_rows old table as old_rows
+  for each statement execute function billing.tg_entitlement_benefits__ledger();
+create trigger _500_ledger_delete after delete on billing.entitlement_benefits
+  referencing old table as old_rows
+  for each statement execute function billing.tg_entitlement_benefits__ledger_delete();
+
+-- ---- tier -> entitlement links ---------------------------------------------------------
+
+create table if not exists billing.tier_entitlements (
+  community_id text collate "C" not null,
+  tier_id text collate "C" not null,
+  entitlement_id text collate "C" not null,
+  primary key (community_id, tier_id, entitlement_id),
+  foreign key (community_id, tier_id) references billing.tiers on delete cascade,
+  foreign key (community_id, entitlement_id) references billing.entitlements on delete cascade
+);
+create index if not exists tier_entitlements_ent on billing.tier_entitlements (community_id, entitlement_id);
+alter table billing.tier_entitlements enable row level security;
+alter table billing.tier_entitlements force row level security;
+drop policy if exists tenant on billing.tier_entitlements;
+create policy tenant on billing.tier_entitlements
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.tier_entitlements;
+create policy owner_access on billing.tier_entitlements to current_user using (true) with check (true);
+grant select on billing.tier_entitlements to billing_api;
 
 -- Tier entitlement links changed: refresh every member holding a source on the
 -- tiers touched, once per statement (transition tables).
@@ -1319,6 +860,9 @@ begin
 end
 $$;
 
+drop trigger if exists _500_ledger_insert on billing.tier_entitlements;
+drop trigger if exists _500_ledger_update on billing.tier_entitlements;
+drop trigger if exists _500_ledger_delete on billing.tier_entitlements;
 create trigger _500_ledger_insert after insert on billing.tier_entitlements
   referencing new table as new_rows
   for each statement execute function billing.tg_tier_entitlements__ledger_insert();
@@ -1329,314 +873,199 @@ create trigger _500_ledger_delete after delete on billing.tier_entitlements
   referencing old table as old_rows
   for each statement execute function billing.tg_tier_entitlements__ledger_delete();
 
--- Entitlement benefits changed: refresh every member whose row for those
--- entitlements is active (inactive rows carry no benefits).
-create or replace function billing.ledger_benefits_changed(p_community_id text, p_entitlement_ids text[])
-  returns integer language sql volatile
-as $$
-  select billing.ledger_refresh_members(p_community_id, coalesce((
-    select array_agg(distinct x.member_id) from billing.member_entitlements x
-    where x.community_id = p_community_id and x.entitlement_id = any (p_entitlement_ids)
-      and x.status = 'active'), '{}'), 'benefits_changed', null)
-$$;
+-- ---- discount codes ----------------------------------------------------------------------
 
-create or replace function billing.tg_entitlement_benefits__ledger_insert() returns trigger
-  language plpgsql
-as $$
-begin
-  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
-  from new_rows t group by t.community_id;
-  return null;
-end
-$$;
+create table if not exists billing.discount_codes (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  id uuid not null default gen_random_uuid(),
+  code text not null,
+  name text,
+  value_type text not null check (value_type in ('percent', 'amount')),
+  percent_off numeric check (percent_off > 0 and percent_off <= 100),
+  amount_off_cents integer check (amount_off_cents > 0),
+  currency text,
+  duration text not null default 'once' check (duration in ('once', 'repeating', 'forever')),
+  duration_months integer check (duration_months > 0),
+  use_limit integer check (use_limit > 0),
+  min_spend_cents integer check (min_spend_cents >= 0),
+  max_spend_cents integer check (max_spend_cents >= 0),
+  starts_at timestamptz,
+  expires_at timestamptz,
+  is_active boolean not null default true,
+  archived_at timestamptz,
+  tier_ids text[] not null default '{}',
+  members jsonb not null default '[]',
+  created_at timestamptz not null default now(),
+  primary key (community_id, id),
+  -- The rules of src/catalog.ts (checkRules), for every door into the table:
+  -- percent_off xor amount_off_cents, by value_type; an amount names its currency.
+  constraint discount_codes_percent_value check (value_type <> 'percent' or (percent_off is not null and amount_off_cents is null)),
+  constraint discount_codes_amount_value check (value_type <> 'amount' or (amount_off_cents is not null and currency is not null and percent_off is null)),
+  -- duration_months exactly when the duration is repeating.
+  constraint discount_codes_duration_months check ((duration = 'repeating') = (duration_months is not null)),
+  constraint discount_codes_spend_range check (min_spend_cents <= max_spend_cents),
+  constraint discount_codes_window check (starts_at < expires_at)
+);
+create unique index if not exists discount_codes_code on billing.discount_codes (community_id, lower(code));
+alter table billing.discount_codes enable row level security;
+alter table billing.discount_codes force row level security;
+drop policy if exists tenant on billing.discount_codes;
+create policy tenant on billing.discount_codes
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.discount_codes;
+create policy owner_access on billing.discount_codes to current_user using (true) with check (true);
+grant select on billing.discount_codes to billing_api;
+-- Its JSON (with redemption counts) and the list operation are in 80-checkout.sql,
+-- beside billing.discount_redemptions.
 
-create or replace function billing.tg_entitlement_benefits__ledger_delete() returns trigger
-  language plpgsql
-as $$
-begin
-  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
-  from old_rows t group by t.community_id;
-  return null;
-end
-$$;
+-- ---- plans API -----------------------------------------------------------------------------
 
-create or replace function billing.tg_entitlement_benefits__ledger() returns trigger
-  language plpgsql
-as $$
-begin
-  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
-  from (select community_id, entitlement_id from new_rows
-        union all select community_id, entitlement_id from old_rows) t
-  group by t.community_id;
-  return null;
-end
-$$;
+-- Plans: tiers with their nested billing plans.
 
-create trigger _500_ledger_insert after insert on billing.entitlement_benefits
-  referencing new table as new_rows
-  for each statement execute function billing.tg_entitlement_benefits__ledger_insert();
-create trigger _500_ledger_update after update on billing.entitlement_benefits
-  referencing new table as new_rows old table as old_rows
-  for each statement execute function billing.tg_entitlement_benefits__ledger();
-create trigger _500_ledger_delete after delete on billing.entitlement_benefits
-  referencing old table as old_rows
-  for each statement execute function billing.tg_entitlement_benefits__ledger_delete();
-
--- A platform config's platform is part of each benefit object.
-create or replace function billing.tg_platform_configs__ledger() returns trigger
-  language plpgsql
-as $$
-begin
-  perform billing.ledger_benefits_changed(new.community_id, coalesce((
-    select array_agg(distinct b.entitlement_id) from billing.entitlement_benefits b
-    where b.community_id = new.community_id and b.platform_config_id = new.id), '{}'));
-  return null;
-end
-$$;
-
-create trigger _500_ledger after update of platform on billing.platform_configs
-  for each row when (old.platform is distinct from new.platform)
-  execute function billing.tg_platform_configs__ledger();
-
--- A plan moved to another tier: its subscribers' and buyers' sources now reach other
--- entitlements (reason tier_entitlements_changed, as for a link edit).
-create or replace function billing.tg_plans__ledger() returns trigger
-  language plpgsql
-as $$
-begin
-  perform billing.ledger_refresh_members(new.community_id, coalesce((
-    select array_agg(distinct m.member_id) from (
-      select s.member_id from billing.subscriptions s where s.community_id = new.community_id and s.plan_id = new.id
-      union all
-      select u.member_id from billing.purchases u where u.community_id = new.community_id and u.plan_id = new.id) m),
-    '{}'), 'tier_entitlements_changed', null);
-  return null;
-end
-$$;
-
-create trigger _500_ledger after update of tier_id on billing.plans
-  for each row when (old.tier_id is distinct from new.tier_id)
-  execute function billing.tg_plans__ledger();
-
---! split: 030-events.sql
--- Lifecycle events (the outbox) and the events feed.
---
--- Every event-emitting trigger lives here (ledger catalog triggers in 020-ledger.sql).
--- A source row's trigger first writes its lifecycle event, then refreshes the
--- member's ledger with that event's id as trigger_event_id, all in the statement's
--- transaction. Other code only changes rows; it never writes billing.events itself.
---
--- Lifecycle event types (data holds the object under its resource name, plus
--- previous_attributes: the visible fields that changed and their old values):
---   subscription.created, subscription.updated, subscription.cancelled
---   purchase.created, purchase.updated, purchase.refunded
---   checkout.created, checkout.completed, checkout.expired
---   member.created, member.updated (identities or external subjects changed)
--- Entitlement events (the ones that decide access) come from the ledger:
---   member.entitlement.granted, member.entitlement.updated, member.entitlement.revoked
--- Keep src/events/catalog.ts in step with this list.
-
--- The envelope, exactly as the feed returns it and webhooks deliver it.
-create or replace function billing.event_json(p_event billing.events) returns jsonb
-  language sql immutable parallel safe
-as $$
-  select jsonb_build_object('id', p_event.id, 'type', p_event.type,
-    'timestamp', billing.iso(p_event.created_at), 'api_version', p_event.api_version,
-    'data', p_event.data)
-$$;
-
--- Old values of the keys whose values differ between two objects.
-create or replace function billing.jsonb_changed(p_old jsonb, p_new jsonb) returns jsonb
-  language plpgsql immutable parallel safe
-as $$
-declare
-  v_key text;
-  v_out jsonb := '{}';
-begin
-  for v_key in select jsonb_object_keys(p_old) loop
-    if (p_old->v_key) is distinct from (p_new->v_key) then
-      v_out := v_out || jsonb_build_object(v_key, p_old->v_key);
-    end if;
-  end loop;
-  return v_out;
-end
-$$;
-
--- ---- subscriptions ----------------------------------------------------------------
-
--- plpgsql (not sql) so its plans are cached: it runs twice per subscription change.
-create or replace function billing.event_subscription_json(p_sub billing.subscriptions) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_plan billing.plans;
-  v_tier_name text;
-begin
-  select * into v_plan from billing.plans p where p.community_id = p_sub.community_id and p.id = p_sub.plan_id;
-  select t.name into v_tier_name from billing.tiers t where t.community_id = v_plan.community_id and t.id = v_plan.tier_id;
-  return jsonb_build_object(
-    'id', p_sub.id, 'status', p_sub.status, 'plan_id', p_sub.plan_id, 'plan_name', v_plan.name,
-    'tier_id', v_plan.tier_id, 'tier_name', v_tier_name, 'member_id', p_sub.member_id,
-    'amount_cents', v_plan.amount_cents, 'currency', v_plan.currency, 'interval', v_plan.interval,
-    'current_period_end', billing.iso(p_sub.current_period_end), 'cancel_at', billing.iso(p_sub.cancel_at),
-    'paused_until', billing.iso(p_sub.paused_until), 'scheduled_plan_id', p_sub.scheduled_plan_id,
-    'scheduled_at', billing.iso(p_sub.scheduled_at), 'client_reference_id', p_sub.client_reference_id,
-    'created_at', billing.iso(p_sub.created_at), 'updated_at', billing.iso(p_sub.updated_at));
-end
-$$;
-
-create or replace function billing.tg_subscriptions__events() returns trigger
-  language plpgsql
-as $$
-declare
-  v_new jsonb;
-  v_prev jsonb;
-  v_type text;
-  v_reason text;
-  v_event_id text;
-begin
-  if tg_op = 'DELETE' then
-    perform billing.ledger_refresh_member(old.community_id, old.member_id, 'subscription_deleted', null);
-    return null;
-  end if;
-  v_new := billing.event_subscription_json(new);
-  if tg_op = 'INSERT' then
-    v_type := 'subscription.created';
-    v_reason := 'subscription_created';
-    v_prev := null;
-  else
-    v_prev := billing.jsonb_changed(billing.event_subscription_json(old) - 'updated_at' - 'tier_name' - 'plan_name',
-      v_new);
-    if v_prev = '{}' then
-      return null; -- nothing a consumer sees (nor a ledger source) changed
-    end if;
-    v_type := case when new.status = 'cancelled' and old.status <> 'cancelled'
-      then 'subscription.cancelled' else 'subscription.updated' end;
-    v_reason := case
-      when new.plan_id <> old.plan_id then 'plan_changed'
-      when new.status = old.status then 'subscription_updated'
-      when new.status = 'cancelled' then 'subscription_ended'
-      when new.status = 'paused' then 'subscription_paused'
-      when new.status = 'cancelling' then 'subscription_cancelling'
-      when old.status in ('cancelled', 'paused') then 'subscription_activated'
-      else 'subscription_updated' end;
-  end if;
-  v_event_id := billing.emit_event(new.community_id, v_type,
-    jsonb_build_object('subscription', v_new, 'previous_attributes', v_prev));
-  perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
-  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
-    perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
-  end if;
-  return null;
-end
-$$;
-
-create trigger _500_events after insert or update or delete on billing.subscriptions
-  for each row execute function billing.tg_subscriptions__events();
-
--- ---- purchases --------------------------------------------------------------------
-
-create or replace function billing.event_purchase_json(p_pur billing.purchases) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_plan billing.plans;
-  v_tier_name text;
-begin
-  select * into v_plan from billing.plans p where p.community_id = p_pur.community_id and p.id = p_pur.plan_id;
-  select t.name into v_tier_name from billing.tiers t where t.community_id = v_plan.community_id and t.id = v_plan.tier_id;
-  return jsonb_build_object(
-    'id', p_pur.id, 'status', p_pur.status, 'plan_id', p_pur.plan_id, 'plan_name', v_plan.name,
-    'tier_id', v_plan.tier_id, 'tier_name', v_tier_name, 'member_id', p_pur.member_id,
-    'amount_cents', p_pur.amount_cents, 'currency', p_pur.currency,
-    'access_expires_at', billing.iso(p_pur.access_expires_at), 'paid_at', billing.iso(p_pur.paid_at),
-    'client_reference_id', p_pur.client_reference_id, 'created_at', billing.iso(p_pur.created_at));
-end
-$$;
-
-create or replace function billing.tg_purchases__events() returns trigger
-  language plpgsql
-as $$
-declare
-  v_new jsonb;
-  v_prev jsonb;
-  v_type text;
-  v_reason text;
-  v_event_id text;
-begin
-  if tg_op = 'DELETE' then
-    perform billing.ledger_refresh_member(old.community_id, old.member_id, 'purchase_deleted', null);
-    return null;
-  end if;
-  v_new := billing.event_purchase_json(new);
-  if tg_op = 'INSERT' then
-    v_type := 'purchase.created';
-    v_reason := case when new.status = 'completed' then 'purchase_completed' else 'purchase_updated' end;
-    v_prev := null;
-  else
-    v_prev := billing.jsonb_changed(billing.event_purchase_json(old) - 'tier_name' - 'plan_name', v_new);
-    if v_prev = '{}' then
-      return null;
-    end if;
-    v_type := case when new.status = 'refunded' and old.status <> 'refunded'
-      then 'purchase.refunded' else 'purchase.updated' end;
-    v_reason := case when v_type = 'purchase.refunded' then 'purchase_refunded' else 'purchase_updated' end;
-  end if;
-  v_event_id := billing.emit_event(new.community_id, v_type,
-    jsonb_build_object('purchase', v_new, 'previous_attributes', v_prev));
-  perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
-  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
-    perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
-  end if;
-  return null;
-end
-$$;
-
-create trigger _500_events after insert or update or delete on billing.purchases
-  for each row execute function billing.tg_purchases__events();
-
--- ---- checkout sessions (no ledger effect: a checkout grants nothing) -------------
-
-create or replace function billing.event_checkout_json(p_cs billing.checkout_sessions) returns jsonb
-  language sql immutable parallel safe
+create or replace function billing.tier_json(p_tier billing.tiers) returns jsonb
+  language sql stable
 as $$
   select jsonb_build_object(
-    'id', p_cs.id, 'checkout_id', p_cs.id, 'status', p_cs.status, 'member_id', p_cs.member_id,
-    'tier_id', p_cs.tier_id, 'plan_id', p_cs.plan_id, 'amount_cents', p_cs.amount_cents,
-    'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
-    'client_reference_id', p_cs.client_reference_id, 'subject_kind', p_cs.subject_kind,
-    'expires_at', billing.iso(p_cs.expires_at), 'completed_at', billing.iso(p_cs.completed_at),
-    'created_at', billing.iso(p_cs.created_at))
+    'id', p_tier.id, 'name', p_tier.name, 'description', p_tier.description,
+    'kind', p_tier.kind, 'billing_mode', p_tier.billing_mode, 'rank', p_tier.rank,
+    'features', to_jsonb(p_tier.features), 'perks', p_tier.perks,
+    'plans', coalesce((
+      select jsonb_agg(jsonb_build_object('id', p.id, 'name', p.name, 'amount_cents', p.amount_cents,
+        'currency', p.currency, 'interval', p.interval, 'trial_days', p.trial_days,
+        'access_days', p.access_days) order by p.amount_cents, p.id)
+      from billing.plans p
+      where p.community_id = p_tier.community_id and p.tier_id = p_tier.id and p.active), '[]'))
 $$;
 
-create or replace function billing.tg_checkout_sessions__events() returns trigger
-  language plpgsql
+create or replace function billing_api.plans_list(p_args jsonb) returns jsonb
+  language plpgsql stable
 as $$
 begin
-  if tg_op = 'INSERT' then
-    perform billing.emit_event(new.community_id, 'checkout.created',
-      jsonb_build_object('checkout', billing.event_checkout_json(new), 'previous_attributes', null));
-    if new.status = 'open' then
-      return null;
-    end if;
-  elsif new.status is not distinct from old.status then
-    return null;
-  end if;
-  if new.status in ('completed', 'expired') then
-    perform billing.emit_event(new.community_id, 'checkout.' || new.status,
-      jsonb_build_object('checkout', billing.event_checkout_json(new), 'previous_attributes',
-        case when tg_op = 'UPDATE' then jsonb_build_object('status', old.status) end));
-  end if;
-  return null;
+  perform billing.require_scope('plans:read');
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(billing.tier_json(t) order by t.rank, t.id)
+    from billing.tiers t where t.active), '[]'));
 end
 $$;
 
-create trigger _500_events after insert or update of status on billing.checkout_sessions
-  for each row execute function billing.tg_checkout_sessions__events();
+create or replace function billing_api.plans_get(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_tier billing.tiers;
+begin
+  perform billing.require_scope('plans:read');
+  select * into v_tier from billing.tiers t where t.id = p_args->>'tierId';
+  if v_tier.id is null then
+    perform billing.raise('BL404', 'No tier ' || (p_args->>'tierId') || '.');
+  end if;
+  return billing.tier_json(v_tier);
+end
+$$;
 
--- ---- members, identities, external subjects --------------------------------------
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
 
-create or replace function billing.tg_members__events() returns trigger
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.tier_json(billing.tiers) to billing_api;
+grant execute on function billing_api.plans_list(jsonb) to billing_api;
+grant execute on function billing_api.plans_get(jsonb) to billing_api;
+--! EndIncluded 20-catalog.sql
+--! Included 30-members.sql
+-- Members: a community's buyers, their platform identities and external subjects;
+-- the member JSON object; the members API (list, get, lookup, attach an external
+-- subject). A member's rows write member.created / member.updated events (the outbox,
+-- 60-events.sql); identity changes also refresh the member's ledger (50-ledger.sql),
+-- since entitlement events carry an identities snapshot.
+
+-- ---- tables --------------------------------------------------------------------------
+
+create table if not exists billing.members (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  id text collate "C" not null default billing.gen_id('mem'),
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  primary key (community_id, id)
+);
+alter table billing.members enable row level security;
+alter table billing.members force row level security;
+drop policy if exists tenant on billing.members;
+create policy tenant on billing.members
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.members;
+create policy owner_access on billing.members to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.members to billing_api;
+
+create table if not exists billing.member_identities (
+  community_id text collate "C" not null,
+  member_id text collate "C" not null,
+  platform text not null check (platform in ('discord', 'telegram')),
+  platform_uid text not null,
+  username text,
+  created_at timestamptz not null default now(),
+  primary key (community_id, platform, platform_uid),
+  unique (community_id, member_id, platform),
+  foreign key (community_id, member_id) references billing.members on delete cascade
+);
+alter table billing.member_identities enable row level security;
+alter table billing.member_identities force row level security;
+drop policy if exists tenant on billing.member_identities;
+create policy tenant on billing.member_identities
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.member_identities;
+create policy owner_access on billing.member_identities to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.member_identities to billing_api;
+
+create table if not exists billing.external_subjects (
+  community_id text collate "C" not null,
+  member_id text collate "C" not null,
+  namespace text not null check (length(namespace) between 1 and 200),
+  external_user_id text not null check (length(external_user_id) between 1 and 200),
+  created_at timestamptz not null default now(),
+  primary key (community_id, namespace, external_user_id),
+  unique (community_id, member_id, namespace),
+  foreign key (community_id, member_id) references billing.members on delete cascade
+);
+alter table billing.external_subjects enable row level security;
+alter table billing.external_subjects force row level security;
+drop policy if exists tenant on billing.external_subjects;
+create policy tenant on billing.external_subjects
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.external_subjects;
+create policy owner_access on billing.external_subjects to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.external_subjects to billing_api;
+
+-- ---- the member object ---------------------------------------------------------------
+
+-- The one definition of the spec's member object, shared by the read API, checkout
+-- and every event that carries a member.
+create or replace function billing.member_json(p_community_id text, p_member_id text) returns jsonb
+  language sql stable parallel safe
+as $$
+  select jsonb_build_object(
+    'id', m.id,
+    'created_at', billing.iso(m.created_at),
+    'identities', coalesce((
+      select jsonb_agg(jsonb_build_object('platform', i.platform, 'platform_uid', i.platform_uid,
+        'username', i.username) order by i.platform, i.platform_uid)
+      from billing.member_identities i
+      where i.community_id = m.community_id and i.member_id = m.id), '[]'),
+    'external_subjects', coalesce((
+      select jsonb_agg(jsonb_build_object('namespace', x.namespace, 'external_user_id', x.external_user_id)
+        order by x.namespace, x.external_user_id)
+      from billing.external_subjects x
+      where x.community_id = m.community_id and x.member_id = m.id), '[]'))
+  from billing.members m
+  where m.community_id = p_community_id and m.id = p_member_id
+$$;
+
+-- ---- events and ledger -----------------------------------------------------------------
+
+create or replace function billing.tg_members__outbox() returns trigger
   language plpgsql
 as $$
 begin
@@ -1646,8 +1075,9 @@ begin
 end
 $$;
 
-create trigger _500_events after insert on billing.members
-  for each row execute function billing.tg_members__events();
+drop trigger if exists _500_outbox on billing.members;
+create trigger _500_outbox after insert on billing.members
+  for each row execute function billing.tg_members__outbox();
 
 -- member.updated, then the ledger refresh (the identities snapshot changed).
 create or replace function billing.member_changed(p_community_id text, p_member_id text, p_change jsonb)
@@ -1666,7 +1096,7 @@ begin
 end
 $$;
 
-create or replace function billing.tg_member_identities__events() returns trigger
+create or replace function billing.tg_member_identities__outbox_and_ledger() returns trigger
   language plpgsql
 as $$
 begin
@@ -1688,10 +1118,11 @@ begin
 end
 $$;
 
-create trigger _500_events after insert or update or delete on billing.member_identities
-  for each row execute function billing.tg_member_identities__events();
+drop trigger if exists _500_outbox_and_ledger on billing.member_identities;
+create trigger _500_outbox_and_ledger after insert or update or delete on billing.member_identities
+  for each row execute function billing.tg_member_identities__outbox_and_ledger();
 
-create or replace function billing.tg_external_subjects__events() returns trigger
+create or replace function billing.tg_external_subjects__outbox_and_ledger() returns trigger
   language plpgsql
 as $$
 begin
@@ -1713,213 +1144,11 @@ begin
 end
 $$;
 
-create trigger _500_events after insert or update or delete on billing.external_subjects
-  for each row execute function billing.tg_external_subjects__events();
+drop trigger if exists _500_outbox_and_ledger on billing.external_subjects;
+create trigger _500_outbox_and_ledger after insert or update or delete on billing.external_subjects
+  for each row execute function billing.tg_external_subjects__outbox_and_ledger();
 
--- ---- POST /v1/members/{id}/external-subjects --------------------------------------
-
--- Maps {namespace, external_user_id} onto the member. The identical mapping again is
--- a no-op; a subject of another member, or a different subject of this member in the
--- namespace, is a conflict. The insert's trigger republishes active entitlements.
-create or replace function billing_api.external_subjects_attach(p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_community text := billing.current_community_id();
-  v_member_id text := p_args->>'id';
-  v_namespace text := p_args->>'namespace';
-  v_external text := p_args->>'external_user_id';
-  v_owner text;
-  v_current text;
-begin
-  perform billing.require_scope('members:write');
-  perform 1 from billing.members m where m.community_id = v_community and m.id = v_member_id for update;
-  if not found then
-    perform billing.raise('BL404', 'No member ' || v_member_id || '.');
-  end if;
-  select x.member_id into v_owner from billing.external_subjects x
-  where x.community_id = v_community and x.namespace = v_namespace and x.external_user_id = v_external;
-  if v_owner = v_member_id then
-    return billing.member_json(v_community, v_member_id);
-  elsif v_owner is not null then
-    perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
-      || ' is already mapped to another member.');
-  end if;
-  select x.external_user_id into v_current from billing.external_subjects x
-  where x.community_id = v_community and x.member_id = v_member_id and x.namespace = v_namespace;
-  if v_current is not null then
-    perform billing.raise('BL409', 'Member ' || v_member_id || ' already has the external subject '
-      || v_namespace || '/' || v_current || ' in namespace ' || v_namespace || '.');
-  end if;
-  begin
-    insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
-    values (v_community, v_member_id, v_namespace, v_external);
-  exception when unique_violation then
-    perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
-      || ' was mapped concurrently.');
-  end;
-  return billing.member_json(v_community, v_member_id);
-end
-$$;
-
--- ---- the events feed ----------------------------------------------------------------
-
--- GET /v1/events: newest first, keyset by id. type: array of event types (any of);
--- after_id: only events newer than that id (id > after_id); cursor: the id to
--- continue after (id < cursor).
-create or replace function billing_api.events_list(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_community text := billing.current_community_id();
-  v_types text[];
-  -- Bounds instead of "is null or": the (generic, cached) plan keeps both as index
-  -- range conditions. Ids are [a-z0-9_] in the "C" collation: '' and '~' bound them.
-  v_after text := coalesce(p_args->>'after_id', '');
-  v_cursor text := coalesce(p_args->>'cursor', '~');
-  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
-  v_rows billing.events[];
-begin
-  perform billing.require_scope('events:read');
-  if jsonb_typeof(p_args->'type') = 'array' then
-    v_types := array(select distinct jsonb_array_elements_text(p_args->'type'));
-  elsif jsonb_typeof(p_args->'type') = 'string' then
-    v_types := array(select distinct btrim(t) from unnest(string_to_array(p_args->>'type', ',')) t where btrim(t) <> '');
-  end if;
-  if v_types is not null and cardinality(v_types) = 0 then
-    v_types := null;
-  end if;
-  if v_types is null then
-    v_rows := array(
-      select e from billing.events e
-      where e.community_id = v_community
-        and e.id > v_after and e.id < v_cursor
-      order by e.id desc
-      limit v_limit + 1);
-  else
-    -- One keyset scan of events_type (community_id, type, id) per type, each limited,
-    -- then merged: the page costs the same however rare or common the types are.
-    v_rows := array(
-      select e from unnest(v_types) t(type)
-      cross join lateral (
-        select x from billing.events x
-        where x.community_id = v_community and x.type = t.type
-          and x.id > v_after and x.id < v_cursor
-        order by x.id desc
-        limit v_limit + 1) l(e)
-      order by (e).id desc
-      limit v_limit + 1);
-  end if;
-  return jsonb_build_object(
-    'data', coalesce((select jsonb_agg(billing.event_json(r) order by r.id desc)
-                      from unnest(v_rows[1:v_limit]) r), '[]'),
-    'next_cursor', case when cardinality(v_rows) > v_limit
-                        then billing.encode_cursor((v_rows[v_limit]).id) end);
-end
-$$;
-
-create or replace function billing_api.events_get(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_event billing.events;
-begin
-  perform billing.require_scope('events:read');
-  select * into v_event from billing.events e
-  where e.community_id = billing.current_community_id() and e.id = p_args->>'id';
-  if v_event.id is null then
-    perform billing.raise('BL404', 'No event ' || (p_args->>'id') || '.');
-  end if;
-  return billing.event_json(v_event);
-end
-$$;
-
---! split: 040-reads.sql
--- Read API: subscriptions, members, purchases, discounts, analytics, entitlements.
---
--- The *_json builders below are the one place each resource's JSON shape is written;
--- other parts (ledger events, checkout, lifecycle, MCP) call them. Optional fields with
--- no value are null, never omitted.
-
--- ---- JSON builders ---------------------------------------------------------------
-
--- Subscription: amount, currency and interval come from the CURRENT plan.
--- The three-argument form is a plain expression (PostgreSQL inlines it), for lists
--- that join plans and tiers once; the one-argument form looks them up.
-create or replace function billing.subscription_json(p_sub billing.subscriptions, p_plan billing.plans,
-  p_tier billing.tiers) returns jsonb
-  language sql stable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', p_sub.id,
-    'status', p_sub.status,
-    'plan_id', p_sub.plan_id,
-    'plan_name', p_plan.name,
-    'tier_id', p_plan.tier_id,
-    'tier_name', p_tier.name,
-    'member_id', p_sub.member_id,
-    'amount_cents', p_plan.amount_cents,
-    'currency', p_plan.currency,
-    'interval', p_plan.interval,
-    'current_period_end', billing.iso(p_sub.current_period_end),
-    'cancel_at', billing.iso(p_sub.cancel_at),
-    'paused_until', billing.iso(p_sub.paused_until),
-    'scheduled_plan_id', p_sub.scheduled_plan_id,
-    'scheduled_at', billing.iso(p_sub.scheduled_at),
-    'created_at', billing.iso(p_sub.created_at),
-    'updated_at', billing.iso(p_sub.updated_at))
-$$;
-
-create or replace function billing.subscription_json(p_sub billing.subscriptions) returns jsonb
-  language sql stable parallel safe
-as $$
-  select billing.subscription_json(p_sub, p, t)
-  from (select 1) one
-  left join billing.plans p on p.community_id = p_sub.community_id and p.id = p_sub.plan_id
-  left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
-$$;
-
--- Member: identities and external subjects, in a stable order.
-
-create or replace function billing.purchase_json(p_pur billing.purchases) returns jsonb
-  language sql stable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', p_pur.id,
-    'status', p_pur.status,
-    'plan_id', p_pur.plan_id,
-    'plan_name', p.name,
-    'tier_id', p.tier_id,
-    'tier_name', t.name,
-    'member_id', p_pur.member_id,
-    'amount_cents', p_pur.amount_cents,
-    'currency', p_pur.currency,
-    'access_expires_at', billing.iso(p_pur.access_expires_at),
-    'paid_at', billing.iso(p_pur.paid_at),
-    'created_at', billing.iso(p_pur.created_at))
-  from (select 1) one
-  left join billing.plans p on p.community_id = p_pur.community_id and p.id = p_pur.plan_id
-  left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
-$$;
-
--- Member entitlement: sources and benefits exactly as the ledger holds them. The
--- two-argument form is a plain expression (inlined) for queries that join the
--- entitlement themselves; the one-argument form looks it up.
-
-
--- ---- shared helpers --------------------------------------------------------------
-
--- One page of a keyset list from at most limit+1 rows, newest first: p_ids and p_items
--- are their ids and JSON, in the same order. Answers {data, next_cursor}; next_cursor
--- (continuing after the page's last id) is null on the last page.
-create or replace function billing.page_json(p_ids text[], p_items jsonb[], p_limit integer) returns jsonb
-  language sql immutable parallel safe
-as $$
-  select jsonb_build_object(
-    'data', coalesce(to_jsonb(p_items[1:p_limit]), '[]'),
-    'next_cursor', case when coalesce(cardinality(p_ids), 0) > p_limit
-      then billing.encode_cursor(p_ids[p_limit]) end)
-$$;
+-- ---- API -------------------------------------------------------------------------------
 
 -- The member one identity pair names, or null when no member has it. Exactly one pair
 -- is required: platform + platform_uid, or namespace + external_user_id (400 naming the
@@ -1964,57 +1193,6 @@ begin
   return v_member;
 end
 $$;
-
--- ---- subscriptions ---------------------------------------------------------------
-
--- Filters are added from fixed fragments (values always bound), so each call is planned
--- for the filters it has and uses the matching index.
-create or replace function billing_api.subscriptions_list(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
-  v_where text := '';
-  v_ids text[];
-  v_items jsonb[];
-begin
-  perform billing.require_scope('subscriptions:read');
-  if p_args->>'cursor' is not null then v_where := v_where || ' and s.id < $1->>''cursor'''; end if;
-  if p_args->>'status' is not null then v_where := v_where || ' and s.status = $1->>''status'''; end if;
-  if p_args->>'plan_id' is not null then v_where := v_where || ' and s.plan_id = $1->>''plan_id'''; end if;
-  if p_args->>'member_id' is not null then v_where := v_where || ' and s.member_id = $1->>''member_id'''; end if;
-  if p_args->>'tier_id' is not null then
-    v_where := v_where || ' and s.plan_id in (select p.id from billing.plans p'
-      || ' where p.community_id = s.community_id and p.tier_id = $1->>''tier_id'')';
-  end if;
-  execute 'select array_agg(s.id order by s.id desc), array_agg(billing.subscription_json(s, p, t) order by s.id desc)
-    from (select * from billing.subscriptions s
-          where s.community_id = billing.current_community_id()' || v_where || '
-          order by s.id desc limit $2) s
-    left join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
-    left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id'
-    into v_ids, v_items using p_args, v_limit + 1;
-  return billing.page_json(v_ids, v_items, v_limit);
-end
-$$;
-
-create or replace function billing_api.subscriptions_get(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_sub billing.subscriptions;
-begin
-  perform billing.require_scope('subscriptions:read');
-  select * into v_sub from billing.subscriptions s
-  where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
-  if v_sub.id is null then
-    perform billing.raise('BL404', 'No subscription ' || (p_args->>'id') || '.');
-  end if;
-  return billing.subscription_json(v_sub);
-end
-$$;
-
--- ---- members ---------------------------------------------------------------------
 
 create or replace function billing_api.members_list(p_args jsonb) returns jsonb
   language plpgsql stable
@@ -2065,692 +1243,280 @@ begin
 end
 $$;
 
--- ---- entitlements ----------------------------------------------------------------
-
-create or replace function billing_api.member_entitlements_list(p_args jsonb) returns jsonb
-  language plpgsql stable
+-- POST /v1/members/{id}/external-subjects
+-- Maps {namespace, external_user_id} onto the member. The identical mapping again is
+-- a no-op; a subject of another member, or a different subject of this member in the
+-- namespace, is a conflict. The insert's trigger republishes active entitlements.
+create or replace function billing_api.external_subjects_attach(p_args jsonb) returns jsonb
+  language plpgsql volatile
 as $$
+declare
+  v_community text := billing.current_community_id();
+  v_member_id text := p_args->>'id';
+  v_namespace text := p_args->>'namespace';
+  v_external text := p_args->>'external_user_id';
+  v_owner text;
+  v_current text;
 begin
-  perform billing.require_scope('members:read');
-  if not exists (select 1 from billing.members m
-                 where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
-    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  perform billing.require_scope('members:write');
+  perform 1 from billing.members m where m.community_id = v_community and m.id = v_member_id for update;
+  if not found then
+    perform billing.raise('BL404', 'No member ' || v_member_id || '.');
   end if;
-  return jsonb_build_object('data', coalesce((
-    select jsonb_agg(billing.member_entitlement_json(me, e) order by me.id)
-    from billing.member_entitlements me
-    join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
-    where me.community_id = billing.current_community_id() and me.member_id = p_args->>'id'
-      and me.status = 'active'), '[]'));
+  select x.member_id into v_owner from billing.external_subjects x
+  where x.community_id = v_community and x.namespace = v_namespace and x.external_user_id = v_external;
+  if v_owner = v_member_id then
+    return billing.member_json(v_community, v_member_id);
+  elsif v_owner is not null then
+    perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
+      || ' is already mapped to another member.');
+  end if;
+  select x.external_user_id into v_current from billing.external_subjects x
+  where x.community_id = v_community and x.member_id = v_member_id and x.namespace = v_namespace;
+  if v_current is not null then
+    perform billing.raise('BL409', 'Member ' || v_member_id || ' already has the external subject '
+      || v_namespace || '/' || v_current || ' in namespace ' || v_namespace || '.');
+  end if;
+  begin
+    insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
+    values (v_community, v_member_id, v_namespace, v_external);
+  exception when unique_violation then
+    perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
+      || ' was mapped concurrently.');
+  end;
+  return billing.member_json(v_community, v_member_id);
 end
 $$;
 
--- Entitled when the identity's member holds an active entitlement; with tier_id, only
--- an active entitlement one of whose sources carries that tier_id counts, and only
--- those entitlements are listed. An unknown identity is simply not entitled.
-create or replace function billing_api.entitlements_check(p_args jsonb) returns jsonb
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.member_changed(text,text,jsonb) to billing_api;
+grant execute on function billing.member_json(text,text) to billing_api;
+grant execute on function billing.resolve_identity(jsonb) to billing_api;
+grant execute on function billing_api.members_list(jsonb) to billing_api;
+grant execute on function billing_api.members_get(jsonb) to billing_api;
+grant execute on function billing_api.members_lookup(jsonb) to billing_api;
+grant execute on function billing_api.external_subjects_attach(jsonb) to billing_api;
+--! EndIncluded 30-members.sql
+--! Included 40-subscriptions.sql
+-- Subscriptions: the table, the subscription JSON object (API and events), its
+-- outbox-and-ledger trigger, the read API, the lifecycle (the spec's states table:
+-- cancel at period end, reactivate, switch options, switch, cancel a scheduled
+-- switch), time (period ends, the sandbox test clock) and Stripe subscription state.
+--
+-- The lifecycle billing_api functions return the subscription's JSON plus "_provider"
+-- facts (provider, provider_ref, ...) that the handler uses for the provider call and
+-- strips.
+
+create table if not exists billing.subscriptions (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('sub'),
+  member_id text collate "C" not null,
+  plan_id text collate "C" not null,
+  status text not null check (status in ('active', 'trialing', 'past_due', 'cancelling', 'cancelled', 'paused')),
+  current_period_start timestamptz,
+  current_period_end timestamptz,
+  trial_end timestamptz,
+  cancel_at timestamptz,
+  cancelled_at timestamptz,
+  paused_until timestamptz,
+  scheduled_plan_id text collate "C",
+  scheduled_at timestamptz,
+  client_reference_id text,
+  checkout_id text collate "C",
+  provider text not null default 'sandbox' check (provider in ('sandbox', 'stripe')),
+  provider_ref text,
+  provider_updated_at timestamptz,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  provider_customer_ref text,
+  provider_schedule_ref text,
+  -- Proration of the last immediate switch: credit for the unused time of the old plan
+  -- and charge for the rest of the period on the new one (minor units).
+  proration_credit_cents integer,
+  proration_charge_cents integer,
+  prorated_at timestamptz,
+  primary key (community_id, id),
+  foreign key (community_id, member_id) references billing.members on delete cascade,
+  foreign key (community_id, plan_id) references billing.plans on delete restrict,
+  foreign key (community_id, scheduled_plan_id) references billing.plans on delete set null (scheduled_plan_id)
+);
+create index if not exists subscriptions_member on billing.subscriptions (community_id, member_id);
+create index if not exists subscriptions_status on billing.subscriptions (community_id, status, id);
+create index if not exists subscriptions_plan on billing.subscriptions (community_id, plan_id, id);
+create index if not exists subscriptions_period_end on billing.subscriptions (current_period_end) where status in ('active', 'trialing', 'past_due', 'cancelling');
+create unique index if not exists subscriptions_provider_ref on billing.subscriptions (community_id, provider_ref) where provider_ref is not null;
+alter table billing.subscriptions enable row level security;
+alter table billing.subscriptions force row level security;
+drop policy if exists tenant on billing.subscriptions;
+create policy tenant on billing.subscriptions
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.subscriptions;
+create policy owner_access on billing.subscriptions to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.subscriptions to billing_api;
+
+-- ---- the subscription object ---------------------------------------------------------
+
+-- Subscription: amount, currency and interval come from the CURRENT plan.
+-- The three-argument form is a plain expression (PostgreSQL inlines it), for lists
+-- that join plans and tiers once; the one-argument form looks them up.
+create or replace function billing.subscription_json(p_sub billing.subscriptions, p_plan billing.plans,
+  p_tier billing.tiers) returns jsonb
+  language sql stable parallel safe
+as $$
+  select jsonb_build_object(
+    'id', p_sub.id,
+    'status', p_sub.status,
+    'plan_id', p_sub.plan_id,
+    'plan_name', p_plan.name,
+    'tier_id', p_plan.tier_id,
+    'tier_name', p_tier.name,
+    'member_id', p_sub.member_id,
+    'amount_cents', p_plan.amount_cents,
+    'currency', p_plan.currency,
+    'interval', p_plan.interval,
+    'current_period_end', billing.iso(p_sub.current_period_end),
+    'cancel_at', billing.iso(p_sub.cancel_at),
+    'paused_until', billing.iso(p_sub.paused_until),
+    'scheduled_plan_id', p_sub.scheduled_plan_id,
+    'scheduled_at', billing.iso(p_sub.scheduled_at),
+    'created_at', billing.iso(p_sub.created_at),
+    'updated_at', billing.iso(p_sub.updated_at))
+$$;
+
+create or replace function billing.subscription_json(p_sub billing.subscriptions) returns jsonb
+  language sql stable parallel safe
+as $$
+  select billing.subscription_json(p_sub, p, t)
+  from (select 1) one
+  left join billing.plans p on p.community_id = p_sub.community_id and p.id = p_sub.plan_id
+  left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+$$;
+
+-- The subscription of events: the API object plus client_reference_id.
+-- plpgsql (not sql) so its plans are cached: it runs twice per subscription change.
+create or replace function billing.subscription_event_json(p_sub billing.subscriptions) returns jsonb
   language plpgsql stable
 as $$
 declare
-  v_member text;
-  v_tier text := nullif(p_args->>'tier_id', '');
-  v_list jsonb;
+  v_plan billing.plans;
+  v_tier billing.tiers;
 begin
-  perform billing.require_scope('members:read');
-  v_member := billing.resolve_identity(p_args);
-  if v_member is null then
-    return jsonb_build_object('entitled', false, 'entitlements', '[]'::jsonb);
-  end if;
-  select coalesce(jsonb_agg(billing.member_entitlement_json(me, e) order by me.id), '[]') into v_list
-  from billing.member_entitlements me
-  join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
-  where me.community_id = billing.current_community_id() and me.member_id = v_member
-    and me.status = 'active'
-    and (v_tier is null or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', v_tier)));
-  return jsonb_build_object('entitled', jsonb_array_length(v_list) > 0, 'entitlements', v_list);
+  select * into v_plan from billing.plans p where p.community_id = p_sub.community_id and p.id = p_sub.plan_id;
+  select * into v_tier from billing.tiers t where t.community_id = v_plan.community_id and t.id = v_plan.tier_id;
+  return billing.subscription_json(p_sub, v_plan, v_tier)
+    || jsonb_build_object('client_reference_id', p_sub.client_reference_id);
 end
 $$;
 
--- ---- purchases -------------------------------------------------------------------
+-- ---- outbox and ledger -----------------------------------------------------------------
 
-create or replace function billing_api.purchases_list(p_args jsonb) returns jsonb
+-- Writes the subscription's lifecycle event (60-events.sql), then refreshes the
+-- member's ledger (50-ledger.sql) with that event's id as trigger_event_id, in the
+-- statement's transaction.
+create or replace function billing.tg_subscriptions__outbox_and_ledger() returns trigger
+  language plpgsql
+as $$
+declare
+  v_new jsonb;
+  v_prev jsonb;
+  v_type text;
+  v_reason text;
+  v_event_id text;
+begin
+  if tg_op = 'DELETE' then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, 'subscription_deleted', null);
+    return null;
+  end if;
+  v_new := billing.subscription_event_json(new);
+  if tg_op = 'INSERT' then
+    v_type := 'subscription.created';
+    v_reason := 'subscription_created';
+    v_prev := null;
+  else
+    v_prev := billing.jsonb_changed(billing.subscription_event_json(old) - 'updated_at' - 'tier_name' - 'plan_name',
+      v_new);
+    if v_prev = '{}' then
+      return null; -- nothing a consumer sees (nor a ledger source) changed
+    end if;
+    v_type := case when new.status = 'cancelled' and old.status <> 'cancelled'
+      then 'subscription.cancelled' else 'subscription.updated' end;
+    v_reason := case
+      when new.plan_id <> old.plan_id then 'plan_changed'
+      when new.status = old.status then 'subscription_updated'
+      when new.status = 'cancelled' then 'subscription_ended'
+      when new.status = 'paused' then 'subscription_paused'
+      when new.status = 'cancelling' then 'subscription_cancelling'
+      when old.status in ('cancelled', 'paused') then 'subscription_activated'
+      else 'subscription_updated' end;
+  end if;
+  v_event_id := billing.emit_event(new.community_id, v_type,
+    jsonb_build_object('subscription', v_new, 'previous_attributes', v_prev));
+  perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
+  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
+  end if;
+  return null;
+end
+$$;
+
+drop trigger if exists _500_outbox_and_ledger on billing.subscriptions;
+create trigger _500_outbox_and_ledger after insert or update or delete on billing.subscriptions
+  for each row execute function billing.tg_subscriptions__outbox_and_ledger();
+
+-- ---- read API ----------------------------------------------------------------------------
+
+-- Filters are added from fixed fragments (values always bound), so each call is planned
+-- for the filters it has and uses the matching index.
+create or replace function billing_api.subscriptions_list(p_args jsonb) returns jsonb
   language plpgsql stable
 as $$
 declare
   v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_where text := '';
   v_ids text[];
   v_items jsonb[];
 begin
-  perform billing.require_scope('purchases:read');
-  select array_agg(p.id order by p.id desc), array_agg(billing.purchase_json(p) order by p.id desc)
-    into v_ids, v_items
-  from (select * from billing.purchases p
-        where p.community_id = billing.current_community_id()
-          and p.id < coalesce(p_args->>'cursor', chr(1114111))
-        order by p.id desc limit v_limit + 1) p;
+  perform billing.require_scope('subscriptions:read');
+  if p_args->>'cursor' is not null then v_where := v_where || ' and s.id < $1->>''cursor'''; end if;
+  if p_args->>'status' is not null then v_where := v_where || ' and s.status = $1->>''status'''; end if;
+  if p_args->>'plan_id' is not null then v_where := v_where || ' and s.plan_id = $1->>''plan_id'''; end if;
+  if p_args->>'member_id' is not null then v_where := v_where || ' and s.member_id = $1->>''member_id'''; end if;
+  if p_args->>'tier_id' is not null then
+    v_where := v_where || ' and s.plan_id in (select p.id from billing.plans p'
+      || ' where p.community_id = s.community_id and p.tier_id = $1->>''tier_id'')';
+  end if;
+  execute 'select array_agg(s.id order by s.id desc), array_agg(billing.subscription_json(s, p, t) order by s.id desc)
+    from (select * from billing.subscriptions s
+          where s.community_id = billing.current_community_id()' || v_where || '
+          order by s.id desc limit $2) s
+    left join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id'
+    into v_ids, v_items using p_args, v_limit + 1;
   return billing.page_json(v_ids, v_items, v_limit);
 end
 $$;
 
-create or replace function billing_api.purchases_get(p_args jsonb) returns jsonb
+create or replace function billing_api.subscriptions_get(p_args jsonb) returns jsonb
   language plpgsql stable
 as $$
 declare
-  v_pur billing.purchases;
+  v_sub billing.subscriptions;
 begin
-  perform billing.require_scope('purchases:read');
-  select * into v_pur from billing.purchases p
-  where p.community_id = billing.current_community_id() and p.id = p_args->>'id';
-  if v_pur.id is null then
-    perform billing.raise('BL404', 'No purchase ' || (p_args->>'id') || '.');
+  perform billing.require_scope('subscriptions:read');
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || (p_args->>'id') || '.');
   end if;
-  return billing.purchase_json(v_pur);
+  return billing.subscription_json(v_sub);
 end
 $$;
 
--- ---- discounts -------------------------------------------------------------------
-
-create or replace function billing.discount_json(p_d billing.discount_codes) returns jsonb
-  language sql stable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', p_d.id, 'code', p_d.code, 'name', p_d.name, 'value_type', p_d.value_type,
-    'percent_off', p_d.percent_off, 'amount_off_cents', p_d.amount_off_cents, 'currency', p_d.currency,
-    'duration', p_d.duration, 'duration_months', p_d.duration_months, 'use_limit', p_d.use_limit,
-    'min_spend_cents', p_d.min_spend_cents, 'max_spend_cents', p_d.max_spend_cents,
-    'starts_at', billing.iso(p_d.starts_at), 'expires_at', billing.iso(p_d.expires_at),
-    'is_active', p_d.is_active, 'tier_ids', to_jsonb(p_d.tier_ids),
-    'members', coalesce((
-      select jsonb_agg(jsonb_build_object('platform', m->>'platform', 'platform_uid', m->>'platform_uid',
-        'username', m->>'username'))
-      from jsonb_array_elements(p_d.members) m), '[]'),
-    'redeemed_count', (select count(*) from billing.discount_redemptions r
-      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'redeemed'),
-    'pending_count', (select count(*) from billing.discount_redemptions r
-      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'pending'),
-    'created_at', billing.iso(p_d.created_at))
-$$;
-
-create or replace function billing_api.discounts_list(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-begin
-  perform billing.require_scope('discounts:read');
-  return jsonb_build_object('data', coalesce((
-    select jsonb_agg(billing.discount_json(d) order by d.created_at desc, d.id)
-    from billing.discount_codes d
-    where d.community_id = billing.current_community_id() and d.archived_at is null), '[]'));
-end
-$$;
-
--- ---- analytics -------------------------------------------------------------------
--- security_invoker views: an operator's own SQL session sees its community's figures
--- under the same RLS policies as the API.
-
--- Monthly recurring revenue per currency. Counts subscriptions that still bill:
--- active, past_due and cancelling (paid until period end). Trialing subscriptions do
--- not bill yet and are not counted; paused and cancelled do not bill. Annual plans
--- count amount/12; the sum per currency is rounded to a whole minor unit.
-create or replace view analytics.mrr with (security_invoker = true) as
-  select s.community_id, p.currency,
-    round(sum(case when p.interval = 'year' then p.amount_cents / 12.0 else p.amount_cents end))::bigint as mrr_cents,
-    count(*)::bigint as billing_subscriptions
-  from billing.subscriptions s
-  join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
-  where s.status in ('active', 'past_due', 'cancelling')
-  group by s.community_id, p.currency;
-
--- Members with access through a subscription now: active, trialing, past_due or
--- cancelling (a member with two such subscriptions counts once).
-create or replace view analytics.subscribers with (security_invoker = true) as
-  select s.community_id, count(distinct s.member_id)::bigint as active_subscribers
-  from billing.subscriptions s
-  where s.status in ('active', 'trialing', 'past_due', 'cancelling')
-  group by s.community_id;
-
--- The last 30 days by billing.now() (the community's clock): subscriptions created
--- (signups), and subscriptions cancelled or set to cancel (cancelled_at, or the last
--- update when a cancelling/cancelled row has no cancelled_at).
-create or replace view analytics.recent_activity with (security_invoker = true) as
-  select c.id as community_id,
-    billing.now() - interval '30 days' as window_start,
-    billing.now() as window_end,
-    (select count(*) from billing.subscriptions s
-      where s.community_id = c.id and s.created_at > billing.now() - interval '30 days'
-        and s.created_at <= billing.now())::bigint as recent_signups,
-    (select count(*) from billing.subscriptions s
-      where s.community_id = c.id and s.status in ('cancelling', 'cancelled')
-        and coalesce(s.cancelled_at, s.updated_at) > billing.now() - interval '30 days'
-        and coalesce(s.cancelled_at, s.updated_at) <= billing.now())::bigint as recent_cancels
-  from billing.communities c;
-
-grant select on analytics.mrr, analytics.subscribers, analytics.recent_activity to billing_api;
-
--- The summary's currency is the one most billing subscriptions use (ties: the larger
--- MRR, then alphabetical); mrr_cents is the MRR in that currency only. Every
--- currency's figure is in mrr_by_currency. With nothing billing, the currency of the
--- community's active plans (most common), else null.
-create or replace function billing_api.analytics_summary(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-declare
-  v_community text := billing.current_community_id();
-  v_main analytics.mrr;
-  v_currency text;
-  v_out jsonb;
-begin
-  perform billing.require_scope('analytics:read');
-  select * into v_main from analytics.mrr m where m.community_id = v_community
-  order by m.billing_subscriptions desc, m.mrr_cents desc, m.currency limit 1;
-  v_currency := v_main.currency;
-  if v_currency is null then
-    select p.currency into v_currency from billing.plans p
-    where p.community_id = v_community and p.active
-    group by p.currency order by count(*) desc, p.currency limit 1;
-  end if;
-  select jsonb_build_object(
-    'mrr_cents', coalesce(v_main.mrr_cents, 0),
-    'currency', v_currency,
-    'active_subscribers', coalesce((select sb.active_subscribers from analytics.subscribers sb
-      where sb.community_id = v_community), 0),
-    'recent_signups', ra.recent_signups,
-    'recent_cancels', ra.recent_cancels,
-    'window_start', billing.iso(ra.window_start),
-    'mrr_by_currency', coalesce((select jsonb_agg(jsonb_build_object('currency', m.currency,
-      'mrr_cents', m.mrr_cents) order by m.currency) from analytics.mrr m where m.community_id = v_community), '[]'))
-  into v_out
-  from analytics.recent_activity ra where ra.community_id = v_community;
-  return v_out;
-end
-$$;
-
---! split: 050-checkout.sql
--- Checkout: creating checkout links (every rule of the spec's request table and
--- eligibility list), discount codes at checkout, completing a paid checkout (the
--- sandbox page, `billing sandbox complete` and the Stripe webhook all end here),
--- portal sessions and link codes.
---
--- Lifetimes: a checkout is open 24 hours; a portal session and a link code 10 minutes.
-
-alter table billing.checkout_sessions add column access_token text;
-alter table billing.checkout_sessions add column subscription_id text collate "C";
-alter table billing.checkout_sessions add column purchase_id text collate "C";
-alter table billing.subscriptions add column provider_customer_ref text;
-alter table billing.subscriptions add column provider_schedule_ref text;
--- Proration of the last immediate switch: credit for the unused time of the old plan
--- and charge for the rest of the period on the new one (minor units).
-alter table billing.subscriptions add column proration_credit_cents integer;
-alter table billing.subscriptions add column proration_charge_cents integer;
-alter table billing.subscriptions add column prorated_at timestamptz;
-alter table billing.portal_sessions add column access_token text;
-
-create index checkout_sessions_open on billing.checkout_sessions (community_id, expires_at) where status = 'open';
-create index checkout_sessions_provider_ref on billing.checkout_sessions (community_id, provider_ref)
-  where provider_ref is not null;
-create index discount_redemptions_checkout on billing.discount_redemptions (community_id, checkout_id);
-create index link_codes_member on billing.link_codes (community_id, member_id, intended_platform);
-
-create or replace function billing.checkout_lifetime() returns interval
-  language sql immutable parallel safe as $$ select interval '24 hours' $$;
-
-create or replace function billing.plan_interval(p_interval text) returns interval
-  language sql immutable parallel safe
-as $$ select case p_interval when 'month' then interval '1 month' when 'year' then interval '1 year' end $$;
-
-create or replace function billing.random_token() returns text
-  language sql volatile parallel safe
-as $$ select replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', '') $$;
-
--- ---- buyer -------------------------------------------------------------------------
-
--- Finds or creates the member named by a checkout subject. Serialised per subject with
--- an advisory lock so two parallel checkouts for a new buyer make one member.
-create or replace function billing.checkout_member(p_subject jsonb) returns text
-  language plpgsql volatile
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_member text;
-  v_ns text;
-  v_uid text;
-  v_platform text;
-begin
-  if p_subject ? 'member_id' then
-    select m.id into v_member from billing.members m where m.id = p_subject->>'member_id';
-    if v_member is null then
-      perform billing.raise('BL404', 'No member ' || (p_subject->>'member_id') || '.');
-    end if;
-    return v_member;
-  elsif p_subject ? 'external' then
-    v_ns := p_subject->'external'->>'namespace';
-    v_uid := p_subject->'external'->>'external_user_id';
-    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' ext ' || v_ns || ' ' || v_uid, 5));
-    select x.member_id into v_member from billing.external_subjects x
-    where x.namespace = v_ns and x.external_user_id = v_uid;
-    if v_member is null then
-      insert into billing.members (community_id) values (v_cid) returning id into v_member;
-      insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
-      values (v_cid, v_member, v_ns, v_uid);
-    end if;
-    return v_member;
-  else
-    v_platform := p_subject->>'platform';
-    v_uid := p_subject->>'platform_uid';
-    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' pid ' || v_platform || ' ' || v_uid, 5));
-    select i.member_id into v_member from billing.member_identities i
-    where i.platform = v_platform and i.platform_uid = v_uid;
-    if v_member is null then
-      insert into billing.members (community_id) values (v_cid) returning id into v_member;
-      insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
-      values (v_cid, v_member, v_platform, v_uid, p_subject->>'username');
-    end if;
-    return v_member;
-  end if;
-end
-$$;
-
--- not_eligible: the member already holds this tier (a non-cancelled subscription on
--- one of its plans, or an unexpired purchase of it), or is buying a recurring plan
--- while holding a non-cancelled subscription on another tier (that needs a switch,
--- not a second subscription).
-create or replace function billing.check_eligible(p_member_id text, p_tier billing.tiers, p_plan billing.plans) returns void
-  language plpgsql stable
-as $$
-declare
-  v_other text;
-begin
-  if exists (select 1 from billing.purchases pu join billing.plans p on p.community_id = pu.community_id and p.id = pu.plan_id
-             where pu.member_id = p_member_id and p.tier_id = p_tier.id and pu.status = 'completed'
-               and (pu.access_expires_at is null or pu.access_expires_at > billing.now())) then
-    raise exception using errcode = 'BLNEL', message = 'The buyer already purchased this tier and its access has not expired.';
-  end if;
-  select p.tier_id into v_other
-  from billing.subscriptions s join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
-  where s.member_id = p_member_id and s.status <> 'cancelled'
-  order by (p.tier_id = p_tier.id) desc
-  limit 1;
-  if v_other = p_tier.id then
-    raise exception using errcode = 'BLNEL', message = 'The buyer is already subscribed to this tier.';
-  elsif v_other is not null and p_plan.interval is not null then
-    raise exception using errcode = 'BLNEL',
-      message = 'The buyer is subscribed to another tier (' || v_other || '); switch the subscription instead.';
-  end if;
-end
-$$;
-
--- ---- discounts ---------------------------------------------------------------------
-
--- Validates a code for this checkout and returns the discount and its amount. The
--- caller holds the discount's advisory lock, so the use limit holds under concurrency.
-create or replace function billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans,
-  out discount_id uuid, out discount_cents integer)
-  language plpgsql volatile
-as $$
-declare
-  v_d billing.discount_codes;
-  v_now timestamptz := billing.now();
-  v_used bigint;
-begin
-  select * into v_d from billing.discount_codes d where lower(d.code) = lower(p_code);
-  if v_d.id is null then
-    raise exception using errcode = 'BLDSC', message = 'Unknown discount code.', detail = 'discount_code';
-  end if;
-  perform pg_advisory_xact_lock(hashtextextended(v_d.community_id || ' discount ' || v_d.id::text, 6));
-  if not v_d.is_active or v_d.archived_at is not null then
-    raise exception using errcode = 'BLDSC', message = 'This discount code is not active.';
-  elsif v_d.starts_at is not null and v_d.starts_at > v_now then
-    raise exception using errcode = 'BLDSC', message = 'This discount code has not started yet.';
-  elsif v_d.expires_at is not null and v_d.expires_at <= v_now then
-    raise exception using errcode = 'BLDSC', message = 'This discount code has expired.';
-  elsif cardinality(v_d.tier_ids) > 0 and not (p_tier_id = any (v_d.tier_ids)) then
-    raise exception using errcode = 'BLDSC', message = 'This discount code does not apply to this tier.';
-  elsif jsonb_array_length(v_d.members) > 0 and not exists (
-      select 1 from billing.member_identities i, jsonb_array_elements(v_d.members) m
-      where i.member_id = p_member_id and i.platform = m->>'platform' and i.platform_uid = m->>'platform_uid') then
-    raise exception using errcode = 'BLDSC', message = 'This discount code is not available to this buyer.';
-  elsif v_d.min_spend_cents is not null and p_plan.amount_cents < v_d.min_spend_cents then
-    raise exception using errcode = 'BLDSC', message = 'The price is below this discount code''s minimum spend.';
-  elsif v_d.max_spend_cents is not null and p_plan.amount_cents > v_d.max_spend_cents then
-    raise exception using errcode = 'BLDSC', message = 'The price is above this discount code''s maximum spend.';
-  elsif v_d.value_type = 'amount' and v_d.currency is not null and lower(v_d.currency) <> p_plan.currency then
-    raise exception using errcode = 'BLDSC', message = 'This discount code is in another currency.';
-  end if;
-  if v_d.use_limit is not null then
-    select count(*) into v_used
-    from billing.discount_redemptions r
-    join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
-    where r.discount_id = v_d.id
-      and (r.status = 'redeemed' or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > v_now));
-    if v_used >= v_d.use_limit then
-      raise exception using errcode = 'BLDSC', message = 'This discount code has reached its use limit.';
-    end if;
-  end if;
-  discount_id := v_d.id;
-  discount_cents := least(p_plan.amount_cents,
-    case v_d.value_type when 'percent' then round(p_plan.amount_cents * v_d.percent_off / 100)::integer
-                        else coalesce(v_d.amount_off_cents, 0) end);
-end
-$$;
-
--- ---- create_checkout_link ----------------------------------------------------------
-
--- Input: tier_id, plan_id?, subject, client_reference_id?, return_url?, discount_code?,
--- and from the handler provider_ready (false for a stripe community without keys).
--- Records an open checkout; the handler then asks the provider for its url.
-create or replace function billing_api.checkout_create(p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_tier billing.tiers;
-  v_plan billing.plans;
-  v_provider text;
-  v_subject jsonb := p_args->'subject';
-  v_kind text;
-  v_member text;
-  v_disc record;
-  v_cs billing.checkout_sessions;
-  v_plans integer;
-begin
-  perform billing.require_scope('checkout:write');
-  select * into v_tier from billing.tiers t where t.id = p_args->>'tier_id' and t.active;
-  if v_tier.id is null then
-    perform billing.raise('BL404', 'No active tier ' || (p_args->>'tier_id') || '.');
-  end if;
-  select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
-  if v_provider is null or not coalesce((p_args->>'provider_ready')::boolean, true) then
-    raise exception using errcode = 'BLPCI', message = 'This community has no active payment provider.';
-  end if;
-  select count(*) into v_plans from billing.plans p where p.tier_id = v_tier.id and p.active;
-  if p_args->>'plan_id' is not null then
-    select * into v_plan from billing.plans p where p.id = p_args->>'plan_id' and p.tier_id = v_tier.id and p.active;
-    if v_plan.id is null then
-      perform billing.raise('BL422', 'plan_id is not an active plan of tier ' || v_tier.id || '.', 'plan_id');
-    end if;
-  elsif v_plans > 1 then
-    raise exception using errcode = 'BLPRQ', message = 'This tier has several active plans: send plan_id.', detail = 'plan_id';
-  elsif v_plans = 0 then
-    perform billing.raise('BL404', 'Tier ' || v_tier.id || ' has no active plan.');
-  else
-    select * into v_plan from billing.plans p where p.tier_id = v_tier.id and p.active;
-  end if;
-
-  v_kind := case when v_subject ? 'member_id' then 'member' when v_subject ? 'external' then 'external' else 'platform' end;
-  if v_kind = 'platform' and not exists (select 1 from billing.platform_configs pc where pc.platform = v_subject->>'platform') then
-    raise exception using errcode = 'BLPNC', message = 'No ' || (v_subject->>'platform') || ' platform is connected to this community.',
-      detail = 'subject.platform';
-  end if;
-  if p_args->>'return_url' is not null and v_kind <> 'external' then
-    perform billing.raise('BL422', 'return_url is only allowed for operator (external) subjects.', 'return_url');
-  end if;
-
-  v_member := billing.checkout_member(v_subject);
-  perform billing.check_eligible(v_member, v_tier, v_plan);
-
-  insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency,
-    client_reference_id, return_url, subject_kind, provider, expires_at, access_token)
-  values (v_cid, v_member, v_tier.id, v_plan.id, v_plan.amount_cents, v_plan.currency,
-    p_args->>'client_reference_id', p_args->>'return_url', v_kind, v_provider,
-    billing.now() + billing.checkout_lifetime(), billing.random_token())
-  returning * into v_cs;
-
-  if p_args->>'discount_code' is not null then
-    select * into v_disc from billing.checkout_discount(p_args->>'discount_code', v_member, v_tier.id, v_plan);
-    update billing.checkout_sessions set discount_id = v_disc.discount_id, discount_cents = v_disc.discount_cents
-    where id = v_cs.id returning * into v_cs;
-    insert into billing.discount_redemptions (community_id, discount_id, checkout_id, member_id, status)
-    values (v_cid, v_disc.discount_id, v_cs.id, v_member, 'pending');
-  end if;
-
-  return billing.checkout_json(v_cs);
-end
-$$;
-
--- Everything a provider adapter needs to present or pay a checkout.
-create or replace function billing.checkout_json(p_cs billing.checkout_sessions) returns jsonb
-  language sql stable
-as $$
-  select jsonb_build_object(
-    'checkout_id', p_cs.id, 'member_id', p_cs.member_id, 'status', p_cs.status,
-    'provider', p_cs.provider, 'access_token', p_cs.access_token, 'url', p_cs.url,
-    'expires_at', billing.iso(p_cs.expires_at), 'expired', p_cs.status = 'expired' or (p_cs.status = 'open' and p_cs.expires_at <= billing.now()),
-    'tier_id', t.id, 'tier_name', t.name, 'tier_kind', t.kind,
-    'plan_id', p.id, 'plan_name', p.name, 'interval', p.interval, 'trial_days', p.trial_days,
-    'access_days', p.access_days, 'stripe_price_id', p.stripe_price_id,
-    'amount_cents', p_cs.amount_cents, 'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
-    'discount_code', d.code, 'discount', case when d.id is null then null else jsonb_build_object(
-      'id', d.id, 'value_type', d.value_type, 'percent_off', d.percent_off, 'amount_off_cents', d.amount_off_cents,
-      'duration', d.duration, 'duration_months', d.duration_months) end,
-    'client_reference_id', p_cs.client_reference_id, 'return_url', p_cs.return_url,
-    'subscription_id', p_cs.subscription_id, 'purchase_id', p_cs.purchase_id)
-  from billing.plans p
-  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
-  left join billing.discount_codes d on d.community_id = p_cs.community_id and d.id = p_cs.discount_id
-  where p.community_id = p_cs.community_id and p.id = p_cs.plan_id
-$$;
-
--- The handler stores the provider's url and reference (and expiry, when reported).
-create or replace function billing_api.checkout_set_provider(p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_cs billing.checkout_sessions;
-begin
-  perform billing.require_scope('checkout:write');
-  update billing.checkout_sessions cs set url = p_args->>'url', provider_ref = coalesce(p_args->>'provider_ref', cs.provider_ref),
-    expires_at = coalesce((p_args->>'expires_at')::timestamptz, cs.expires_at)
-  where cs.id = p_args->>'checkout_id'
-  returning * into v_cs;
-  return billing.checkout_json(v_cs);
-end
-$$;
-
--- ---- completing a paid checkout ------------------------------------------------------
-
--- Completes a checkout in the current community: creates the subscription (trialing
--- when the plan has trial days, else active; period from billing.now()) or the
--- purchase (access_expires_at from access_days), marks the checkout completed and
--- redeems its discount. Idempotent: a completed checkout returns the same result.
--- p_details (from a provider): provider_ref, customer_ref, status, period_start,
--- period_end, trial_end, cancel_at, provider_updated_at (ISO), paid (true when the
--- provider has taken the money: no expiry or eligibility check then).
-create or replace function billing.complete_checkout(p_checkout_id text, p_details jsonb default '{}')
-  returns jsonb language plpgsql volatile
-as $$
-declare
-  v_cs billing.checkout_sessions;
-  v_plan billing.plans;
-  v_tier billing.tiers;
-  v_now timestamptz := billing.now();
-  v_paid boolean := coalesce((p_details->>'paid')::boolean, false);
-  v_sub_id text;
-  v_pur_id text;
-  v_trial_end timestamptz;
-begin
-  select * into v_cs from billing.checkout_sessions cs
-  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
-  if v_cs.id is null then
-    perform billing.raise('BL404', 'No checkout ' || p_checkout_id || '.');
-  end if;
-  if v_cs.status = 'completed' then
-    return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
-      'subscription_id', v_cs.subscription_id, 'purchase_id', v_cs.purchase_id, 'already_completed', true);
-  end if;
-  if not v_paid and (v_cs.status = 'expired' or v_cs.expires_at <= v_now) then
-    perform billing.raise('BL409', 'Checkout ' || v_cs.id || ' has expired.');
-  end if;
-  select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
-  select * into v_tier from billing.tiers t where t.community_id = v_cs.community_id and t.id = v_plan.tier_id;
-  if not v_paid then
-    perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
-  end if;
-
-  if v_plan.interval is not null then
-    if p_details->>'provider_ref' is not null then
-      select s.id into v_sub_id from billing.subscriptions s
-      where s.community_id = v_cs.community_id and s.provider_ref = p_details->>'provider_ref';
-    end if;
-    if v_sub_id is null then
-      v_trial_end := coalesce((p_details->>'trial_end')::timestamptz,
-        case when v_plan.trial_days > 0 and p_details->>'status' is null then v_now + make_interval(days => v_plan.trial_days) end);
-      insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start,
-        current_period_end, trial_end, cancel_at, client_reference_id, checkout_id, provider, provider_ref,
-        provider_customer_ref, provider_updated_at)
-      values (v_cs.community_id, v_cs.member_id, v_plan.id,
-        coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
-        coalesce((p_details->>'period_start')::timestamptz, v_now),
-        coalesce((p_details->>'period_end')::timestamptz, v_trial_end, v_now + billing.plan_interval(v_plan.interval)),
-        v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
-        p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz)
-      returning id into v_sub_id;
-    else
-      update billing.subscriptions s set checkout_id = v_cs.id,
-        client_reference_id = coalesce(s.client_reference_id, v_cs.client_reference_id),
-        provider_customer_ref = coalesce(s.provider_customer_ref, p_details->>'customer_ref')
-      where s.community_id = v_cs.community_id and s.id = v_sub_id
-        and (s.checkout_id is distinct from v_cs.id or s.client_reference_id is null and v_cs.client_reference_id is not null);
-    end if;
-  else
-    insert into billing.purchases (community_id, member_id, plan_id, status, amount_cents, currency,
-      access_expires_at, paid_at, client_reference_id, checkout_id, provider_ref)
-    values (v_cs.community_id, v_cs.member_id, v_plan.id, 'completed', v_cs.amount_cents - v_cs.discount_cents,
-      v_cs.currency, case when v_plan.access_days is not null then v_now + make_interval(days => v_plan.access_days) end,
-      v_now, v_cs.client_reference_id, v_cs.id, p_details->>'provider_ref')
-    returning id into v_pur_id;
-  end if;
-
-  update billing.checkout_sessions cs set status = 'completed', completed_at = v_now,
-    subscription_id = v_sub_id, purchase_id = v_pur_id
-  where cs.community_id = v_cs.community_id and cs.id = v_cs.id;
-  update billing.discount_redemptions r set status = 'redeemed'
-  where r.community_id = v_cs.community_id and r.checkout_id = v_cs.id;
-
-  return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
-    'subscription_id', v_sub_id, 'purchase_id', v_pur_id, 'already_completed', false);
-end
-$$;
-revoke execute on function billing.complete_checkout(text, jsonb) from public, billing_api;
-
--- Open checkouts past their expiry become expired and release their discount holds.
--- No entitlement changes and no granted event: a checkout never grants anything.
-create or replace function billing.expire_checkouts() returns integer
-  language plpgsql volatile
-as $$
-declare
-  v_n integer;
-begin
-  with expired as (
-    update billing.checkout_sessions cs set status = 'expired'
-    where cs.community_id = billing.current_community_id() and cs.status = 'open' and cs.expires_at <= billing.now()
-    returning cs.community_id, cs.id)
-  , released as (
-    update billing.discount_redemptions r set status = 'released'
-    from expired e where r.community_id = e.community_id and r.checkout_id = e.id and r.status = 'pending'
-    returning 1)
-  select count(*) into v_n from expired;
-  return v_n;
-end
-$$;
-
--- ---- portal sessions -----------------------------------------------------------------
-
-create or replace function billing_api.portal_session_create(p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_ps billing.portal_sessions;
-  v_provider text;
-begin
-  perform billing.require_scope('members:write');
-  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
-    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
-  end if;
-  select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
-  insert into billing.portal_sessions (community_id, member_id, return_url, url, expires_at, access_token)
-  values (v_cid, p_args->>'id', p_args->>'return_url', '', billing.now() + interval '10 minutes', billing.random_token())
-  returning * into v_ps;
-  return jsonb_build_object('id', v_ps.id, 'member_id', v_ps.member_id, 'access_token', v_ps.access_token,
-    'expires_at', billing.iso(v_ps.expires_at), 'return_url', v_ps.return_url, 'provider', v_provider,
-    'customer_ref', (select s.provider_customer_ref from billing.subscriptions s
-      where s.member_id = v_ps.member_id and s.provider = 'stripe' and s.provider_customer_ref is not null
-      order by s.id desc limit 1));
-end
-$$;
-
-create or replace function billing_api.portal_session_set_url(p_args jsonb) returns void
-  language sql volatile
-as $$
-  update billing.portal_sessions set url = p_args->>'url' where id = p_args->>'id'
-$$;
-
--- ---- link codes ----------------------------------------------------------------------
-
--- A new code for the same member and platform invalidates the earlier one. Expiry
--- changes nothing (the code simply stops being redeemable).
-create or replace function billing_api.link_code_create(p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_lc billing.link_codes;
-begin
-  perform billing.require_scope('members:write');
-  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
-    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
-  end if;
-  update billing.link_codes lc set invalidated_at = billing.now()
-  where lc.member_id = p_args->>'id' and lc.intended_platform = p_args->>'intended_platform'
-    and lc.redeemed_at is null and lc.invalidated_at is null;
-  insert into billing.link_codes (community_id, member_id, code, intended_platform, expires_at)
-  values (v_cid, p_args->>'id', upper(substr(replace(gen_random_uuid()::text, '-', ''), 1, 10)),
-    p_args->>'intended_platform', billing.now() + interval '10 minutes')
-  returning * into v_lc;
-  return jsonb_build_object('code', v_lc.code, 'member_id', v_lc.member_id,
-    'intended_platform', v_lc.intended_platform, 'expires_at', billing.iso(v_lc.expires_at));
-end
-$$;
-
--- A platform bot finishes the link: the identity joins the code's member.
-create or replace function billing_api.link_code_redeem(p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_lc billing.link_codes;
-  v_owner text;
-begin
-  perform billing.require_scope('members:write');
-  select * into v_lc from billing.link_codes lc where lc.code = upper(p_args->>'code') for update;
-  if v_lc.id is null or v_lc.redeemed_at is not null or v_lc.invalidated_at is not null
-     or v_lc.expires_at <= billing.now() or v_lc.intended_platform <> p_args->>'platform' then
-    perform billing.raise('BL404', 'No usable link code ' || (p_args->>'code') || ' for ' || (p_args->>'platform') || '.');
-  end if;
-  select i.member_id into v_owner from billing.member_identities i
-  where i.platform = p_args->>'platform' and i.platform_uid = p_args->>'platform_uid';
-  if v_owner is not null and v_owner <> v_lc.member_id then
-    perform billing.raise('BL409', 'This ' || (p_args->>'platform') || ' identity belongs to another member.');
-  end if;
-  if v_owner is null then
-    if exists (select 1 from billing.member_identities i where i.member_id = v_lc.member_id and i.platform = p_args->>'platform') then
-      perform billing.raise('BL409', 'Member ' || v_lc.member_id || ' already has another ' || (p_args->>'platform') || ' identity.');
-    end if;
-    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
-    values (v_cid, v_lc.member_id, p_args->>'platform', p_args->>'platform_uid', p_args->>'username');
-  end if;
-  update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
-  return billing.member_json(v_cid, v_lc.member_id);
-end
-$$;
-
---! split: 060-lifecycle.sql
--- Subscription lifecycle (the spec's states table): cancel at period end, reactivate,
--- switch options, switch (immediate with proration, or scheduled for a downgrade),
--- cancel a scheduled switch; period ends (renewal, scheduled switches, trial ends,
--- cancellations), the sandbox test clock, and Stripe subscription state.
---
--- The billing_api functions return the subscription's JSON plus "_provider" facts
--- (provider, provider_ref, ...) that the handler uses for the provider call and strips.
+-- ---- lifecycle ---------------------------------------------------------------------------
 
 create or replace function billing.lock_subscription(p_id text) returns billing.subscriptions
   language plpgsql volatile
@@ -2991,7 +1757,6 @@ begin
   return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'expired_checkouts', v_expired);
 end
 $$;
-revoke execute on function billing.apply_due(text) from public, billing_api;
 
 -- The worker's periodic job: every community, one after the other.
 create or replace function billing.apply_due_all() returns integer
@@ -3009,7 +1774,7 @@ begin
   return v_n;
 end
 $$;
-revoke execute on function billing.apply_due_all() from public, billing_api;
+
 
 -- The sandbox test clock: moves a sandbox community's time forward and applies
 -- everything that became due before returning.
@@ -3020,7 +1785,7 @@ declare
   v_provider text;
 begin
   if p_days is null or p_days <= 0 then
-    perform billing.raise('BL422', '--days must be a positive number.', 'days');
+    perform billing.raise('BL422', 'The number of days must be positive.', 'days');
   end if;
   select c.payment_provider into v_provider from billing.communities c where c.id = p_community_id for update;
   if not found then
@@ -3034,7 +1799,6 @@ begin
   return billing.apply_due(p_community_id);
 end
 $$;
-revoke execute on function billing.sandbox_advance(text, numeric) from public, billing_api;
 
 -- ---- Stripe subscription state ----------------------------------------------------------
 
@@ -3081,27 +1845,192 @@ begin
   return v_sub.id;
 end
 $$;
-revoke execute on function billing.apply_provider_subscription(jsonb) from public, billing_api;
 
--- A provider reports a checkout it will never complete (Stripe: checkout.session.expired).
-create or replace function billing.expire_checkout(p_checkout_id text) returns boolean
-  language plpgsql volatile
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.lock_subscription(text) to billing_api;
+grant execute on function billing.require_switchable(billing.subscriptions) to billing_api;
+grant execute on function billing.subscription_event_json(billing.subscriptions) to billing_api;
+grant execute on function billing.subscription_json(billing.subscriptions) to billing_api;
+grant execute on function billing.subscription_json(billing.subscriptions,billing.plans,billing.tiers) to billing_api;
+grant execute on function billing.subscription_provider(billing.subscriptions) to billing_api;
+grant execute on function billing.switch_options(billing.subscriptions) to billing_api;
+grant execute on function billing_api.subscriptions_list(jsonb) to billing_api;
+grant execute on function billing_api.subscriptions_get(jsonb) to billing_api;
+grant execute on function billing_api.subscription_cancel(jsonb) to billing_api;
+grant execute on function billing_api.subscription_reactivate(jsonb) to billing_api;
+grant execute on function billing_api.subscription_switch_options(jsonb) to billing_api;
+grant execute on function billing_api.subscription_switch(jsonb) to billing_api;
+grant execute on function billing_api.subscription_cancel_scheduled_switch(jsonb) to billing_api;
+--! EndIncluded 40-subscriptions.sql
+--! Included 45-purchases.sql
+-- Purchases (one-time payments): the table, the purchase JSON object (API and
+-- events), its outbox-and-ledger trigger, the read API and refunds.
+
+create table if not exists billing.purchases (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('pur'),
+  member_id text collate "C" not null,
+  plan_id text collate "C" not null,
+  status text not null default 'completed' check (status in ('completed', 'refunded')),
+  amount_cents integer not null,
+  currency text not null,
+  access_expires_at timestamptz,
+  paid_at timestamptz not null default now(),
+  client_reference_id text,
+  checkout_id text collate "C",
+  provider_ref text,
+  created_at timestamptz not null default now(),
+  primary key (community_id, id),
+  foreign key (community_id, member_id) references billing.members on delete cascade,
+  foreign key (community_id, plan_id) references billing.plans on delete restrict
+);
+create index if not exists purchases_member on billing.purchases (community_id, member_id);
+create index if not exists purchases_expiry on billing.purchases (access_expires_at) where access_expires_at is not null;
+create index if not exists purchases_plan on billing.purchases (community_id, plan_id);
+alter table billing.purchases enable row level security;
+alter table billing.purchases force row level security;
+drop policy if exists tenant on billing.purchases;
+create policy tenant on billing.purchases
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.purchases;
+create policy owner_access on billing.purchases to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.purchases to billing_api;
+
+-- ---- the purchase object -------------------------------------------------------------
+
+-- As for subscriptions: the three-argument form is a plain expression (inlined) for
+-- queries that join the plan and tier themselves; the one-argument form looks them up.
+create or replace function billing.purchase_json(p_pur billing.purchases, p_plan billing.plans,
+  p_tier billing.tiers) returns jsonb
+  language sql stable parallel safe
+as $$
+  select jsonb_build_object(
+    'id', p_pur.id,
+    'status', p_pur.status,
+    'plan_id', p_pur.plan_id,
+    'plan_name', p_plan.name,
+    'tier_id', p_plan.tier_id,
+    'tier_name', p_tier.name,
+    'member_id', p_pur.member_id,
+    'amount_cents', p_pur.amount_cents,
+    'currency', p_pur.currency,
+    'access_expires_at', billing.iso(p_pur.access_expires_at),
+    'paid_at', billing.iso(p_pur.paid_at),
+    'created_at', billing.iso(p_pur.created_at))
+$$;
+
+create or replace function billing.purchase_json(p_pur billing.purchases) returns jsonb
+  language sql stable parallel safe
+as $$
+  select billing.purchase_json(p_pur, p, t)
+  from (select 1) one
+  left join billing.plans p on p.community_id = p_pur.community_id and p.id = p_pur.plan_id
+  left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+$$;
+
+-- The purchase of events: the API object plus client_reference_id (plpgsql: cached plans).
+create or replace function billing.purchase_event_json(p_pur billing.purchases) returns jsonb
+  language plpgsql stable
 as $$
 declare
-  v_id text;
+  v_plan billing.plans;
+  v_tier billing.tiers;
 begin
-  update billing.checkout_sessions cs set status = 'expired'
-  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id and cs.status = 'open'
-  returning cs.id into v_id;
-  if v_id is null then
-    return false;
-  end if;
-  update billing.discount_redemptions r set status = 'released'
-  where r.community_id = billing.current_community_id() and r.checkout_id = v_id and r.status = 'pending';
-  return true;
+  select * into v_plan from billing.plans p where p.community_id = p_pur.community_id and p.id = p_pur.plan_id;
+  select * into v_tier from billing.tiers t where t.community_id = v_plan.community_id and t.id = v_plan.tier_id;
+  return billing.purchase_json(p_pur, v_plan, v_tier)
+    || jsonb_build_object('client_reference_id', p_pur.client_reference_id);
 end
 $$;
-revoke execute on function billing.expire_checkout(text) from public, billing_api;
+
+-- ---- outbox and ledger -----------------------------------------------------------------
+
+-- Writes the purchase's lifecycle event (60-events.sql), then refreshes the member's
+-- ledger (50-ledger.sql) with that event's id as trigger_event_id.
+create or replace function billing.tg_purchases__outbox_and_ledger() returns trigger
+  language plpgsql
+as $$
+declare
+  v_new jsonb;
+  v_prev jsonb;
+  v_type text;
+  v_reason text;
+  v_event_id text;
+begin
+  if tg_op = 'DELETE' then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, 'purchase_deleted', null);
+    return null;
+  end if;
+  v_new := billing.purchase_event_json(new);
+  if tg_op = 'INSERT' then
+    v_type := 'purchase.created';
+    v_reason := case when new.status = 'completed' then 'purchase_completed' else 'purchase_updated' end;
+    v_prev := null;
+  else
+    v_prev := billing.jsonb_changed(billing.purchase_event_json(old) - 'tier_name' - 'plan_name', v_new);
+    if v_prev = '{}' then
+      return null;
+    end if;
+    v_type := case when new.status = 'refunded' and old.status <> 'refunded'
+      then 'purchase.refunded' else 'purchase.updated' end;
+    v_reason := case when v_type = 'purchase.refunded' then 'purchase_refunded' else 'purchase_updated' end;
+  end if;
+  v_event_id := billing.emit_event(new.community_id, v_type,
+    jsonb_build_object('purchase', v_new, 'previous_attributes', v_prev));
+  perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
+  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
+  end if;
+  return null;
+end
+$$;
+
+drop trigger if exists _500_outbox_and_ledger on billing.purchases;
+create trigger _500_outbox_and_ledger after insert or update or delete on billing.purchases
+  for each row execute function billing.tg_purchases__outbox_and_ledger();
+
+-- ---- read API ----------------------------------------------------------------------------
+
+create or replace function billing_api.purchases_list(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_ids text[];
+  v_items jsonb[];
+begin
+  perform billing.require_scope('purchases:read');
+  select array_agg(p.id order by p.id desc), array_agg(billing.purchase_json(p) order by p.id desc)
+    into v_ids, v_items
+  from (select * from billing.purchases p
+        where p.community_id = billing.current_community_id()
+          and p.id < coalesce(p_args->>'cursor', chr(1114111))
+        order by p.id desc limit v_limit + 1) p;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+create or replace function billing_api.purchases_get(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_pur billing.purchases;
+begin
+  perform billing.require_scope('purchases:read');
+  select * into v_pur from billing.purchases p
+  where p.community_id = billing.current_community_id() and p.id = p_args->>'id';
+  if v_pur.id is null then
+    perform billing.raise('BL404', 'No purchase ' || (p_args->>'id') || '.');
+  end if;
+  return billing.purchase_json(v_pur);
+end
+$$;
+
+-- ---- refunds -------------------------------------------------------------------------------
 
 -- A fully refunded one-time payment (Stripe: charge.refunded) ends the purchase's access.
 create or replace function billing.refund_purchase(p_provider_ref text) returns text
@@ -3111,86 +2040,543 @@ as $$
   where pu.community_id = billing.current_community_id() and pu.provider_ref = p_provider_ref and pu.status = 'completed'
   returning pu.id
 $$;
-revoke execute on function billing.refund_purchase(text) from public, billing_api;
 
--- Inbound provider events are applied exactly once: true the first time an id is seen.
-create or replace function billing.record_provider_event(p_provider text, p_event_id text, p_type text) returns boolean
-  language sql volatile
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.purchase_event_json(billing.purchases) to billing_api;
+grant execute on function billing.purchase_json(billing.purchases) to billing_api;
+grant execute on function billing.purchase_json(billing.purchases,billing.plans,billing.tiers) to billing_api;
+grant execute on function billing_api.purchases_list(jsonb) to billing_api;
+grant execute on function billing_api.purchases_get(jsonb) to billing_api;
+--! EndIncluded 45-purchases.sql
+--! Included 48-analytics.sql
+-- Analytics over subscriptions and plans.
+-- security_invoker views: an operator's own SQL session sees its community's figures
+-- under the same RLS policies as the API.
+
+-- Monthly recurring revenue per currency. Counts subscriptions that still bill:
+-- active, past_due and cancelling (paid until period end). Trialing subscriptions do
+-- not bill yet and are not counted; paused and cancelled do not bill. Annual plans
+-- count amount/12; the sum per currency is rounded to a whole minor unit.
+create or replace view analytics.mrr with (security_invoker = true) as
+  select s.community_id, p.currency,
+    round(sum(case when p.interval = 'year' then p.amount_cents / 12.0 else p.amount_cents end))::bigint as mrr_cents,
+    count(*)::bigint as billing_subscriptions
+  from billing.subscriptions s
+  join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+  where s.status in ('active', 'past_due', 'cancelling')
+  group by s.community_id, p.currency;
+
+-- Members with access through a subscription now: active, trialing, past_due or
+-- cancelling (a member with two such subscriptions counts once).
+create or replace view analytics.subscribers with (security_invoker = true) as
+  select s.community_id, count(distinct s.member_id)::bigint as active_subscribers
+  from billing.subscriptions s
+  where s.status in ('active', 'trialing', 'past_due', 'cancelling')
+  group by s.community_id;
+
+-- The last 30 days by billing.now() (the community's clock): subscriptions created
+-- (signups), and subscriptions cancelled or set to cancel (cancelled_at, or the last
+-- update when a cancelling/cancelled row has no cancelled_at).
+create or replace view analytics.recent_activity with (security_invoker = true) as
+  select c.id as community_id,
+    billing.now() - interval '30 days' as window_start,
+    billing.now() as window_end,
+    (select count(*) from billing.subscriptions s
+      where s.community_id = c.id and s.created_at > billing.now() - interval '30 days'
+        and s.created_at <= billing.now())::bigint as recent_signups,
+    (select count(*) from billing.subscriptions s
+      where s.community_id = c.id and s.status in ('cancelling', 'cancelled')
+        and coalesce(s.cancelled_at, s.updated_at) > billing.now() - interval '30 days'
+        and coalesce(s.cancelled_at, s.updated_at) <= billing.now())::bigint as recent_cancels
+  from billing.communities c;
+
+grant select on analytics.mrr, analytics.subscribers, analytics.recent_activity to billing_api;
+
+-- The summary's currency is the one most billing subscriptions use (ties: the larger
+-- MRR, then alphabetical); mrr_cents is the MRR in that currency only. Every
+-- currency's figure is in mrr_by_currency. With nothing billing, the currency of the
+-- community's active plans (most common), else null.
+create or replace function billing_api.analytics_summary(p_args jsonb) returns jsonb
+  language plpgsql stable
 as $$
-  with ins as (
-    insert into billing.provider_events (community_id, provider, event_id, type)
-    values (billing.current_community_id(), p_provider, p_event_id, p_type)
-    on conflict do nothing returning 1)
-  select exists (select 1 from ins)
-$$;
-revoke execute on function billing.record_provider_event(text, text, text) from public, billing_api;
-
---! split: 070-webhooks.sql
--- Outbound webhooks: endpoints, encrypted signing secrets, the delivery queue and the
--- delivery log.
---
--- Flow: an event row (billing.events, the outbox) fans out, in the statement and
--- transaction that inserted it, into one webhook_deliveries row per enabled endpoint
--- whose event_types match (empty = all), and into graphile-worker jobs
--- 'webhook_deliveries__send' (one job per up to 50 deliveries of one community). The
--- worker (worker/tasks/webhook_deliveries__send.ts) signs and POSTs each delivery and
--- records the outcome through billing_private.webhook_record_attempts, which also
--- schedules the retry job, so nothing is sent before the event commits and nothing
--- committed is lost.
---
--- Secrets are AES-256-GCM ciphertexts made in Node (src/webhooks/crypto.ts); the key
--- never reaches the database. billing_api reaches billing_private only through the
--- SECURITY DEFINER functions below.
-
--- ---- table adjustments ---------------------------------------------------------------
-
--- The retry scheduled after an attempt (null when none), for the delivery log.
-alter table billing.webhook_attempts add column next_attempt_at timestamptz;
--- The log is read per delivery (and cascades from deliveries): index it that way.
-drop index billing.webhook_attempts_endpoint;
-create index webhook_attempts_delivery on billing.webhook_attempts (community_id, delivery_id, attempt);
-alter table billing.webhook_endpoints
-  add constraint webhook_endpoints_url_length check (length(url) between 1 and 2048),
-  add constraint webhook_endpoints_description_length check (length(description) <= 500),
-  add constraint webhook_endpoints_disabled_reason check (disabled_reason in ('manual', 'failing'));
--- Deliveries are updated once per attempt (usually once): half of each page is left
--- free so those updates are HOT (no new index entries in its three indexes).
-alter table billing.webhook_deliveries set (fillfactor = 50);
-
--- Rows the dead-worker reaper reads: every live worker of startWorker() beats here.
-create table billing_private.worker_heartbeats (
-  worker_id text primary key,
-  seen_at timestamptz not null default now()
-);
-alter table billing_private.worker_heartbeats enable row level security;
-alter table billing_private.worker_heartbeats force row level security;
-create policy owner_only on billing_private.worker_heartbeats using (true);
-
--- ---- the one door into graphile-worker ------------------------------------------------
-
--- Adds one job per payload (all for one task, one run_at), in the caller's
--- transaction. graphile_worker.add_jobs needs the owner's rights, hence SECURITY
--- DEFINER; every enqueue in this schema goes through here.
-create or replace function billing_private.add_job(p_identifier text, p_payloads json[],
-  p_run_at timestamptz default null, p_max_attempts integer default null)
-  returns void language plpgsql volatile security definer
-  set search_path = pg_catalog, pg_temp
-as $$
+declare
+  v_community text := billing.current_community_id();
+  v_main analytics.mrr;
+  v_currency text;
+  v_out jsonb;
 begin
-  if coalesce(cardinality(p_payloads), 0) = 0 then
-    return;
+  perform billing.require_scope('analytics:read');
+  select * into v_main from analytics.mrr m where m.community_id = v_community
+  order by m.billing_subscriptions desc, m.mrr_cents desc, m.currency limit 1;
+  v_currency := v_main.currency;
+  if v_currency is null then
+    select p.currency into v_currency from billing.plans p
+    where p.community_id = v_community and p.active
+    group by p.currency order by count(*) desc, p.currency limit 1;
   end if;
-  perform graphile_worker.add_jobs(array(
-    select row(p_identifier, p.payload, null, p_run_at, p_max_attempts, null, null, null)::graphile_worker.job_spec
-    from unnest(p_payloads) as p(payload)));
+  select jsonb_build_object(
+    'mrr_cents', coalesce(v_main.mrr_cents, 0),
+    'currency', v_currency,
+    'active_subscribers', coalesce((select sb.active_subscribers from analytics.subscribers sb
+      where sb.community_id = v_community), 0),
+    'recent_signups', ra.recent_signups,
+    'recent_cancels', ra.recent_cancels,
+    'window_start', billing.iso(ra.window_start),
+    'mrr_by_currency', coalesce((select jsonb_agg(jsonb_build_object('currency', m.currency,
+      'mrr_cents', m.mrr_cents) order by m.currency) from analytics.mrr m where m.community_id = v_community), '[]'))
+  into v_out
+  from analytics.recent_activity ra where ra.community_id = v_community;
+  return v_out;
 end
 $$;
-revoke all on function billing_private.add_job(text, json[], timestamptz, integer) from public;
 
--- ---- enqueue: events -> deliveries + jobs ----------------------------------------------
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing_api.analytics_summary(jsonb) to billing_api;
+--! EndIncluded 48-analytics.sql
+--! Included 50-ledger.sql
+-- The entitlement ledger: one billing.member_entitlements row per (member,
+-- entitlement), kept by the database whenever anything that feeds it changes.
+--
+-- Design: "recompute per member". billing.ledger_refresh_member computes, from the
+-- current source rows, the desired (entitlement -> sources, benefits) of one member,
+-- compares it with the stored ledger rows (including a snapshot of the member's
+-- identities and external subjects) and updates every row whose status, sources,
+-- benefits or identities changed: revision + 1, granted_at/revoked_at on the edges,
+-- and one member.entitlement.* event per changed row, in the same transaction.
+--
+-- Which sources grant:
+--   subscription: status active, trialing or past_due; cancelling while
+--     current_period_end > the community's now (or has no end); paused and
+--     cancelled never.
+--   purchase: status completed, until access_expires_at (forever when null).
+-- Sources reach entitlements through their plan's tier (billing.tier_entitlements).
+-- An inactive row keeps sources [] and benefits [] (so a revoke's
+-- changes.removed_benefits lists what to take away); its identities snapshot is
+-- frozen until the next grant.
+--
+-- Time: purchases expiring and cancelling periods ending change no row, so
+-- billing.ledger_sweep re-evaluates rows whose next_check_at has passed.
+-- Every table that feeds the ledger refreshes it from its own trigger: subscriptions
+-- and purchases (_500_outbox_and_ledger, 40-subscriptions.sql / 45-purchases.sql),
+-- member identities and external subjects (30-members.sql), and the catalog tables
+-- (_500_ledger on tier_entitlements, entitlement_benefits, platform_configs and plans,
+-- 20-catalog.sql).
+
+create table if not exists billing.member_entitlements (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('ment'),
+  member_id text collate "C" not null,
+  entitlement_id text collate "C" not null,
+  status text not null check (status in ('active', 'inactive')),
+  revision bigint not null default 1,
+  sources jsonb not null default '[]',
+  benefits jsonb not null default '[]',
+  identities jsonb not null default '{}',
+  granted_at timestamptz,
+  revoked_at timestamptz,
+  updated_at timestamptz not null default now(),
+  next_check_at timestamptz,
+  primary key (community_id, id),
+  unique (community_id, member_id, entitlement_id),
+  foreign key (community_id, member_id) references billing.members on delete cascade,
+  foreign key (community_id, entitlement_id) references billing.entitlements on delete cascade
+);
+comment on column billing.member_entitlements.next_check_at is
+  'Earliest valid_until among time-limited sources (cancelling subscriptions, expiring purchases); billing.ledger_sweep re-evaluates the row once billing.now() reaches it.';
+comment on column billing.member_entitlements.identities is
+  'Snapshot {identities, external_subjects} of the member when last active: a change of it is a visible change (revision + 1, member.entitlement.updated).';
+
+create index if not exists member_entitlements_next_check on billing.member_entitlements (community_id, next_check_at)
+  where status = 'active' and next_check_at is not null;
+create index if not exists member_entitlements_entitlement on billing.member_entitlements (community_id, entitlement_id)
+  where status = 'active';
+alter table billing.member_entitlements enable row level security;
+alter table billing.member_entitlements force row level security;
+drop policy if exists tenant on billing.member_entitlements;
+create policy tenant on billing.member_entitlements
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.member_entitlements;
+create policy owner_access on billing.member_entitlements to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.member_entitlements to billing_api;
+
+-- ---- the member entitlement object ---------------------------------------------------
+
+-- Member entitlement: sources and benefits exactly as the ledger holds them. The
+-- two-argument form is a plain expression (inlined) for queries that join the
+-- entitlement themselves; the one-argument form looks it up.
+create or replace function billing.member_entitlement_json(p_me billing.member_entitlements,
+  p_ent billing.entitlements) returns jsonb
+  language sql stable parallel safe
+as $$
+  select jsonb_build_object(
+    'id', p_me.id,
+    'entitlement_id', p_me.entitlement_id,
+    'key', p_ent.key,
+    'name', p_ent.name,
+    'revision', p_me.revision,
+    'status', p_me.status,
+    'granted_at', billing.iso(p_me.granted_at),
+    'revoked_at', billing.iso(p_me.revoked_at),
+    'sources', p_me.sources,
+    'benefits', p_me.benefits)
+$$;
+
+create or replace function billing.member_entitlement_json(p_me billing.member_entitlements) returns jsonb
+  language sql stable parallel safe
+as $$
+  select billing.member_entitlement_json(p_me, e)
+  from (select 1) one
+  left join billing.entitlements e on e.community_id = p_me.community_id and e.id = p_me.entitlement_id
+$$;
+
+-- ---- computing the ledger --------------------------------------------------------------
+
+-- Elements of array a that are not in array b, in a's order.
+create or replace function billing.jsonb_array_minus(a jsonb, b jsonb) returns jsonb
+  language plpgsql immutable parallel safe
+as $$
+declare
+  v_x jsonb;
+  v_out jsonb := '[]';
+begin
+  if b = '[]' then
+    return a;
+  end if;
+  for v_x in select jsonb_array_elements(a) loop
+    if not (b @> jsonb_build_array(v_x)) then
+      v_out := v_out || jsonb_build_array(v_x);
+    end if;
+  end loop;
+  return v_out;
+end
+$$;
+
+-- Desired ledger of one member: entitlement -> supporting sources, benefits and the
+-- earliest time one of those sources lapses by itself.
+create or replace function billing.ledger_desired(p_community_id text, p_member_id text, p_now timestamptz)
+  returns table (entitlement_id text, sources jsonb, benefits jsonb, next_check_at timestamptz)
+  language sql stable
+as $$
+  with src as (
+    select 'subscription' as type, s.id, s.status, p.tier_id, s.plan_id, s.client_reference_id,
+      s.current_period_end as valid_until, s.status = 'cancelling' as lapses
+    from billing.subscriptions s
+    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    where s.community_id = p_community_id and s.member_id = p_member_id
+      and (s.status in ('active', 'trialing', 'past_due')
+        or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)))
+    union all
+    select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
+      u.access_expires_at, u.access_expires_at is not null
+    from billing.purchases u
+    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
+    where u.community_id = p_community_id and u.member_id = p_member_id
+      and u.status = 'completed' and (u.access_expires_at is null or u.access_expires_at > p_now)
+  ), per_ent as (
+    select te.entitlement_id,
+      jsonb_agg(jsonb_build_object('type', src.type, 'id', src.id, 'status', src.status,
+        'tier_id', src.tier_id, 'plan_id', src.plan_id, 'client_reference_id', src.client_reference_id,
+        'valid_until', billing.iso(src.valid_until)) order by src.id) as sources,
+      min(src.valid_until) filter (where src.lapses) as next_check_at
+    from src
+    join billing.tier_entitlements te on te.community_id = p_community_id and te.tier_id = src.tier_id
+    group by te.entitlement_id
+  )
+  select pe.entitlement_id, pe.sources,
+    coalesce((
+      select jsonb_agg(jsonb_build_object('platform', pc.platform, 'platform_config_id', b.platform_config_id,
+        'type', b.type, 'value', b.value) order by b.platform_config_id, b.type, b.value)
+      from billing.entitlement_benefits b
+      join billing.platform_configs pc on pc.community_id = b.community_id and pc.id = b.platform_config_id
+      where b.community_id = p_community_id and b.entitlement_id = pe.entitlement_id), '[]'),
+    pe.next_check_at
+  from per_ent pe
+$$;
+
+-- Recomputes one member's ledger; returns how many rows changed visibly (one event
+-- each). p_reason and p_trigger_event_id go into the events' data.
+create or replace function billing.ledger_refresh_member(p_community_id text, p_member_id text,
+  p_reason text, p_trigger_event_id text)
+  returns integer language plpgsql volatile
+as $$
+declare
+  v_now timestamptz := billing.community_now(p_community_id);
+  v_member jsonb;
+  v_snapshot jsonb;
+  v_rec record;
+  v_row billing.member_entitlements;
+  v_status text;
+  v_identities jsonb;
+  v_type text;
+  v_types text[] := '{}';
+  v_datas jsonb[] := '{}';
+begin
+  -- One refresh of a member at a time: a concurrent one waits for the first to
+  -- commit, then reads what it wrote. A row lock on the member (not an advisory lock:
+  -- one statement may refresh 100,000 members, more than the shared lock table holds);
+  -- NO KEY UPDATE leaves inserts of rows that reference the member unblocked.
+  perform 1 from billing.members m where m.community_id = p_community_id and m.id = p_member_id
+    for no key update;
+  if not found then
+    return 0; -- the member is being deleted; its ledger rows go with it
+  end if;
+  v_member := billing.member_json(p_community_id, p_member_id);
+  v_snapshot := jsonb_build_object('identities', v_member->'identities',
+    'external_subjects', v_member->'external_subjects');
+
+  for v_rec in
+    select d.entitlement_id as d_ent, d.sources as d_sources, d.benefits as d_benefits,
+      d.next_check_at as d_next, me.r as stored
+    from billing.ledger_desired(p_community_id, p_member_id, v_now) d
+    full join (select x as r, x.entitlement_id from billing.member_entitlements x
+               where x.community_id = p_community_id and x.member_id = p_member_id) me
+      on me.entitlement_id = d.entitlement_id
+    order by coalesce(d.entitlement_id, me.entitlement_id)
+  loop
+    v_status := case when v_rec.d_ent is not null then 'active' else 'inactive' end;
+    if (v_rec.stored).id is null then
+      -- first grant of this entitlement to this member
+      insert into billing.member_entitlements as x (community_id, member_id, entitlement_id, status,
+        revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
+      values (p_community_id, p_member_id, v_rec.d_ent, 'active', 1, v_rec.d_sources, v_rec.d_benefits,
+        v_snapshot, v_now, v_rec.d_next, now())
+      returning * into v_row;
+      v_type := 'member.entitlement.granted';
+    else
+      v_row := v_rec.stored;
+      v_identities := case when v_status = 'active' then v_snapshot else v_row.identities end;
+      if v_row.status = v_status
+         and v_row.sources = coalesce(v_rec.d_sources, '[]')
+         and v_row.benefits = coalesce(v_rec.d_benefits, '[]')
+         and v_row.identities = v_identities then
+        if v_row.next_check_at is distinct from v_rec.d_next then
+          update billing.member_entitlements x set next_check_at = v_rec.d_next
+          where x.community_id = p_community_id and x.id = v_row.id;
+        end if;
+        continue;
+      end if;
+      v_type := case
+        when v_row.status = v_status then 'member.entitlement.updated'
+        when v_status = 'active' then 'member.entitlement.granted'
+        else 'member.entitlement.revoked' end;
+      update billing.member_entitlements x set
+        status = v_status,
+        revision = x.revision + 1,
+        sources = coalesce(v_rec.d_sources, '[]'),
+        benefits = coalesce(v_rec.d_benefits, '[]'),
+        identities = v_identities,
+        granted_at = case when v_type = 'member.entitlement.granted' then v_now else x.granted_at end,
+        revoked_at = case when v_type = 'member.entitlement.granted' then null
+                          when v_type = 'member.entitlement.revoked' then v_now else x.revoked_at end,
+        next_check_at = v_rec.d_next,
+        updated_at = now()
+      where x.community_id = p_community_id and x.id = v_row.id
+      returning * into v_row;
+    end if;
+    v_types := v_types || v_type;
+    v_datas := v_datas || jsonb_build_object(
+      'member', v_member,
+      'entitlement', billing.member_entitlement_json(v_row),
+      'changes', jsonb_build_object(
+        'added_benefits', billing.jsonb_array_minus(v_row.benefits, coalesce((v_rec.stored).benefits, '[]')),
+        'removed_benefits', billing.jsonb_array_minus(coalesce((v_rec.stored).benefits, '[]'), v_row.benefits)),
+      'reason', p_reason,
+      'trigger_event_id', p_trigger_event_id);
+  end loop;
+  -- One insert for the member's events (ids follow the entitlement order above).
+  if cardinality(v_types) > 0 then
+    insert into billing.events (community_id, type, data)
+    select p_community_id, v_types[i], v_datas[i] from generate_subscripts(v_types, 1) i order by i;
+  end if;
+  return cardinality(v_types);
+end
+$$;
+
+-- Time passing: re-evaluates every active row whose next_check_at has come (expired
+-- purchases, cancelling subscriptions past their period end) in one community, or in
+-- every community when p_community_id is null. Returns the number of rows changed.
+create or replace function billing.ledger_sweep(p_community_id text) returns integer
+  language plpgsql volatile
+as $$
+declare
+  v_community text;
+  v_member text;
+  v_changed integer := 0;
+begin
+  for v_community in
+    select c.id from billing.communities c
+    where p_community_id is null or c.id = p_community_id
+  loop
+    for v_member in
+      select distinct x.member_id from billing.member_entitlements x
+      where x.community_id = v_community and x.status = 'active'
+        and x.next_check_at <= billing.community_now(v_community)
+      order by x.member_id
+    loop
+      v_changed := v_changed + billing.ledger_refresh_member(v_community, v_member, 'access_expired', null);
+    end loop;
+  end loop;
+  return v_changed;
+end
+$$;
+
+-- Refreshes a set of members (from a statement-level trigger) with one reason.
+create or replace function billing.ledger_refresh_members(p_community_id text, p_member_ids text[],
+  p_reason text, p_trigger_event_id text)
+  returns integer language plpgsql volatile
+as $$
+declare
+  v_member text;
+  v_changed integer := 0;
+begin
+  for v_member in select distinct m from unnest(p_member_ids) m where m is not null order by 1 loop
+    v_changed := v_changed + billing.ledger_refresh_member(p_community_id, v_member, p_reason, p_trigger_event_id);
+  end loop;
+  return v_changed;
+end
+$$;
+
+-- Members whose supporting sources (that could grant) sit on one of the tiers.
+create or replace function billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[])
+  returns text[] language sql stable
+as $$
+  select coalesce(array_agg(distinct member_id), '{}') from (
+    select s.member_id from billing.subscriptions s
+    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    where s.community_id = p_community_id and p.tier_id = any (p_tier_ids)
+      and s.status in ('active', 'trialing', 'past_due', 'cancelling')
+    union all
+    select u.member_id from billing.purchases u
+    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
+    where u.community_id = p_community_id and p.tier_id = any (p_tier_ids) and u.status = 'completed'
+  ) m
+$$;
+
+-- Entitlement benefits changed: refresh every member whose row for those
+-- entitlements is active (inactive rows carry no benefits).
+create or replace function billing.ledger_benefits_changed(p_community_id text, p_entitlement_ids text[])
+  returns integer language sql volatile
+as $$
+  select billing.ledger_refresh_members(p_community_id, coalesce((
+    select array_agg(distinct x.member_id) from billing.member_entitlements x
+    where x.community_id = p_community_id and x.entitlement_id = any (p_entitlement_ids)
+      and x.status = 'active'), '{}'), 'benefits_changed', null)
+$$;
+
+-- ---- API -------------------------------------------------------------------------------
+
+create or replace function billing_api.member_entitlements_list(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+begin
+  perform billing.require_scope('members:read');
+  if not exists (select 1 from billing.members m
+                 where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(billing.member_entitlement_json(me, e) order by me.id)
+    from billing.member_entitlements me
+    join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+    where me.community_id = billing.current_community_id() and me.member_id = p_args->>'id'
+      and me.status = 'active'), '[]'));
+end
+$$;
+
+-- Entitled when the identity's member holds an active entitlement; with tier_id, only
+-- an active entitlement one of whose sources carries that tier_id counts, and only
+-- those entitlements are listed. An unknown identity is simply not entitled.
+create or replace function billing_api.entitlements_check(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_member text;
+  v_tier text := nullif(p_args->>'tier_id', '');
+  v_list jsonb;
+begin
+  perform billing.require_scope('members:read');
+  v_member := billing.resolve_identity(p_args);
+  if v_member is null then
+    return jsonb_build_object('entitled', false, 'entitlements', '[]'::jsonb);
+  end if;
+  select coalesce(jsonb_agg(billing.member_entitlement_json(me, e) order by me.id), '[]') into v_list
+  from billing.member_entitlements me
+  join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+  where me.community_id = billing.current_community_id() and me.member_id = v_member
+    and me.status = 'active'
+    and (v_tier is null or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', v_tier)));
+  return jsonb_build_object('entitled', jsonb_array_length(v_list) > 0, 'entitlements', v_list);
+end
+$$;
+
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.jsonb_array_minus(jsonb,jsonb) to billing_api;
+grant execute on function billing.ledger_desired(text,text,timestamptz) to billing_api;
+grant execute on function billing.ledger_refresh_member(text,text,text,text) to billing_api;
+grant execute on function billing.member_entitlement_json(billing.member_entitlements) to billing_api;
+grant execute on function billing.member_entitlement_json(billing.member_entitlements,billing.entitlements) to billing_api;
+grant execute on function billing_api.member_entitlements_list(jsonb) to billing_api;
+grant execute on function billing_api.entitlements_check(jsonb) to billing_api;
+--! EndIncluded 50-ledger.sql
+--! Included 60-events.sql
+-- Events: the outbox table, the catalog of event types, the envelope JSON and the
+-- events feed.
+--
+-- Every lifecycle event is written by the trigger of its source table, in the
+-- statement's transaction: subscriptions and purchases (_500_outbox_and_ledger),
+-- checkout sessions and members (_500_outbox), member identities and external
+-- subjects (_500_outbox_and_ledger); entitlement events come from the ledger
+-- (billing.ledger_refresh_member, 50-ledger.sql) and webhook_endpoint.disabled from
+-- the delivery worker (70-webhooks.sql). Other code only changes rows; it never
+-- writes billing.events itself.
+--
+-- Lifecycle event types (data holds the object under its resource name, plus
+-- previous_attributes: the visible fields that changed and their old values):
+--   subscription.created, subscription.updated, subscription.cancelled
+--   purchase.created, purchase.updated, purchase.refunded
+--   checkout.created, checkout.completed, checkout.expired
+--   member.created, member.updated (identities or external subjects changed)
+-- Entitlement events (the ones that decide access) come from the ledger:
+--   member.entitlement.granted, member.entitlement.updated, member.entitlement.revoked
+-- billing_private.event_types lists them all; test/db/event-types.test.ts keeps it
+-- equal to EVENT_TYPES of src/events/catalog.ts.
+
+-- ---- the outbox ----------------------------------------------------------------------
+
+-- The outbox: every event envelope, written in the transaction of its change.
+create table if not exists billing.events (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  id text collate "C" not null default billing.gen_id('evt'),
+  type text not null,
+  created_at timestamptz not null default now(),
+  api_version text not null default billing.api_version(),
+  data jsonb not null,
+  primary key (community_id, id)
+);
+create index if not exists events_type on billing.events (community_id, type, id);
+alter table billing.events enable row level security;
+alter table billing.events force row level security;
+drop policy if exists tenant on billing.events;
+create policy tenant on billing.events
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.events;
+create policy owner_access on billing.events to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.events to billing_api;
 
 -- Statement-level, over the transition table: one insert for all the statement's
--- deliveries and one add_jobs call for all its jobs, whatever the number of rows.
+-- deliveries (one per enabled endpoint of 70-webhooks.sql whose event_types match;
+-- empty = all) and one add_jobs call for all its jobs, whatever the number of rows.
 create or replace function billing_private.tg_events__enqueue_deliveries() returns trigger
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -3219,11 +2605,233 @@ begin
 end
 $$;
 
+drop trigger if exists _900_enqueue_deliveries on billing.events;
 create trigger _900_enqueue_deliveries after insert on billing.events
   referencing new table as new_events
   for each statement execute function billing_private.tg_events__enqueue_deliveries();
 
--- ---- endpoint limit ----------------------------------------------------------------------
+-- The outbox: writes one event row and returns its id.
+create or replace function billing.emit_event(p_community_id text, p_type text, p_data jsonb)
+  returns text language plpgsql volatile
+as $$
+declare
+  v_id text;
+begin
+  insert into billing.events (community_id, type, data) values (p_community_id, p_type, p_data)
+  returning id into v_id;
+  return v_id;
+end
+$$;
+
+-- The envelope, exactly as the feed returns it and webhooks deliver it.
+create or replace function billing.event_json(p_event billing.events) returns jsonb
+  language sql immutable parallel safe
+as $$
+  select jsonb_build_object('id', p_event.id, 'type', p_event.type,
+    'timestamp', billing.iso(p_event.created_at), 'api_version', p_event.api_version,
+    'data', p_event.data)
+$$;
+
+-- Old values of the keys whose values differ between two objects.
+create or replace function billing.jsonb_changed(p_old jsonb, p_new jsonb) returns jsonb
+  language plpgsql immutable parallel safe
+as $$
+declare
+  v_key text;
+  v_out jsonb := '{}';
+begin
+  for v_key in select jsonb_object_keys(p_old) loop
+    if (p_old->v_key) is distinct from (p_new->v_key) then
+      v_out := v_out || jsonb_build_object(v_key, p_old->v_key);
+    end if;
+  end loop;
+  return v_out;
+end
+$$;
+
+-- ---- the event type catalog --------------------------------------------------------------
+
+-- Every event type the service emits: what webhook endpoints may subscribe to.
+-- Owner only; billing_api reaches it through the endpoint trigger of 70-webhooks.sql.
+create table if not exists billing_private.event_types (
+  type text collate "C" primary key,
+  description text not null
+);
+alter table billing_private.event_types enable row level security;
+alter table billing_private.event_types force row level security;
+drop policy if exists owner_only on billing_private.event_types;
+create policy owner_only on billing_private.event_types using (true);
+
+insert into billing_private.event_types (type, description) values
+  ('member.entitlement.granted', 'An entitlement became active for a member.'),
+  ('member.entitlement.updated', 'Sources, benefits or linked identities of an active entitlement changed.'),
+  ('member.entitlement.revoked', 'An entitlement became inactive for a member.'),
+  ('subscription.created', 'A subscription was created.'),
+  ('subscription.updated', 'A subscription changed.'),
+  ('subscription.cancelled', 'A subscription ended.'),
+  ('purchase.created', 'A one-time purchase was recorded.'),
+  ('purchase.updated', 'A purchase changed.'),
+  ('purchase.refunded', 'A purchase was refunded.'),
+  ('checkout.created', 'A checkout session was created.'),
+  ('checkout.completed', 'A checkout session was paid.'),
+  ('checkout.expired', 'A checkout session expired unpaid.'),
+  ('member.created', 'A member was created.'),
+  ('member.updated', 'A member''s platform identities or external subjects changed.'),
+  ('webhook_endpoint.disabled', 'A webhook endpoint was disabled because its deliveries kept failing.')
+on conflict (type) do update set description = excluded.description;
+
+-- ---- the events feed ----------------------------------------------------------------
+
+-- GET /v1/events: newest first, keyset by id. type: array of event types (any of);
+-- after_id: only events newer than that id (id > after_id); cursor: the id to
+-- continue after (id < cursor).
+create or replace function billing_api.events_list(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_community text := billing.current_community_id();
+  v_types text[];
+  -- Bounds instead of "is null or": the (generic, cached) plan keeps both as index
+  -- range conditions. Ids are [a-z0-9_] in the "C" collation: '' and '~' bound them.
+  v_after text := coalesce(p_args->>'after_id', '');
+  v_cursor text := coalesce(p_args->>'cursor', '~');
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_rows billing.events[];
+begin
+  perform billing.require_scope('events:read');
+  if jsonb_typeof(p_args->'type') = 'array' then
+    v_types := array(select distinct jsonb_array_elements_text(p_args->'type'));
+  elsif jsonb_typeof(p_args->'type') = 'string' then
+    v_types := array(select distinct btrim(t) from unnest(string_to_array(p_args->>'type', ',')) t where btrim(t) <> '');
+  end if;
+  if v_types is not null and cardinality(v_types) = 0 then
+    v_types := null;
+  end if;
+  if v_types is null then
+    v_rows := array(
+      select e from billing.events e
+      where e.community_id = v_community
+        and e.id > v_after and e.id < v_cursor
+      order by e.id desc
+      limit v_limit + 1);
+  else
+    -- One keyset scan of events_type (community_id, type, id) per type, each limited,
+    -- then merged: the page costs the same however rare or common the types are.
+    v_rows := array(
+      select e from unnest(v_types) t(type)
+      cross join lateral (
+        select x from billing.events x
+        where x.community_id = v_community and x.type = t.type
+          and x.id > v_after and x.id < v_cursor
+        order by x.id desc
+        limit v_limit + 1) l(e)
+      order by (e).id desc
+      limit v_limit + 1);
+  end if;
+  return jsonb_build_object(
+    'data', coalesce((select jsonb_agg(billing.event_json(r) order by r.id desc)
+                      from unnest(v_rows[1:v_limit]) r), '[]'),
+    'next_cursor', case when cardinality(v_rows) > v_limit
+                        then billing.encode_cursor((v_rows[v_limit]).id) end);
+end
+$$;
+
+create or replace function billing_api.events_get(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_event billing.events;
+begin
+  perform billing.require_scope('events:read');
+  select * into v_event from billing.events e
+  where e.community_id = billing.current_community_id() and e.id = p_args->>'id';
+  if v_event.id is null then
+    perform billing.raise('BL404', 'No event ' || (p_args->>'id') || '.');
+  end if;
+  return billing.event_json(v_event);
+end
+$$;
+
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.emit_event(text,text,jsonb) to billing_api;
+grant execute on function billing.event_json(billing.events) to billing_api;
+grant execute on function billing.jsonb_changed(jsonb,jsonb) to billing_api;
+grant execute on function billing_api.events_list(jsonb) to billing_api;
+grant execute on function billing_api.events_get(jsonb) to billing_api;
+--! EndIncluded 60-events.sql
+--! Included 70-webhooks.sql
+-- Outbound webhooks: endpoints, encrypted signing secrets, the delivery queue and the
+-- delivery log.
+--
+-- Flow: an event row (billing.events, the outbox) fans out, in the statement and
+-- transaction that inserted it, into one webhook_deliveries row per enabled endpoint
+-- whose event_types match (empty = all), and into graphile-worker jobs
+-- 'webhook_deliveries__send' (one job per up to 50 deliveries of one community). The
+-- worker (worker/tasks/webhook_deliveries__send.ts) signs and POSTs each delivery and
+-- records the outcome through billing_private.webhook_record_attempts, which also
+-- schedules the retry job, so nothing is sent before the event commits and nothing
+-- committed is lost.
+--
+-- Secrets are AES-256-GCM ciphertexts made in Node (src/webhooks/crypto.ts); the key
+-- never reaches the database. billing_api reaches billing_private only through the
+-- SECURITY DEFINER functions below.
+
+-- ---- endpoints ---------------------------------------------------------------------------
+
+create table if not exists billing.webhook_endpoints (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  id text collate "C" not null default billing.gen_id('we'),
+  url text not null,
+  description text,
+  event_types text[] not null default '{}',
+  enabled boolean not null default true,
+  disabled_reason text,
+  failing_since timestamptz,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  primary key (community_id, id),
+  constraint webhook_endpoints_url_length check (length(url) between 1 and 2048),
+  constraint webhook_endpoints_description_length check (length(description) <= 500),
+  constraint webhook_endpoints_disabled_reason check (disabled_reason in ('manual', 'failing'))
+);
+alter table billing.webhook_endpoints enable row level security;
+alter table billing.webhook_endpoints force row level security;
+drop policy if exists tenant on billing.webhook_endpoints;
+create policy tenant on billing.webhook_endpoints
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.webhook_endpoints;
+create policy owner_access on billing.webhook_endpoints to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.webhook_endpoints to billing_api;
+
+-- Event types an endpoint subscribes to must be in the catalog
+-- (billing_private.event_types, 60-events.sql), whatever door the write comes
+-- through; 422 naming the offending element (event_types.N, as the API's own check).
+create or replace function billing_private.tg_webhook_endpoints__check_event_types() returns trigger
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_i integer;
+begin
+  for v_i in 1 .. coalesce(cardinality(new.event_types), 0) loop
+    if not exists (select 1 from billing_private.event_types t where t.type = new.event_types[v_i]) then
+      raise exception using errcode = 'BL422',
+        message = 'Unknown event type "' || coalesce(new.event_types[v_i], 'null')
+          || '"; GET /v1/webhooks/event-types lists them.',
+        detail = 'event_types.' || (v_i - 1);
+    end if;
+  end loop;
+  return new;
+end
+$$;
+
+drop trigger if exists _100_check_event_types on billing.webhook_endpoints;
+create trigger _100_check_event_types before insert or update of event_types on billing.webhook_endpoints
+  for each row execute function billing_private.tg_webhook_endpoints__check_event_types();
 
 -- At most 5 endpoints per community, whatever door the insert comes through: a
 -- transaction-level lock per community serialises concurrent creates, and the count
@@ -3242,8 +2850,87 @@ begin
 end
 $$;
 
+drop trigger if exists _200_endpoint_limit on billing.webhook_endpoints;
 create trigger _200_endpoint_limit before insert on billing.webhook_endpoints
   for each row execute function billing_private.tg_webhook_endpoints__limit();
+
+-- Encrypted signing secrets: owner only; the worker and API reach them through
+-- SECURITY DEFINER functions.
+create table if not exists billing_private.webhook_secrets (
+  community_id text collate "C" not null,
+  endpoint_id text collate "C" not null,
+  secret_ciphertext text not null,
+  previous_ciphertext text,
+  previous_expires_at timestamptz,
+  primary key (community_id, endpoint_id),
+  foreign key (community_id, endpoint_id) references billing.webhook_endpoints on delete cascade
+);
+alter table billing_private.webhook_secrets enable row level security;
+alter table billing_private.webhook_secrets force row level security;
+drop policy if exists owner_only on billing_private.webhook_secrets;
+create policy owner_only on billing_private.webhook_secrets using (true);
+
+-- ---- deliveries and their attempts -------------------------------------------------------
+
+-- Deliveries are updated once per attempt (usually once): half of each page is left
+-- free so those updates are HOT (no new index entries in its three indexes).
+create table if not exists billing.webhook_deliveries (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('wd'),
+  endpoint_id text collate "C" not null,
+  event_id text collate "C" not null,
+  event_type text not null,
+  status text not null default 'pending' check (status in ('pending', 'succeeded', 'failed')),
+  attempt_count integer not null default 0,
+  next_attempt_at timestamptz,
+  last_status_code integer,
+  last_error text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  primary key (community_id, id),
+  unique (community_id, endpoint_id, event_id),
+  foreign key (community_id, endpoint_id) references billing.webhook_endpoints on delete cascade,
+  foreign key (community_id, event_id) references billing.events on delete cascade
+) with (fillfactor = 50);
+create index if not exists webhook_deliveries_endpoint on billing.webhook_deliveries (community_id, endpoint_id, id);
+alter table billing.webhook_deliveries enable row level security;
+alter table billing.webhook_deliveries force row level security;
+drop policy if exists tenant on billing.webhook_deliveries;
+create policy tenant on billing.webhook_deliveries
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.webhook_deliveries;
+create policy owner_access on billing.webhook_deliveries to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.webhook_deliveries to billing_api;
+
+create table if not exists billing.webhook_attempts (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('wa'),
+  delivery_id text collate "C" not null,
+  endpoint_id text collate "C" not null,
+  attempt integer not null,
+  status_code integer,
+  duration_ms integer,
+  error text,
+  response_excerpt text,
+  started_at timestamptz not null,
+  finished_at timestamptz,
+  -- The retry scheduled after an attempt (null when none), for the delivery log.
+  next_attempt_at timestamptz,
+  primary key (community_id, id),
+  foreign key (community_id, delivery_id) references billing.webhook_deliveries on delete cascade
+);
+-- The log is read per delivery (and cascades from deliveries): index it that way.
+create index if not exists webhook_attempts_delivery on billing.webhook_attempts (community_id, delivery_id, attempt);
+alter table billing.webhook_attempts enable row level security;
+alter table billing.webhook_attempts force row level security;
+drop policy if exists tenant on billing.webhook_attempts;
+create policy tenant on billing.webhook_attempts
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.webhook_attempts;
+create policy owner_access on billing.webhook_attempts to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.webhook_attempts to billing_api;
 
 -- ---- JSON shapes --------------------------------------------------------------------------
 
@@ -3342,12 +3029,6 @@ begin
     'ciphertexts', to_jsonb(billing_private.webhook_signing_ciphertexts(v_community_id, v_endpoint.id)));
 end
 $$;
-
-revoke all on function billing_private.webhook_secret_store(text, text, boolean, interval) from public;
-revoke all on function billing_private.webhook_signing_ciphertexts(text, text) from public;
-revoke all on function billing_private.webhook_test_target(text) from public;
-grant execute on function billing_private.webhook_secret_store(text, text, boolean, interval) to billing_api;
-grant execute on function billing_private.webhook_test_target(text) to billing_api;
 
 -- ---- API operations (billing_api, tenant-scoped by RLS) -------------------------------------
 
@@ -3542,8 +3223,6 @@ begin
     'after', v_delivery.attempt_count, 'manual', p_manual)]);
 end
 $$;
-revoke all on function billing_private.webhook_delivery_enqueue(text, boolean) from public;
-grant execute on function billing_private.webhook_delivery_enqueue(text, boolean) to billing_api;
 
 -- ---- the worker's side (owner) ---------------------------------------------------------------
 
@@ -3673,34 +3352,865 @@ begin
 end
 $$;
 
--- Dead-worker reaper: live workers beat every few seconds; the jobs of workers silent
--- for longer than p_stale go back to the queue at once (graphile-worker alone would
--- wait 4 hours). Returns the reaped worker ids.
-create or replace function billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval)
-  returns text[] language plpgsql volatile security definer
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.webhook_delivery_json(billing.webhook_deliveries) to billing_api;
+grant execute on function billing.webhook_endpoint_json(billing.webhook_endpoints) to billing_api;
+grant execute on function billing_private.webhook_delivery_enqueue(text,boolean) to billing_api;
+grant execute on function billing_private.webhook_secret_store(text,text,boolean,interval) to billing_api;
+grant execute on function billing_private.webhook_test_target(text) to billing_api;
+grant execute on function billing_api.webhook_endpoints_list(jsonb) to billing_api;
+grant execute on function billing_api.webhook_endpoints_get(jsonb) to billing_api;
+grant execute on function billing_api.webhook_endpoints_create(jsonb) to billing_api;
+grant execute on function billing_api.webhook_endpoints_update(jsonb) to billing_api;
+grant execute on function billing_api.webhook_endpoints_delete(jsonb) to billing_api;
+grant execute on function billing_api.webhook_endpoints_rotate_secret(jsonb) to billing_api;
+grant execute on function billing_api.webhook_deliveries_list(jsonb) to billing_api;
+grant execute on function billing_api.webhook_deliveries_redeliver(jsonb) to billing_api;
+--! EndIncluded 70-webhooks.sql
+--! Included 80-checkout.sql
+-- Checkout: creating checkout links (every rule of the spec's request table and
+-- eligibility list), discount codes at checkout, completing a paid checkout (the
+-- sandbox page, `billing sandbox complete` and the Stripe webhook all end here),
+-- portal sessions and link codes.
+--
+-- Lifetimes: a checkout is open 24 hours; a portal session and a link code 10 minutes.
+-- Discount codes are catalog rows (20-catalog.sql); their redemptions, JSON object
+-- (with redemption counts) and list operation are here. Inbound provider events
+-- (applied exactly once) are recorded here too.
+
+-- ---- tables ----------------------------------------------------------------------------
+
+create table if not exists billing.checkout_sessions (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('cs'),
+  member_id text collate "C" not null,
+  tier_id text collate "C" not null,
+  plan_id text collate "C" not null,
+  discount_id uuid,
+  amount_cents integer not null,
+  discount_cents integer not null default 0,
+  currency text not null,
+  client_reference_id text,
+  return_url text,
+  subject_kind text not null check (subject_kind in ('member', 'external', 'platform')),
+  status text not null default 'open' check (status in ('open', 'completed', 'expired')),
+  provider text not null check (provider in ('sandbox', 'stripe')),
+  provider_ref text,
+  url text,
+  expires_at timestamptz,
+  completed_at timestamptz,
+  created_at timestamptz not null default now(),
+  access_token text,
+  subscription_id text collate "C",
+  purchase_id text collate "C",
+  primary key (community_id, id),
+  foreign key (community_id, member_id) references billing.members on delete cascade,
+  foreign key (community_id, plan_id) references billing.plans on delete restrict,
+  foreign key (community_id, discount_id) references billing.discount_codes on delete restrict
+);
+create index if not exists checkout_sessions_member on billing.checkout_sessions (community_id, member_id);
+create index if not exists checkout_sessions_open on billing.checkout_sessions (community_id, expires_at) where status = 'open';
+create index if not exists checkout_sessions_provider_ref on billing.checkout_sessions (community_id, provider_ref)
+  where provider_ref is not null;
+alter table billing.checkout_sessions enable row level security;
+alter table billing.checkout_sessions force row level security;
+drop policy if exists tenant on billing.checkout_sessions;
+create policy tenant on billing.checkout_sessions
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.checkout_sessions;
+create policy owner_access on billing.checkout_sessions to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.checkout_sessions to billing_api;
+
+create table if not exists billing.discount_redemptions (
+  community_id text collate "C" not null,
+  discount_id uuid not null,
+  checkout_id text collate "C" not null,
+  member_id text collate "C" not null,
+  status text not null check (status in ('pending', 'redeemed', 'released')),
+  created_at timestamptz not null default now(),
+  primary key (community_id, discount_id, checkout_id),
+  foreign key (community_id, discount_id) references billing.discount_codes on delete cascade,
+  foreign key (community_id, checkout_id) references billing.checkout_sessions on delete cascade
+);
+create index if not exists discount_redemptions_checkout on billing.discount_redemptions (community_id, checkout_id);
+alter table billing.discount_redemptions enable row level security;
+alter table billing.discount_redemptions force row level security;
+drop policy if exists tenant on billing.discount_redemptions;
+create policy tenant on billing.discount_redemptions
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.discount_redemptions;
+create policy owner_access on billing.discount_redemptions to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.discount_redemptions to billing_api;
+
+create table if not exists billing.portal_sessions (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('ps'),
+  member_id text collate "C" not null,
+  return_url text,
+  url text not null,
+  expires_at timestamptz not null,
+  created_at timestamptz not null default now(),
+  access_token text,
+  primary key (community_id, id),
+  foreign key (community_id, member_id) references billing.members on delete cascade
+);
+alter table billing.portal_sessions enable row level security;
+alter table billing.portal_sessions force row level security;
+drop policy if exists tenant on billing.portal_sessions;
+create policy tenant on billing.portal_sessions
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.portal_sessions;
+create policy owner_access on billing.portal_sessions to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.portal_sessions to billing_api;
+
+create table if not exists billing.link_codes (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('lc'),
+  member_id text collate "C" not null,
+  code text not null,
+  intended_platform text not null check (intended_platform in ('discord', 'telegram')),
+  expires_at timestamptz not null,
+  redeemed_at timestamptz,
+  invalidated_at timestamptz,
+  created_at timestamptz not null default now(),
+  primary key (community_id, id),
+  unique (community_id, code),
+  foreign key (community_id, member_id) references billing.members on delete cascade
+);
+
+create index if not exists link_codes_member on billing.link_codes (community_id, member_id, intended_platform);
+alter table billing.link_codes enable row level security;
+alter table billing.link_codes force row level security;
+drop policy if exists tenant on billing.link_codes;
+create policy tenant on billing.link_codes
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.link_codes;
+create policy owner_access on billing.link_codes to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.link_codes to billing_api;
+
+-- Inbound provider events applied exactly once.
+create table if not exists billing.provider_events (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  provider text not null,
+  event_id text not null,
+  type text not null,
+  received_at timestamptz not null default now(),
+  primary key (community_id, provider, event_id)
+);
+alter table billing.provider_events enable row level security;
+alter table billing.provider_events force row level security;
+drop policy if exists tenant on billing.provider_events;
+create policy tenant on billing.provider_events
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.provider_events;
+create policy owner_access on billing.provider_events to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.provider_events to billing_api;
+
+-- ---- helpers ---------------------------------------------------------------------------
+
+create or replace function billing.checkout_lifetime() returns interval
+  language sql immutable parallel safe as $$ select interval '24 hours' $$;
+
+create or replace function billing.random_token() returns text
+  language sql volatile parallel safe
+as $$ select replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', '') $$;
+
+-- ---- buyer -------------------------------------------------------------------------
+
+-- Finds or creates the member named by a checkout subject. Serialised per subject with
+-- an advisory lock so two parallel checkouts for a new buyer make one member.
+create or replace function billing.checkout_member(p_subject jsonb) returns text
+  language plpgsql volatile
+as $$
+declare
+  v_cid text := billing.current_community_id();
+  v_member text;
+  v_ns text;
+  v_uid text;
+  v_platform text;
+begin
+  if p_subject ? 'member_id' then
+    select m.id into v_member from billing.members m where m.id = p_subject->>'member_id';
+    if v_member is null then
+      perform billing.raise('BL404', 'No member ' || (p_subject->>'member_id') || '.');
+    end if;
+    return v_member;
+  elsif p_subject ? 'external' then
+    v_ns := p_subject->'external'->>'namespace';
+    v_uid := p_subject->'external'->>'external_user_id';
+    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' ext ' || v_ns || ' ' || v_uid, 5));
+    select x.member_id into v_member from billing.external_subjects x
+    where x.namespace = v_ns and x.external_user_id = v_uid;
+    if v_member is null then
+      insert into billing.members (community_id) values (v_cid) returning id into v_member;
+      insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
+      values (v_cid, v_member, v_ns, v_uid);
+    end if;
+    return v_member;
+  else
+    v_platform := p_subject->>'platform';
+    v_uid := p_subject->>'platform_uid';
+    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' pid ' || v_platform || ' ' || v_uid, 5));
+    select i.member_id into v_member from billing.member_identities i
+    where i.platform = v_platform and i.platform_uid = v_uid;
+    if v_member is null then
+      insert into billing.members (community_id) values (v_cid) returning id into v_member;
+      insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+      values (v_cid, v_member, v_platform, v_uid, p_subject->>'username');
+    end if;
+    return v_member;
+  end if;
+end
+$$;
+
+-- not_eligible: the member already holds this tier (a non-cancelled subscription on
+-- one of its plans, or an unexpired purchase of it), or is buying a recurring plan
+-- while holding a non-cancelled subscription on another tier (that needs a switch,
+-- not a second subscription).
+create or replace function billing.check_eligible(p_member_id text, p_tier billing.tiers, p_plan billing.plans) returns void
+  language plpgsql stable
+as $$
+declare
+  v_other text;
+begin
+  if exists (select 1 from billing.purchases pu join billing.plans p on p.community_id = pu.community_id and p.id = pu.plan_id
+             where pu.member_id = p_member_id and p.tier_id = p_tier.id and pu.status = 'completed'
+               and (pu.access_expires_at is null or pu.access_expires_at > billing.now())) then
+    raise exception using errcode = 'BLNEL', message = 'The buyer already purchased this tier and its access has not expired.';
+  end if;
+  select p.tier_id into v_other
+  from billing.subscriptions s join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+  where s.member_id = p_member_id and s.status <> 'cancelled'
+  order by (p.tier_id = p_tier.id) desc
+  limit 1;
+  if v_other = p_tier.id then
+    raise exception using errcode = 'BLNEL', message = 'The buyer is already subscribed to this tier.';
+  elsif v_other is not null and p_plan.interval is not null then
+    raise exception using errcode = 'BLNEL',
+      message = 'The buyer is subscribed to another tier (' || v_other || '); switch the subscription instead.';
+  end if;
+end
+$$;
+
+-- ---- discounts ---------------------------------------------------------------------
+
+-- Validates a code for this checkout and returns the discount and its amount. The
+-- caller holds the discount's advisory lock, so the use limit holds under concurrency.
+create or replace function billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans,
+  out discount_id uuid, out discount_cents integer)
+  language plpgsql volatile
+as $$
+declare
+  v_d billing.discount_codes;
+  v_now timestamptz := billing.now();
+  v_used bigint;
+begin
+  select * into v_d from billing.discount_codes d where lower(d.code) = lower(p_code);
+  if v_d.id is null then
+    raise exception using errcode = 'BLDSC', message = 'Unknown discount code.', detail = 'discount_code';
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended(v_d.community_id || ' discount ' || v_d.id::text, 6));
+  if not v_d.is_active or v_d.archived_at is not null then
+    raise exception using errcode = 'BLDSC', message = 'This discount code is not active.';
+  elsif v_d.starts_at is not null and v_d.starts_at > v_now then
+    raise exception using errcode = 'BLDSC', message = 'This discount code has not started yet.';
+  elsif v_d.expires_at is not null and v_d.expires_at <= v_now then
+    raise exception using errcode = 'BLDSC', message = 'This discount code has expired.';
+  elsif cardinality(v_d.tier_ids) > 0 and not (p_tier_id = any (v_d.tier_ids)) then
+    raise exception using errcode = 'BLDSC', message = 'This discount code does not apply to this tier.';
+  elsif jsonb_array_length(v_d.members) > 0 and not exists (
+      select 1 from billing.member_identities i, jsonb_array_elements(v_d.members) m
+      where i.member_id = p_member_id and i.platform = m->>'platform' and i.platform_uid = m->>'platform_uid') then
+    raise exception using errcode = 'BLDSC', message = 'This discount code is not available to this buyer.';
+  elsif v_d.min_spend_cents is not null and p_plan.amount_cents < v_d.min_spend_cents then
+    raise exception using errcode = 'BLDSC', message = 'The price is below this discount code''s minimum spend.';
+  elsif v_d.max_spend_cents is not null and p_plan.amount_cents > v_d.max_spend_cents then
+    raise exception using errcode = 'BLDSC', message = 'The price is above this discount code''s maximum spend.';
+  elsif v_d.value_type = 'amount' and v_d.currency is not null and lower(v_d.currency) <> p_plan.currency then
+    raise exception using errcode = 'BLDSC', message = 'This discount code is in another currency.';
+  end if;
+  if v_d.use_limit is not null then
+    select count(*) into v_used
+    from billing.discount_redemptions r
+    join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
+    where r.discount_id = v_d.id
+      and (r.status = 'redeemed' or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > v_now));
+    if v_used >= v_d.use_limit then
+      raise exception using errcode = 'BLDSC', message = 'This discount code has reached its use limit.';
+    end if;
+  end if;
+  discount_id := v_d.id;
+  discount_cents := least(p_plan.amount_cents,
+    case v_d.value_type when 'percent' then round(p_plan.amount_cents * v_d.percent_off / 100)::integer
+                        else coalesce(v_d.amount_off_cents, 0) end);
+end
+$$;
+
+create or replace function billing.discount_json(p_d billing.discount_codes) returns jsonb
+  language sql stable parallel safe
+as $$
+  select jsonb_build_object(
+    'id', p_d.id, 'code', p_d.code, 'name', p_d.name, 'value_type', p_d.value_type,
+    'percent_off', p_d.percent_off, 'amount_off_cents', p_d.amount_off_cents, 'currency', p_d.currency,
+    'duration', p_d.duration, 'duration_months', p_d.duration_months, 'use_limit', p_d.use_limit,
+    'min_spend_cents', p_d.min_spend_cents, 'max_spend_cents', p_d.max_spend_cents,
+    'starts_at', billing.iso(p_d.starts_at), 'expires_at', billing.iso(p_d.expires_at),
+    'is_active', p_d.is_active, 'tier_ids', to_jsonb(p_d.tier_ids),
+    'members', coalesce((
+      select jsonb_agg(jsonb_build_object('platform', m->>'platform', 'platform_uid', m->>'platform_uid',
+        'username', m->>'username'))
+      from jsonb_array_elements(p_d.members) m), '[]'),
+    'redeemed_count', (select count(*) from billing.discount_redemptions r
+      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'redeemed'),
+    'pending_count', (select count(*) from billing.discount_redemptions r
+      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'pending'),
+    'created_at', billing.iso(p_d.created_at))
+$$;
+
+create or replace function billing_api.discounts_list(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+begin
+  perform billing.require_scope('discounts:read');
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(billing.discount_json(d) order by d.created_at desc, d.id)
+    from billing.discount_codes d
+    where d.community_id = billing.current_community_id() and d.archived_at is null), '[]'));
+end
+$$;
+
+-- ---- create_checkout_link ----------------------------------------------------------
+
+-- Input: tier_id, plan_id?, subject, client_reference_id?, return_url?, discount_code?,
+-- and from the handler provider_ready (false for a stripe community without keys).
+-- Records an open checkout; the handler then asks the provider for its url.
+create or replace function billing_api.checkout_create(p_args jsonb) returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_cid text := billing.current_community_id();
+  v_tier billing.tiers;
+  v_plan billing.plans;
+  v_provider text;
+  v_subject jsonb := p_args->'subject';
+  v_kind text;
+  v_member text;
+  v_disc record;
+  v_cs billing.checkout_sessions;
+  v_plans integer;
+begin
+  perform billing.require_scope('checkout:write');
+  select * into v_tier from billing.tiers t where t.id = p_args->>'tier_id' and t.active;
+  if v_tier.id is null then
+    perform billing.raise('BL404', 'No active tier ' || (p_args->>'tier_id') || '.');
+  end if;
+  select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
+  if v_provider is null or not coalesce((p_args->>'provider_ready')::boolean, true) then
+    raise exception using errcode = 'BLPCI', message = 'This community has no active payment provider.';
+  end if;
+  select count(*) into v_plans from billing.plans p where p.tier_id = v_tier.id and p.active;
+  if p_args->>'plan_id' is not null then
+    select * into v_plan from billing.plans p where p.id = p_args->>'plan_id' and p.tier_id = v_tier.id and p.active;
+    if v_plan.id is null then
+      perform billing.raise('BL422', 'plan_id is not an active plan of tier ' || v_tier.id || '.', 'plan_id');
+    end if;
+  elsif v_plans > 1 then
+    raise exception using errcode = 'BLPRQ', message = 'This tier has several active plans: send plan_id.', detail = 'plan_id';
+  elsif v_plans = 0 then
+    perform billing.raise('BL404', 'Tier ' || v_tier.id || ' has no active plan.');
+  else
+    select * into v_plan from billing.plans p where p.tier_id = v_tier.id and p.active;
+  end if;
+
+  v_kind := case when v_subject ? 'member_id' then 'member' when v_subject ? 'external' then 'external' else 'platform' end;
+  if v_kind = 'platform' and not exists (select 1 from billing.platform_configs pc where pc.platform = v_subject->>'platform') then
+    raise exception using errcode = 'BLPNC', message = 'No ' || (v_subject->>'platform') || ' platform is connected to this community.',
+      detail = 'subject.platform';
+  end if;
+  if p_args->>'return_url' is not null and v_kind <> 'external' then
+    perform billing.raise('BL422', 'return_url is only allowed for operator (external) subjects.', 'return_url');
+  end if;
+
+  v_member := billing.checkout_member(v_subject);
+  perform billing.check_eligible(v_member, v_tier, v_plan);
+
+  insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency,
+    client_reference_id, return_url, subject_kind, provider, expires_at, access_token)
+  values (v_cid, v_member, v_tier.id, v_plan.id, v_plan.amount_cents, v_plan.currency,
+    p_args->>'client_reference_id', p_args->>'return_url', v_kind, v_provider,
+    billing.now() + billing.checkout_lifetime(), billing.random_token())
+  returning * into v_cs;
+
+  if p_args->>'discount_code' is not null then
+    select * into v_disc from billing.checkout_discount(p_args->>'discount_code', v_member, v_tier.id, v_plan);
+    update billing.checkout_sessions set discount_id = v_disc.discount_id, discount_cents = v_disc.discount_cents
+    where id = v_cs.id returning * into v_cs;
+    insert into billing.discount_redemptions (community_id, discount_id, checkout_id, member_id, status)
+    values (v_cid, v_disc.discount_id, v_cs.id, v_member, 'pending');
+  end if;
+
+  return billing.checkout_json(v_cs);
+end
+$$;
+
+-- Everything a provider adapter needs to present or pay a checkout.
+create or replace function billing.checkout_json(p_cs billing.checkout_sessions) returns jsonb
+  language sql stable
+as $$
+  select jsonb_build_object(
+    'checkout_id', p_cs.id, 'member_id', p_cs.member_id, 'status', p_cs.status,
+    'provider', p_cs.provider, 'access_token', p_cs.access_token, 'url', p_cs.url,
+    'expires_at', billing.iso(p_cs.expires_at), 'expired', p_cs.status = 'expired' or (p_cs.status = 'open' and p_cs.expires_at <= billing.now()),
+    'tier_id', t.id, 'tier_name', t.name, 'tier_kind', t.kind,
+    'plan_id', p.id, 'plan_name', p.name, 'interval', p.interval, 'trial_days', p.trial_days,
+    'access_days', p.access_days, 'stripe_price_id', p.stripe_price_id,
+    'amount_cents', p_cs.amount_cents, 'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
+    'discount_code', d.code, 'discount', case when d.id is null then null else jsonb_build_object(
+      'id', d.id, 'value_type', d.value_type, 'percent_off', d.percent_off, 'amount_off_cents', d.amount_off_cents,
+      'duration', d.duration, 'duration_months', d.duration_months) end,
+    'client_reference_id', p_cs.client_reference_id, 'return_url', p_cs.return_url,
+    'subscription_id', p_cs.subscription_id, 'purchase_id', p_cs.purchase_id)
+  from billing.plans p
+  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+  left join billing.discount_codes d on d.community_id = p_cs.community_id and d.id = p_cs.discount_id
+  where p.community_id = p_cs.community_id and p.id = p_cs.plan_id
+$$;
+
+-- The handler stores the provider's url and reference (and expiry, when reported).
+create or replace function billing_api.checkout_set_provider(p_args jsonb) returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_cs billing.checkout_sessions;
+begin
+  perform billing.require_scope('checkout:write');
+  update billing.checkout_sessions cs set url = p_args->>'url', provider_ref = coalesce(p_args->>'provider_ref', cs.provider_ref),
+    expires_at = coalesce((p_args->>'expires_at')::timestamptz, cs.expires_at)
+  where cs.id = p_args->>'checkout_id'
+  returning * into v_cs;
+  return billing.checkout_json(v_cs);
+end
+$$;
+
+-- ---- the checkout object of events --------------------------------------------------
+-- (billing.checkout_json above is the provider adapters' view of a checkout, with its
+-- access token: never an API or event object.)
+
+create or replace function billing.checkout_event_json(p_cs billing.checkout_sessions) returns jsonb
+  language sql immutable parallel safe
+as $$
+  select jsonb_build_object(
+    'id', p_cs.id, 'checkout_id', p_cs.id, 'status', p_cs.status, 'member_id', p_cs.member_id,
+    'tier_id', p_cs.tier_id, 'plan_id', p_cs.plan_id, 'amount_cents', p_cs.amount_cents,
+    'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
+    'client_reference_id', p_cs.client_reference_id, 'subject_kind', p_cs.subject_kind,
+    'expires_at', billing.iso(p_cs.expires_at), 'completed_at', billing.iso(p_cs.completed_at),
+    'created_at', billing.iso(p_cs.created_at))
+$$;
+
+-- No ledger effect: a checkout grants nothing.
+create or replace function billing.tg_checkout_sessions__outbox() returns trigger
+  language plpgsql
+as $$
+begin
+  if tg_op = 'INSERT' then
+    perform billing.emit_event(new.community_id, 'checkout.created',
+      jsonb_build_object('checkout', billing.checkout_event_json(new), 'previous_attributes', null));
+    if new.status = 'open' then
+      return null;
+    end if;
+  elsif new.status is not distinct from old.status then
+    return null;
+  end if;
+  if new.status in ('completed', 'expired') then
+    perform billing.emit_event(new.community_id, 'checkout.' || new.status,
+      jsonb_build_object('checkout', billing.checkout_event_json(new), 'previous_attributes',
+        case when tg_op = 'UPDATE' then jsonb_build_object('status', old.status) end));
+  end if;
+  return null;
+end
+$$;
+
+drop trigger if exists _500_outbox on billing.checkout_sessions;
+create trigger _500_outbox after insert or update of status on billing.checkout_sessions
+  for each row execute function billing.tg_checkout_sessions__outbox();
+
+-- ---- completing a paid checkout ------------------------------------------------------
+
+-- Completes a checkout in the current community: creates the subscription (trialing
+-- when the plan has trial days, else active; period from billing.now()) or the
+-- purchase (access_expires_at from access_days), marks the checkout completed and
+-- redeems its discount. Idempotent: a completed checkout returns the same result.
+-- p_details (from a provider): provider_ref, customer_ref, status, period_start,
+-- period_end, trial_end, cancel_at, provider_updated_at (ISO), paid (true when the
+-- provider has taken the money: no expiry or eligibility check then).
+create or replace function billing.complete_checkout(p_checkout_id text, p_details jsonb default '{}')
+  returns jsonb language plpgsql volatile
+as $$
+declare
+  v_cs billing.checkout_sessions;
+  v_plan billing.plans;
+  v_tier billing.tiers;
+  v_now timestamptz := billing.now();
+  v_paid boolean := coalesce((p_details->>'paid')::boolean, false);
+  v_sub_id text;
+  v_pur_id text;
+  v_trial_end timestamptz;
+begin
+  select * into v_cs from billing.checkout_sessions cs
+  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
+  if v_cs.id is null then
+    perform billing.raise('BL404', 'No checkout ' || p_checkout_id || '.');
+  end if;
+  if v_cs.status = 'completed' then
+    return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
+      'subscription_id', v_cs.subscription_id, 'purchase_id', v_cs.purchase_id, 'already_completed', true);
+  end if;
+  if not v_paid and (v_cs.status = 'expired' or v_cs.expires_at <= v_now) then
+    perform billing.raise('BL409', 'Checkout ' || v_cs.id || ' has expired.');
+  end if;
+  select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
+  select * into v_tier from billing.tiers t where t.community_id = v_cs.community_id and t.id = v_plan.tier_id;
+  if not v_paid then
+    perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
+  end if;
+
+  if v_plan.interval is not null then
+    if p_details->>'provider_ref' is not null then
+      select s.id into v_sub_id from billing.subscriptions s
+      where s.community_id = v_cs.community_id and s.provider_ref = p_details->>'provider_ref';
+    end if;
+    if v_sub_id is null then
+      v_trial_end := coalesce((p_details->>'trial_end')::timestamptz,
+        case when v_plan.trial_days > 0 and p_details->>'status' is null then v_now + make_interval(days => v_plan.trial_days) end);
+      insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start,
+        current_period_end, trial_end, cancel_at, client_reference_id, checkout_id, provider, provider_ref,
+        provider_customer_ref, provider_updated_at)
+      values (v_cs.community_id, v_cs.member_id, v_plan.id,
+        coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
+        coalesce((p_details->>'period_start')::timestamptz, v_now),
+        coalesce((p_details->>'period_end')::timestamptz, v_trial_end, v_now + billing.plan_interval(v_plan.interval)),
+        v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
+        p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz)
+      returning id into v_sub_id;
+    else
+      update billing.subscriptions s set checkout_id = v_cs.id,
+        client_reference_id = coalesce(s.client_reference_id, v_cs.client_reference_id),
+        provider_customer_ref = coalesce(s.provider_customer_ref, p_details->>'customer_ref')
+      where s.community_id = v_cs.community_id and s.id = v_sub_id
+        and (s.checkout_id is distinct from v_cs.id or s.client_reference_id is null and v_cs.client_reference_id is not null);
+    end if;
+  else
+    insert into billing.purchases (community_id, member_id, plan_id, status, amount_cents, currency,
+      access_expires_at, paid_at, client_reference_id, checkout_id, provider_ref)
+    values (v_cs.community_id, v_cs.member_id, v_plan.id, 'completed', v_cs.amount_cents - v_cs.discount_cents,
+      v_cs.currency, case when v_plan.access_days is not null then v_now + make_interval(days => v_plan.access_days) end,
+      v_now, v_cs.client_reference_id, v_cs.id, p_details->>'provider_ref')
+    returning id into v_pur_id;
+  end if;
+
+  update billing.checkout_sessions cs set status = 'completed', completed_at = v_now,
+    subscription_id = v_sub_id, purchase_id = v_pur_id
+  where cs.community_id = v_cs.community_id and cs.id = v_cs.id;
+  update billing.discount_redemptions r set status = 'redeemed'
+  where r.community_id = v_cs.community_id and r.checkout_id = v_cs.id;
+
+  return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
+    'subscription_id', v_sub_id, 'purchase_id', v_pur_id, 'already_completed', false);
+end
+$$;
+
+-- Open checkouts past their expiry become expired and release their discount holds.
+-- No entitlement changes and no granted event: a checkout never grants anything.
+create or replace function billing.expire_checkouts() returns integer
+  language plpgsql volatile
+as $$
+declare
+  v_n integer;
+begin
+  with expired as (
+    update billing.checkout_sessions cs set status = 'expired'
+    where cs.community_id = billing.current_community_id() and cs.status = 'open' and cs.expires_at <= billing.now()
+    returning cs.community_id, cs.id)
+  , released as (
+    update billing.discount_redemptions r set status = 'released'
+    from expired e where r.community_id = e.community_id and r.checkout_id = e.id and r.status = 'pending'
+    returning 1)
+  select count(*) into v_n from expired;
+  return v_n;
+end
+$$;
+
+-- A provider reports a checkout it will never complete (Stripe: checkout.session.expired).
+create or replace function billing.expire_checkout(p_checkout_id text) returns boolean
+  language plpgsql volatile
+as $$
+declare
+  v_id text;
+begin
+  update billing.checkout_sessions cs set status = 'expired'
+  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id and cs.status = 'open'
+  returning cs.id into v_id;
+  if v_id is null then
+    return false;
+  end if;
+  update billing.discount_redemptions r set status = 'released'
+  where r.community_id = billing.current_community_id() and r.checkout_id = v_id and r.status = 'pending';
+  return true;
+end
+$$;
+
+-- ---- inbound provider events ----------------------------------------------------------
+
+-- Inbound provider events are applied exactly once: true the first time an id is seen.
+create or replace function billing.record_provider_event(p_provider text, p_event_id text, p_type text) returns boolean
+  language sql volatile
+as $$
+  with ins as (
+    insert into billing.provider_events (community_id, provider, event_id, type)
+    values (billing.current_community_id(), p_provider, p_event_id, p_type)
+    on conflict do nothing returning 1)
+  select exists (select 1 from ins)
+$$;
+
+-- ---- portal sessions -----------------------------------------------------------------
+
+create or replace function billing_api.portal_session_create(p_args jsonb) returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_cid text := billing.current_community_id();
+  v_ps billing.portal_sessions;
+  v_provider text;
+begin
+  perform billing.require_scope('members:write');
+  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
+  insert into billing.portal_sessions (community_id, member_id, return_url, url, expires_at, access_token)
+  values (v_cid, p_args->>'id', p_args->>'return_url', '', billing.now() + interval '10 minutes', billing.random_token())
+  returning * into v_ps;
+  return jsonb_build_object('id', v_ps.id, 'member_id', v_ps.member_id, 'access_token', v_ps.access_token,
+    'expires_at', billing.iso(v_ps.expires_at), 'return_url', v_ps.return_url, 'provider', v_provider,
+    'customer_ref', (select s.provider_customer_ref from billing.subscriptions s
+      where s.member_id = v_ps.member_id and s.provider = 'stripe' and s.provider_customer_ref is not null
+      order by s.id desc limit 1));
+end
+$$;
+
+create or replace function billing_api.portal_session_set_url(p_args jsonb) returns void
+  language sql volatile
+as $$
+  update billing.portal_sessions set url = p_args->>'url' where id = p_args->>'id'
+$$;
+
+-- ---- link codes ----------------------------------------------------------------------
+
+-- A new code for the same member and platform invalidates the earlier one. Expiry
+-- changes nothing (the code simply stops being redeemable).
+create or replace function billing_api.link_code_create(p_args jsonb) returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_cid text := billing.current_community_id();
+  v_lc billing.link_codes;
+begin
+  perform billing.require_scope('members:write');
+  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  update billing.link_codes lc set invalidated_at = billing.now()
+  where lc.member_id = p_args->>'id' and lc.intended_platform = p_args->>'intended_platform'
+    and lc.redeemed_at is null and lc.invalidated_at is null;
+  insert into billing.link_codes (community_id, member_id, code, intended_platform, expires_at)
+  values (v_cid, p_args->>'id', upper(substr(replace(gen_random_uuid()::text, '-', ''), 1, 10)),
+    p_args->>'intended_platform', billing.now() + interval '10 minutes')
+  returning * into v_lc;
+  return jsonb_build_object('code', v_lc.code, 'member_id', v_lc.member_id,
+    'intended_platform', v_lc.intended_platform, 'expires_at', billing.iso(v_lc.expires_at));
+end
+$$;
+
+-- A platform bot finishes the link: the identity joins the code's member.
+create or replace function billing_api.link_code_redeem(p_args jsonb) returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_cid text := billing.current_community_id();
+  v_lc billing.link_codes;
+  v_owner text;
+begin
+  perform billing.require_scope('members:write');
+  select * into v_lc from billing.link_codes lc where lc.code = upper(p_args->>'code') for update;
+  if v_lc.id is null or v_lc.redeemed_at is not null or v_lc.invalidated_at is not null
+     or v_lc.expires_at <= billing.now() or v_lc.intended_platform <> p_args->>'platform' then
+    perform billing.raise('BL404', 'No usable link code ' || (p_args->>'code') || ' for ' || (p_args->>'platform') || '.');
+  end if;
+  select i.member_id into v_owner from billing.member_identities i
+  where i.platform = p_args->>'platform' and i.platform_uid = p_args->>'platform_uid';
+  if v_owner is not null and v_owner <> v_lc.member_id then
+    perform billing.raise('BL409', 'This ' || (p_args->>'platform') || ' identity belongs to another member.');
+  end if;
+  if v_owner is null then
+    if exists (select 1 from billing.member_identities i where i.member_id = v_lc.member_id and i.platform = p_args->>'platform') then
+      perform billing.raise('BL409', 'Member ' || v_lc.member_id || ' already has another ' || (p_args->>'platform') || ' identity.');
+    end if;
+    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+    values (v_cid, v_lc.member_id, p_args->>'platform', p_args->>'platform_uid', p_args->>'username');
+  end if;
+  update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
+  return billing.member_json(v_cid, v_lc.member_id);
+end
+$$;
+
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.check_eligible(text,billing.tiers,billing.plans) to billing_api;
+grant execute on function billing.checkout_discount(text,text,text,billing.plans) to billing_api;
+grant execute on function billing.checkout_event_json(billing.checkout_sessions) to billing_api;
+grant execute on function billing.checkout_json(billing.checkout_sessions) to billing_api;
+grant execute on function billing.checkout_lifetime() to billing_api;
+grant execute on function billing.checkout_member(jsonb) to billing_api;
+grant execute on function billing.discount_json(billing.discount_codes) to billing_api;
+grant execute on function billing.random_token() to billing_api;
+grant execute on function billing_api.discounts_list(jsonb) to billing_api;
+grant execute on function billing_api.checkout_create(jsonb) to billing_api;
+grant execute on function billing_api.checkout_set_provider(jsonb) to billing_api;
+grant execute on function billing_api.portal_session_create(jsonb) to billing_api;
+grant execute on function billing_api.portal_session_set_url(jsonb) to billing_api;
+grant execute on function billing_api.link_code_create(jsonb) to billing_api;
+grant execute on function billing_api.link_code_redeem(jsonb) to billing_api;
+--! EndIncluded 80-checkout.sql
+--! Included 85-idempotency-and-limits.sql
+-- Idempotency records and rate limits.
+
+-- ---- idempotency ---------------------------------------------------------------------
+
+-- Idempotency records: scoped per community and endpoint, kept 24 hours.
+create table if not exists billing.idempotency_keys (
+  community_id text collate "C" not null references billing.communities on delete cascade,
+  endpoint text not null,
+  key text not null,
+  request_hash text not null,
+  response_status integer not null,
+  response_body jsonb,
+  created_at timestamptz not null default now(),
+  expires_at timestamptz not null,
+  primary key (community_id, endpoint, key)
+);
+alter table billing.idempotency_keys enable row level security;
+alter table billing.idempotency_keys force row level security;
+drop policy if exists tenant on billing.idempotency_keys;
+create policy tenant on billing.idempotency_keys
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.idempotency_keys;
+create policy owner_access on billing.idempotency_keys to current_user using (true) with check (true);
+grant select, insert, update, delete on billing.idempotency_keys to billing_api;
+
+-- Idempotency: a transaction-level advisory lock marks the key in flight; a
+-- finished record replays. Returns null when the request should run.
+create or replace function billing.idempotency_begin(p_endpoint text, p_key text, p_hash text)
+  returns jsonb language plpgsql volatile
+as $$
+declare
+  v_rec billing.idempotency_keys;
+begin
+  if not pg_try_advisory_xact_lock(hashtextextended(
+       billing.current_community_id() || ' ' || p_endpoint || ' ' || p_key, 7)) then
+    raise exception using errcode = 'BLRIF',
+      message = 'A request with this Idempotency-Key is still being processed.';
+  end if;
+  select * into v_rec from billing.idempotency_keys i
+  where i.community_id = billing.current_community_id() and i.endpoint = p_endpoint and i.key = p_key
+    and i.expires_at > now();
+  if v_rec.key is null then
+    return null;
+  end if;
+  if v_rec.request_hash <> p_hash then
+    raise exception using errcode = 'BLIKR',
+      message = 'This Idempotency-Key was used with a different request body.';
+  end if;
+  return jsonb_build_object('status', v_rec.response_status, 'body', v_rec.response_body);
+end
+$$;
+
+create or replace function billing.idempotency_finish(p_endpoint text, p_key text, p_hash text,
+  p_status integer, p_body jsonb)
+  returns void language sql volatile
+as $$
+  insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status,
+    response_body, expires_at)
+  values (billing.current_community_id(), p_endpoint, p_key, p_hash, p_status, p_body, now() + interval '24 hours')
+  on conflict (community_id, endpoint, key) do update set
+    request_hash = excluded.request_hash, response_status = excluded.response_status,
+    response_body = excluded.response_body, created_at = now(), expires_at = excluded.expires_at
+$$;
+
+-- ---- rate limits -----------------------------------------------------------------------
+
+-- Token buckets; losing them on a crash only refills them.
+create unlogged table if not exists billing_private.rate_buckets (
+  bucket text primary key,
+  tokens double precision not null,
+  allowed boolean not null default true,
+  updated_at timestamptz not null
+);
+alter table billing_private.rate_buckets enable row level security;
+alter table billing_private.rate_buckets force row level security;
+drop policy if exists owner_only on billing_private.rate_buckets;
+create policy owner_only on billing_private.rate_buckets using (true);
+
+-- Token bucket refilling continuously. Returns allowed, remaining, reset, retry_after.
+create or replace function billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision)
+  returns jsonb language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_dead text[];
+  v_now timestamptz := clock_timestamp();
+  v_rate double precision := p_per_minute / 60.0;
+  v_tokens double precision;
+  v_allowed boolean;
 begin
-  insert into billing_private.worker_heartbeats (worker_id, seen_at)
-  select w, now() from unnest(p_worker_ids) w
-  on conflict (worker_id) do update set seen_at = excluded.seen_at;
-  with dead as (
-    delete from billing_private.worker_heartbeats h where h.seen_at < now() - p_stale returning h.worker_id
-  )
-  select array_agg(worker_id) into v_dead from dead;
-  if v_dead is not null then
-    perform graphile_worker.force_unlock_workers(v_dead);
-  end if;
-  return coalesce(v_dead, '{}');
+  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, updated_at)
+  values (p_bucket, p_burst - 1, true, v_now)
+  -- v_now was read before waiting for the row lock, so it may precede the stored
+  -- updated_at of a concurrent request that got the lock first: never refill
+  -- negatively, never move updated_at back.
+  on conflict (bucket) do update set
+    allowed = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
+    tokens = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
+      - case when least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1 then 1 else 0 end,
+    updated_at = greatest(b.updated_at, v_now)
+  returning tokens, allowed into v_tokens, v_allowed;
+  return jsonb_build_object(
+    'allowed', v_allowed,
+    'limit', p_per_minute::bigint,
+    'remaining', floor(greatest(v_tokens, 0))::bigint,
+    'reset', ceil(greatest(p_burst - v_tokens, 0) / v_rate)::bigint,
+    'retry_after', greatest(ceil((1 - v_tokens) / v_rate), 1)::bigint);
 end
 $$;
-revoke all on function billing_private.webhook_deliveries_load(text, text[], integer) from public;
-revoke all on function billing_private.webhook_record_attempts(text, integer, boolean, jsonb, timestamptz, interval) from public;
-revoke all on function billing_private.worker_heartbeat(text[], interval) from public;
 
---! split: 090-retention.sql
+-- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
+
+-- What billing_api calls, directly or with invoker rights from its triggers, policies,
+-- column defaults, views and JSON builders.
+grant execute on function billing.idempotency_begin(text,text,text) to billing_api;
+grant execute on function billing.idempotency_finish(text,text,text,integer,jsonb) to billing_api;
+--! EndIncluded 85-idempotency-and-limits.sql
+--! Included 90-retention.sql
 -- Retention: the worker purges what has outlived its use (hourly, billing__purge_expired).
 --   idempotency records      after expires_at (24 hours)
 --   link codes, portal URLs  a day after they expired (by the community's clock)
@@ -3739,4 +4249,4 @@ begin
     'rate_buckets', v_buckets);
 end
 $$;
-revoke all on function billing_private.purge_expired(interval) from public;
+--! EndIncluded 90-retention.sql

@@ -1,0 +1,6800 @@
+-- db/migrations sha256:00206f2e96e6841a19f64ddc75626bee84d4ae65357576e0615d46d5db9169c2 (regenerate with npm run db:schema)
+--
+-- PostgreSQL database dump
+--
+
+
+-- Dumped from database version 15.20 (Debian 15.20-0+deb12u1)
+-- Dumped by pg_dump version 15.20 (Debian 15.20-0+deb12u1)
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: analytics; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA analytics;
+
+
+--
+-- Name: billing; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA billing;
+
+
+--
+-- Name: billing_api; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA billing_api;
+
+
+--
+-- Name: billing_private; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA billing_private;
+
+
+--
+-- Name: api_auth(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_auth jsonb := billing_private.authenticate(p_key_hash, p_ip, p_limits);
+begin
+  if (v_auth->>'ok')::boolean then
+    perform set_config('app.community_id', v_auth->>'community_id', true);
+    perform set_config('app.key_id', v_auth->>'key_id', true);
+    perform set_config('app.scopes',
+      array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
+  end if;
+  return v_auth;
+end
+$$;
+
+
+--
+-- Name: api_call(text, text, jsonb, text, text, jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb DEFAULT NULL::jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $_$
+declare
+  v_auth jsonb;
+  v_out jsonb;
+  v_replay jsonb;
+  v_state text;
+  v_msg text;
+  v_detail text;
+begin
+  if p_op is not null and p_idem is null then
+    return billing.api_call_deferred(p_key_hash, p_ip, p_limits, p_scope, p_op, p_args);
+  end if;
+  v_auth := billing.api_auth(p_key_hash, p_ip, p_limits);
+  if not (v_auth->>'ok')::boolean then
+    return v_auth;
+  end if;
+  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
+    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
+      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+  end if;
+  if p_op is null then
+    return v_auth;
+  end if;
+  if p_idem is null then
+    begin
+      execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+      return v_auth || jsonb_build_object('result', v_out);
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+      if v_state not like 'BL%' then
+        raise;
+      end if;
+      return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
+        'detail', nullif(v_detail, '')));
+    end;
+  end if;
+  begin
+    if p_idem is not null then
+      v_replay := billing.idempotency_begin(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash');
+      if v_replay is not null then
+        return v_auth || jsonb_build_object('replayed', true) || (v_replay->'body');
+      end if;
+    end if;
+    begin
+      execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+      v_out := jsonb_build_object('result', v_out);
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+      if v_state not like 'BL%' then
+        raise;
+      end if;
+      v_out := jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
+        'detail', nullif(v_detail, '')));
+    end;
+    if p_idem is not null then
+      perform billing.idempotency_finish(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash', 0, v_out);
+    end if;
+  exception when others then
+    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+    if v_state not like 'BL%' then
+      raise;
+    end if;
+    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
+      'detail', nullif(v_detail, '')));
+  end;
+  return v_auth || v_out;
+end
+$_$;
+
+
+--
+-- Name: api_call_deferred(text, text, jsonb, text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $_$
+declare
+  v_auth jsonb := billing_private.authenticate_deferred(p_key_hash, p_ip, p_limits);
+  v_rl jsonb;
+  v_out jsonb;
+  v_state text;
+  v_msg text;
+  v_detail text;
+begin
+  if not (v_auth->>'ok')::boolean then
+    return v_auth;
+  end if;
+  perform set_config('app.community_id', v_auth->>'community_id', true);
+  perform set_config('app.key_id', v_auth->>'key_id', true);
+  perform set_config('app.scopes', array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
+  if not (v_auth->>'token_available')::boolean then
+    v_rl := billing_private.take_key_token(p_limits);
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+  end if;
+  v_auth := v_auth - 'token_available';
+  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
+    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', 'BL403',
+      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+  end if;
+  begin
+    execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+    if v_rl is null then
+      v_rl := billing_private.take_key_token(p_limits);
+      if not (v_rl->>'allowed')::boolean then
+        raise exception using errcode = 'BL429', message = 'rate limited';  -- undoes the operation's writes
+      end if;
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'result', v_out);
+  exception when others then
+    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+    if v_state = 'BL429' and v_rl is not null and not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    if v_state not like 'BL%' then
+      raise;
+    end if;
+    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', v_state,
+      'message', v_msg, 'detail', nullif(v_detail, '')));
+  end;
+end
+$_$;
+
+
+--
+-- Name: api_version(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.api_version() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ select '2026-08' $$;
+
+
+--
+-- Name: apply_due(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.apply_due(p_community_id text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_now timestamptz;
+  v_sub billing.subscriptions;
+  v_plan billing.plans;
+  v_n integer := 0;
+  v_expired integer;
+  v_new_start timestamptz;
+begin
+  perform set_config('app.community_id', p_community_id, true);
+  v_now := billing.now();
+  v_expired := billing.expire_checkouts();
+  for v_sub in
+    select * from billing.subscriptions s
+    where s.community_id = p_community_id and s.provider = 'sandbox'
+      and s.status in ('active', 'trialing', 'past_due', 'cancelling') and s.current_period_end <= v_now
+    order by s.id
+    for update
+  loop
+    while v_sub.status <> 'cancelled' and v_sub.current_period_end <= v_now loop
+      if v_sub.status = 'cancelling' then
+        update billing.subscriptions s set status = 'cancelled', cancelled_at = s.current_period_end, updated_at = now()
+        where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+      else
+        select * into v_plan from billing.plans p
+        where p.community_id = v_sub.community_id and p.id = coalesce(v_sub.scheduled_plan_id, v_sub.plan_id);
+        v_new_start := v_sub.current_period_end;
+        update billing.subscriptions s set status = 'active', plan_id = v_plan.id,
+          scheduled_plan_id = null, scheduled_at = null,
+          current_period_start = v_new_start,
+          current_period_end = v_new_start + billing.plan_interval(v_plan.interval),
+          updated_at = now()
+        where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+      end if;
+      v_n := v_n + 1;
+    end loop;
+  end loop;
+  perform billing.ledger_sweep(p_community_id);
+  return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'expired_checkouts', v_expired);
+end
+$$;
+
+
+--
+-- Name: apply_due_all(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.apply_due_all() RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_id text;
+  v_n integer := 0;
+begin
+  for v_id in select c.id from billing.communities c order by c.id loop
+    perform billing.apply_due(v_id);
+    v_n := v_n + 1;
+  end loop;
+  perform set_config('app.community_id', '', true);
+  return v_n;
+end
+$$;
+
+
+--
+-- Name: apply_provider_subscription(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.apply_provider_subscription(p_state jsonb) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_at timestamptz := (p_state->>'provider_updated_at')::timestamptz;
+  v_plan text;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.provider_ref = p_state->>'provider_ref' for update;
+  if v_sub.id is null then
+    return null;
+  end if;
+  if v_sub.provider_updated_at is not null and v_at < v_sub.provider_updated_at then
+    return v_sub.id;
+  end if;
+  if p_state->>'stripe_price_id' is not null then
+    select p.id into v_plan from billing.plans p
+    where p.community_id = v_sub.community_id and p.stripe_price_id = p_state->>'stripe_price_id' order by p.active desc, p.id limit 1;
+  end if;
+  update billing.subscriptions s set
+    status = coalesce(p_state->>'status', s.status),
+    plan_id = coalesce(v_plan, s.plan_id),
+    current_period_start = coalesce((p_state->>'period_start')::timestamptz, s.current_period_start),
+    current_period_end = coalesce((p_state->>'period_end')::timestamptz, s.current_period_end),
+    trial_end = case when p_state ? 'trial_end' then (p_state->>'trial_end')::timestamptz else s.trial_end end,
+    cancel_at = case when p_state ? 'cancel_at' then (p_state->>'cancel_at')::timestamptz else s.cancel_at end,
+    cancelled_at = case when p_state->>'status' = 'cancelled' then coalesce(s.cancelled_at, (p_state->>'ended_at')::timestamptz, v_at) else s.cancelled_at end,
+    paused_until = case when p_state ? 'paused_until' then (p_state->>'paused_until')::timestamptz else s.paused_until end,
+    -- A scheduled switch is done once Stripe reports the new plan (its schedule moved on).
+    scheduled_plan_id = case when v_plan is not null and v_plan = s.scheduled_plan_id then null else s.scheduled_plan_id end,
+    scheduled_at = case when v_plan is not null and v_plan = s.scheduled_plan_id then null else s.scheduled_at end,
+    provider_customer_ref = coalesce(p_state->>'customer_ref', s.provider_customer_ref),
+    provider_updated_at = greatest(v_at, s.provider_updated_at),
+    updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id;
+  return v_sub.id;
+end
+$$;
+
+
+--
+-- Name: gen_id(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.gen_id(p_prefix text) RETURNS text
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select p_prefix || '_'
+    || lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0')
+    || lpad(to_hex(nextval('billing_private.id_seq')), 6, '0')
+    || substr(md5(gen_random_uuid()::text), 1, 8)
+$$;
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: plans; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.plans (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('plan'::text) NOT NULL COLLATE pg_catalog."C",
+    tier_id text NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL,
+    name text,
+    amount_cents integer NOT NULL,
+    currency text NOT NULL,
+    "interval" text,
+    trial_days integer DEFAULT 0 NOT NULL,
+    access_days integer,
+    active boolean DEFAULT true NOT NULL,
+    stripe_price_id text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT plans_access_days_check CHECK ((access_days > 0)),
+    CONSTRAINT plans_amount_cents_check CHECK ((amount_cents >= 0)),
+    CONSTRAINT plans_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    CONSTRAINT plans_interval_check CHECK (("interval" = ANY (ARRAY['month'::text, 'year'::text]))),
+    CONSTRAINT plans_trial_days_check CHECK ((trial_days >= 0))
+);
+
+ALTER TABLE ONLY billing.plans FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: tiers; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.tiers (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('tier'::text) NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL,
+    name text NOT NULL,
+    description text,
+    kind text DEFAULT 'subscription'::text NOT NULL,
+    billing_mode text DEFAULT 'recurring'::text NOT NULL,
+    rank integer DEFAULT 0 NOT NULL,
+    active boolean DEFAULT true NOT NULL,
+    features text[] DEFAULT '{}'::text[] NOT NULL,
+    perks jsonb DEFAULT '[]'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tiers_billing_mode_check CHECK ((billing_mode = ANY (ARRAY['recurring'::text, 'one_time'::text]))),
+    CONSTRAINT tiers_kind_check CHECK ((kind = ANY (ARRAY['subscription'::text, 'one_time'::text]))),
+    CONSTRAINT tiers_one_time_billed_one_time CHECK (((kind <> 'one_time'::text) OR (billing_mode = 'one_time'::text)))
+);
+
+ALTER TABLE ONLY billing.tiers FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: check_eligible(text, billing.tiers, billing.plans); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.check_eligible(p_member_id text, p_tier billing.tiers, p_plan billing.plans) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_other text;
+begin
+  if exists (select 1 from billing.purchases pu join billing.plans p on p.community_id = pu.community_id and p.id = pu.plan_id
+             where pu.member_id = p_member_id and p.tier_id = p_tier.id and pu.status = 'completed'
+               and (pu.access_expires_at is null or pu.access_expires_at > billing.now())) then
+    raise exception using errcode = 'BLNEL', message = 'The buyer already purchased this tier and its access has not expired.';
+  end if;
+  select p.tier_id into v_other
+  from billing.subscriptions s join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+  where s.member_id = p_member_id and s.status <> 'cancelled'
+  order by (p.tier_id = p_tier.id) desc
+  limit 1;
+  if v_other = p_tier.id then
+    raise exception using errcode = 'BLNEL', message = 'The buyer is already subscribed to this tier.';
+  elsif v_other is not null and p_plan.interval is not null then
+    raise exception using errcode = 'BLNEL',
+      message = 'The buyer is subscribed to another tier (' || v_other || '); switch the subscription instead.';
+  end if;
+end
+$$;
+
+
+--
+-- Name: check_one_time_plans(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.check_one_time_plans(p_community_id text, p_tier_id text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_plan billing.plans;
+begin
+  select p.* into v_plan from billing.plans p
+  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+  where p.community_id = p_community_id and p.tier_id = p_tier_id and t.billing_mode = 'one_time'
+    and (p.interval is not null or p.trial_days <> 0)
+  order by p.id
+  limit 1;
+  if v_plan.id is not null then
+    raise exception using errcode = 'check_violation',
+      message = 'Plan ' || v_plan.key || ' belongs to a tier billed one_time: it has no interval and no trial.',
+      detail = case when v_plan.interval is not null then 'interval' else 'trial_days' end;
+  end if;
+end
+$$;
+
+
+--
+-- Name: checkout_discount(text, text, text, billing.plans); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_d billing.discount_codes;
+  v_now timestamptz := billing.now();
+  v_used bigint;
+begin
+  select * into v_d from billing.discount_codes d where lower(d.code) = lower(p_code);
+  if v_d.id is null then
+    raise exception using errcode = 'BLDSC', message = 'Unknown discount code.', detail = 'discount_code';
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended(v_d.community_id || ' discount ' || v_d.id::text, 6));
+  if not v_d.is_active or v_d.archived_at is not null then
+    raise exception using errcode = 'BLDSC', message = 'This discount code is not active.';
+  elsif v_d.starts_at is not null and v_d.starts_at > v_now then
+    raise exception using errcode = 'BLDSC', message = 'This discount code has not started yet.';
+  elsif v_d.expires_at is not null and v_d.expires_at <= v_now then
+    raise exception using errcode = 'BLDSC', message = 'This discount code has expired.';
+  elsif cardinality(v_d.tier_ids) > 0 and not (p_tier_id = any (v_d.tier_ids)) then
+    raise exception using errcode = 'BLDSC', message = 'This discount code does not apply to this tier.';
+  elsif jsonb_array_length(v_d.members) > 0 and not exists (
+      select 1 from billing.member_identities i, jsonb_array_elements(v_d.members) m
+      where i.member_id = p_member_id and i.platform = m->>'platform' and i.platform_uid = m->>'platform_uid') then
+    raise exception using errcode = 'BLDSC', message = 'This discount code is not available to this buyer.';
+  elsif v_d.min_spend_cents is not null and p_plan.amount_cents < v_d.min_spend_cents then
+    raise exception using errcode = 'BLDSC', message = 'The price is below this discount code''s minimum spend.';
+  elsif v_d.max_spend_cents is not null and p_plan.amount_cents > v_d.max_spend_cents then
+    raise exception using errcode = 'BLDSC', message = 'The price is above this discount code''s maximum spend.';
+  elsif v_d.value_type = 'amount' and v_d.currency is not null and lower(v_d.currency) <> p_plan.currency then
+    raise exception using errcode = 'BLDSC', message = 'This discount code is in another currency.';
+  end if;
+  if v_d.use_limit is not null then
+    select count(*) into v_used
+    from billing.discount_redemptions r
+    join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
+    where r.discount_id = v_d.id
+      and (r.status = 'redeemed' or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > v_now));
+    if v_used >= v_d.use_limit then
+      raise exception using errcode = 'BLDSC', message = 'This discount code has reached its use limit.';
+    end if;
+  end if;
+  discount_id := v_d.id;
+  discount_cents := least(p_plan.amount_cents,
+    case v_d.value_type when 'percent' then round(p_plan.amount_cents * v_d.percent_off / 100)::integer
+                        else coalesce(v_d.amount_off_cents, 0) end);
+end
+$$;
+
+
+--
+-- Name: checkout_sessions; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.checkout_sessions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('cs'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    tier_id text NOT NULL COLLATE pg_catalog."C",
+    plan_id text NOT NULL COLLATE pg_catalog."C",
+    discount_id uuid,
+    amount_cents integer NOT NULL,
+    discount_cents integer DEFAULT 0 NOT NULL,
+    currency text NOT NULL,
+    client_reference_id text,
+    return_url text,
+    subject_kind text NOT NULL,
+    status text DEFAULT 'open'::text NOT NULL,
+    provider text NOT NULL,
+    provider_ref text,
+    url text,
+    expires_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    access_token text,
+    subscription_id text COLLATE pg_catalog."C",
+    purchase_id text COLLATE pg_catalog."C",
+    CONSTRAINT checkout_sessions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
+    CONSTRAINT checkout_sessions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'completed'::text, 'expired'::text]))),
+    CONSTRAINT checkout_sessions_subject_kind_check CHECK ((subject_kind = ANY (ARRAY['member'::text, 'external'::text, 'platform'::text])))
+);
+
+ALTER TABLE ONLY billing.checkout_sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: checkout_event_json(billing.checkout_sessions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_event_json(p_cs billing.checkout_sessions) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'id', p_cs.id, 'checkout_id', p_cs.id, 'status', p_cs.status, 'member_id', p_cs.member_id,
+    'tier_id', p_cs.tier_id, 'plan_id', p_cs.plan_id, 'amount_cents', p_cs.amount_cents,
+    'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
+    'client_reference_id', p_cs.client_reference_id, 'subject_kind', p_cs.subject_kind,
+    'expires_at', billing.iso(p_cs.expires_at), 'completed_at', billing.iso(p_cs.completed_at),
+    'created_at', billing.iso(p_cs.created_at))
+$$;
+
+
+--
+-- Name: checkout_json(billing.checkout_sessions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_json(p_cs billing.checkout_sessions) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object(
+    'checkout_id', p_cs.id, 'member_id', p_cs.member_id, 'status', p_cs.status,
+    'provider', p_cs.provider, 'access_token', p_cs.access_token, 'url', p_cs.url,
+    'expires_at', billing.iso(p_cs.expires_at), 'expired', p_cs.status = 'expired' or (p_cs.status = 'open' and p_cs.expires_at <= billing.now()),
+    'tier_id', t.id, 'tier_name', t.name, 'tier_kind', t.kind,
+    'plan_id', p.id, 'plan_name', p.name, 'interval', p.interval, 'trial_days', p.trial_days,
+    'access_days', p.access_days, 'stripe_price_id', p.stripe_price_id,
+    'amount_cents', p_cs.amount_cents, 'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
+    'discount_code', d.code, 'discount', case when d.id is null then null else jsonb_build_object(
+      'id', d.id, 'value_type', d.value_type, 'percent_off', d.percent_off, 'amount_off_cents', d.amount_off_cents,
+      'duration', d.duration, 'duration_months', d.duration_months) end,
+    'client_reference_id', p_cs.client_reference_id, 'return_url', p_cs.return_url,
+    'subscription_id', p_cs.subscription_id, 'purchase_id', p_cs.purchase_id)
+  from billing.plans p
+  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+  left join billing.discount_codes d on d.community_id = p_cs.community_id and d.id = p_cs.discount_id
+  where p.community_id = p_cs.community_id and p.id = p_cs.plan_id
+$$;
+
+
+--
+-- Name: checkout_lifetime(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_lifetime() RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ select interval '24 hours' $$;
+
+
+--
+-- Name: checkout_member(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_member(p_subject jsonb) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+  v_member text;
+  v_ns text;
+  v_uid text;
+  v_platform text;
+begin
+  if p_subject ? 'member_id' then
+    select m.id into v_member from billing.members m where m.id = p_subject->>'member_id';
+    if v_member is null then
+      perform billing.raise('BL404', 'No member ' || (p_subject->>'member_id') || '.');
+    end if;
+    return v_member;
+  elsif p_subject ? 'external' then
+    v_ns := p_subject->'external'->>'namespace';
+    v_uid := p_subject->'external'->>'external_user_id';
+    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' ext ' || v_ns || ' ' || v_uid, 5));
+    select x.member_id into v_member from billing.external_subjects x
+    where x.namespace = v_ns and x.external_user_id = v_uid;
+    if v_member is null then
+      insert into billing.members (community_id) values (v_cid) returning id into v_member;
+      insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
+      values (v_cid, v_member, v_ns, v_uid);
+    end if;
+    return v_member;
+  else
+    v_platform := p_subject->>'platform';
+    v_uid := p_subject->>'platform_uid';
+    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' pid ' || v_platform || ' ' || v_uid, 5));
+    select i.member_id into v_member from billing.member_identities i
+    where i.platform = v_platform and i.platform_uid = v_uid;
+    if v_member is null then
+      insert into billing.members (community_id) values (v_cid) returning id into v_member;
+      insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+      values (v_cid, v_member, v_platform, v_uid, p_subject->>'username');
+    end if;
+    return v_member;
+  end if;
+end
+$$;
+
+
+--
+-- Name: community_now(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.community_now(p_community_id text) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select now() + coalesce(
+    (select c.clock_offset from billing.communities c where c.id = p_community_id), '0'::interval)
+$$;
+
+
+--
+-- Name: complete_checkout(text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.complete_checkout(p_checkout_id text, p_details jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cs billing.checkout_sessions;
+  v_plan billing.plans;
+  v_tier billing.tiers;
+  v_now timestamptz := billing.now();
+  v_paid boolean := coalesce((p_details->>'paid')::boolean, false);
+  v_sub_id text;
+  v_pur_id text;
+  v_trial_end timestamptz;
+begin
+  select * into v_cs from billing.checkout_sessions cs
+  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
+  if v_cs.id is null then
+    perform billing.raise('BL404', 'No checkout ' || p_checkout_id || '.');
+  end if;
+  if v_cs.status = 'completed' then
+    return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
+      'subscription_id', v_cs.subscription_id, 'purchase_id', v_cs.purchase_id, 'already_completed', true);
+  end if;
+  if not v_paid and (v_cs.status = 'expired' or v_cs.expires_at <= v_now) then
+    perform billing.raise('BL409', 'Checkout ' || v_cs.id || ' has expired.');
+  end if;
+  select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
+  select * into v_tier from billing.tiers t where t.community_id = v_cs.community_id and t.id = v_plan.tier_id;
+  if not v_paid then
+    perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
+  end if;
+
+  if v_plan.interval is not null then
+    if p_details->>'provider_ref' is not null then
+      select s.id into v_sub_id from billing.subscriptions s
+      where s.community_id = v_cs.community_id and s.provider_ref = p_details->>'provider_ref';
+    end if;
+    if v_sub_id is null then
+      v_trial_end := coalesce((p_details->>'trial_end')::timestamptz,
+        case when v_plan.trial_days > 0 and p_details->>'status' is null then v_now + make_interval(days => v_plan.trial_days) end);
+      insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start,
+        current_period_end, trial_end, cancel_at, client_reference_id, checkout_id, provider, provider_ref,
+        provider_customer_ref, provider_updated_at)
+      values (v_cs.community_id, v_cs.member_id, v_plan.id,
+        coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
+        coalesce((p_details->>'period_start')::timestamptz, v_now),
+        coalesce((p_details->>'period_end')::timestamptz, v_trial_end, v_now + billing.plan_interval(v_plan.interval)),
+        v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
+        p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz)
+      returning id into v_sub_id;
+    else
+      update billing.subscriptions s set checkout_id = v_cs.id,
+        client_reference_id = coalesce(s.client_reference_id, v_cs.client_reference_id),
+        provider_customer_ref = coalesce(s.provider_customer_ref, p_details->>'customer_ref')
+      where s.community_id = v_cs.community_id and s.id = v_sub_id
+        and (s.checkout_id is distinct from v_cs.id or s.client_reference_id is null and v_cs.client_reference_id is not null);
+    end if;
+  else
+    insert into billing.purchases (community_id, member_id, plan_id, status, amount_cents, currency,
+      access_expires_at, paid_at, client_reference_id, checkout_id, provider_ref)
+    values (v_cs.community_id, v_cs.member_id, v_plan.id, 'completed', v_cs.amount_cents - v_cs.discount_cents,
+      v_cs.currency, case when v_plan.access_days is not null then v_now + make_interval(days => v_plan.access_days) end,
+      v_now, v_cs.client_reference_id, v_cs.id, p_details->>'provider_ref')
+    returning id into v_pur_id;
+  end if;
+
+  update billing.checkout_sessions cs set status = 'completed', completed_at = v_now,
+    subscription_id = v_sub_id, purchase_id = v_pur_id
+  where cs.community_id = v_cs.community_id and cs.id = v_cs.id;
+  update billing.discount_redemptions r set status = 'redeemed'
+  where r.community_id = v_cs.community_id and r.checkout_id = v_cs.id;
+
+  return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
+    'subscription_id', v_sub_id, 'purchase_id', v_pur_id, 'already_completed', false);
+end
+$$;
+
+
+--
+-- Name: current_community_id(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.current_community_id() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ select nullif(current_setting('app.community_id', true), '') $$;
+
+
+--
+-- Name: current_scopes(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.current_scopes() RETURNS text[]
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ select coalesce(string_to_array(nullif(current_setting('app.scopes', true), ''), ' '), '{}') $$;
+
+
+--
+-- Name: discount_codes; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.discount_codes (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    code text NOT NULL,
+    name text,
+    value_type text NOT NULL,
+    percent_off numeric,
+    amount_off_cents integer,
+    currency text,
+    duration text DEFAULT 'once'::text NOT NULL,
+    duration_months integer,
+    use_limit integer,
+    min_spend_cents integer,
+    max_spend_cents integer,
+    starts_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    is_active boolean DEFAULT true NOT NULL,
+    archived_at timestamp with time zone,
+    tier_ids text[] DEFAULT '{}'::text[] NOT NULL,
+    members jsonb DEFAULT '[]'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT discount_codes_amount_off_cents_check CHECK ((amount_off_cents > 0)),
+    CONSTRAINT discount_codes_amount_value CHECK (((value_type <> 'amount'::text) OR ((amount_off_cents IS NOT NULL) AND (currency IS NOT NULL) AND (percent_off IS NULL)))),
+    CONSTRAINT discount_codes_duration_check CHECK ((duration = ANY (ARRAY['once'::text, 'repeating'::text, 'forever'::text]))),
+    CONSTRAINT discount_codes_duration_months CHECK (((duration = 'repeating'::text) = (duration_months IS NOT NULL))),
+    CONSTRAINT discount_codes_duration_months_check CHECK ((duration_months > 0)),
+    CONSTRAINT discount_codes_max_spend_cents_check CHECK ((max_spend_cents >= 0)),
+    CONSTRAINT discount_codes_min_spend_cents_check CHECK ((min_spend_cents >= 0)),
+    CONSTRAINT discount_codes_percent_off_check CHECK (((percent_off > (0)::numeric) AND (percent_off <= (100)::numeric))),
+    CONSTRAINT discount_codes_percent_value CHECK (((value_type <> 'percent'::text) OR ((percent_off IS NOT NULL) AND (amount_off_cents IS NULL)))),
+    CONSTRAINT discount_codes_spend_range CHECK ((min_spend_cents <= max_spend_cents)),
+    CONSTRAINT discount_codes_use_limit_check CHECK ((use_limit > 0)),
+    CONSTRAINT discount_codes_value_type_check CHECK ((value_type = ANY (ARRAY['percent'::text, 'amount'::text]))),
+    CONSTRAINT discount_codes_window CHECK ((starts_at < expires_at))
+);
+
+ALTER TABLE ONLY billing.discount_codes FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: discount_json(billing.discount_codes); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.discount_json(p_d billing.discount_codes) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'id', p_d.id, 'code', p_d.code, 'name', p_d.name, 'value_type', p_d.value_type,
+    'percent_off', p_d.percent_off, 'amount_off_cents', p_d.amount_off_cents, 'currency', p_d.currency,
+    'duration', p_d.duration, 'duration_months', p_d.duration_months, 'use_limit', p_d.use_limit,
+    'min_spend_cents', p_d.min_spend_cents, 'max_spend_cents', p_d.max_spend_cents,
+    'starts_at', billing.iso(p_d.starts_at), 'expires_at', billing.iso(p_d.expires_at),
+    'is_active', p_d.is_active, 'tier_ids', to_jsonb(p_d.tier_ids),
+    'members', coalesce((
+      select jsonb_agg(jsonb_build_object('platform', m->>'platform', 'platform_uid', m->>'platform_uid',
+        'username', m->>'username'))
+      from jsonb_array_elements(p_d.members) m), '[]'),
+    'redeemed_count', (select count(*) from billing.discount_redemptions r
+      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'redeemed'),
+    'pending_count', (select count(*) from billing.discount_redemptions r
+      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'pending'),
+    'created_at', billing.iso(p_d.created_at))
+$$;
+
+
+--
+-- Name: emit_event(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.emit_event(p_community_id text, p_type text, p_data jsonb) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_id text;
+begin
+  insert into billing.events (community_id, type, data) values (p_community_id, p_type, p_data)
+  returning id into v_id;
+  return v_id;
+end
+$$;
+
+
+--
+-- Name: encode_cursor(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.encode_cursor(p_id text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select translate(encode(convert_to(jsonb_build_object('id', p_id)::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
+$$;
+
+
+--
+-- Name: events; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.events (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('evt'::text) NOT NULL COLLATE pg_catalog."C",
+    type text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    api_version text DEFAULT billing.api_version() NOT NULL,
+    data jsonb NOT NULL
+);
+
+ALTER TABLE ONLY billing.events FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: event_json(billing.events); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.event_json(p_event billing.events) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object('id', p_event.id, 'type', p_event.type,
+    'timestamp', billing.iso(p_event.created_at), 'api_version', p_event.api_version,
+    'data', p_event.data)
+$$;
+
+
+--
+-- Name: expire_checkout(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.expire_checkout(p_checkout_id text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_id text;
+begin
+  update billing.checkout_sessions cs set status = 'expired'
+  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id and cs.status = 'open'
+  returning cs.id into v_id;
+  if v_id is null then
+    return false;
+  end if;
+  update billing.discount_redemptions r set status = 'released'
+  where r.community_id = billing.current_community_id() and r.checkout_id = v_id and r.status = 'pending';
+  return true;
+end
+$$;
+
+
+--
+-- Name: expire_checkouts(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.expire_checkouts() RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_n integer;
+begin
+  with expired as (
+    update billing.checkout_sessions cs set status = 'expired'
+    where cs.community_id = billing.current_community_id() and cs.status = 'open' and cs.expires_at <= billing.now()
+    returning cs.community_id, cs.id)
+  , released as (
+    update billing.discount_redemptions r set status = 'released'
+    from expired e where r.community_id = e.community_id and r.checkout_id = e.id and r.status = 'pending'
+    returning 1)
+  select count(*) into v_n from expired;
+  return v_n;
+end
+$$;
+
+
+--
+-- Name: idempotency_begin(text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_hash text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_rec billing.idempotency_keys;
+begin
+  if not pg_try_advisory_xact_lock(hashtextextended(
+       billing.current_community_id() || ' ' || p_endpoint || ' ' || p_key, 7)) then
+    raise exception using errcode = 'BLRIF',
+      message = 'A request with this Idempotency-Key is still being processed.';
+  end if;
+  select * into v_rec from billing.idempotency_keys i
+  where i.community_id = billing.current_community_id() and i.endpoint = p_endpoint and i.key = p_key
+    and i.expires_at > now();
+  if v_rec.key is null then
+    return null;
+  end if;
+  if v_rec.request_hash <> p_hash then
+    raise exception using errcode = 'BLIKR',
+      message = 'This Idempotency-Key was used with a different request body.';
+  end if;
+  return jsonb_build_object('status', v_rec.response_status, 'body', v_rec.response_body);
+end
+$$;
+
+
+--
+-- Name: idempotency_finish(text, text, text, integer, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+  insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status,
+    response_body, expires_at)
+  values (billing.current_community_id(), p_endpoint, p_key, p_hash, p_status, p_body, now() + interval '24 hours')
+  on conflict (community_id, endpoint, key) do update set
+    request_hash = excluded.request_hash, response_status = excluded.response_status,
+    response_body = excluded.response_body, created_at = now(), expires_at = excluded.expires_at
+$$;
+
+
+--
+-- Name: iso(timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.iso(p_ts timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ select to_char(p_ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+
+
+--
+-- Name: jsonb_array_minus(jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.jsonb_array_minus(a jsonb, b jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+declare
+  v_x jsonb;
+  v_out jsonb := '[]';
+begin
+  if b = '[]' then
+    return a;
+  end if;
+  for v_x in select jsonb_array_elements(a) loop
+    if not (b @> jsonb_build_array(v_x)) then
+      v_out := v_out || jsonb_build_array(v_x);
+    end if;
+  end loop;
+  return v_out;
+end
+$$;
+
+
+--
+-- Name: jsonb_changed(jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.jsonb_changed(p_old jsonb, p_new jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+declare
+  v_key text;
+  v_out jsonb := '{}';
+begin
+  for v_key in select jsonb_object_keys(p_old) loop
+    if (p_old->v_key) is distinct from (p_new->v_key) then
+      v_out := v_out || jsonb_build_object(v_key, p_old->v_key);
+    end if;
+  end loop;
+  return v_out;
+end
+$$;
+
+
+--
+-- Name: ledger_benefits_changed(text, text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_benefits_changed(p_community_id text, p_entitlement_ids text[]) RETURNS integer
+    LANGUAGE sql
+    AS $$
+  select billing.ledger_refresh_members(p_community_id, coalesce((
+    select array_agg(distinct x.member_id) from billing.member_entitlements x
+    where x.community_id = p_community_id and x.entitlement_id = any (p_entitlement_ids)
+      and x.status = 'active'), '{}'), 'benefits_changed', null)
+$$;
+
+
+--
+-- Name: ledger_desired(text, text, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_now timestamp with time zone) RETURNS TABLE(entitlement_id text, sources jsonb, benefits jsonb, next_check_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    AS $$
+  with src as (
+    select 'subscription' as type, s.id, s.status, p.tier_id, s.plan_id, s.client_reference_id,
+      s.current_period_end as valid_until, s.status = 'cancelling' as lapses
+    from billing.subscriptions s
+    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    where s.community_id = p_community_id and s.member_id = p_member_id
+      and (s.status in ('active', 'trialing', 'past_due')
+        or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)))
+    union all
+    select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
+      u.access_expires_at, u.access_expires_at is not null
+    from billing.purchases u
+    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
+    where u.community_id = p_community_id and u.member_id = p_member_id
+      and u.status = 'completed' and (u.access_expires_at is null or u.access_expires_at > p_now)
+  ), per_ent as (
+    select te.entitlement_id,
+      jsonb_agg(jsonb_build_object('type', src.type, 'id', src.id, 'status', src.status,
+        'tier_id', src.tier_id, 'plan_id', src.plan_id, 'client_reference_id', src.client_reference_id,
+        'valid_until', billing.iso(src.valid_until)) order by src.id) as sources,
+      min(src.valid_until) filter (where src.lapses) as next_check_at
+    from src
+    join billing.tier_entitlements te on te.community_id = p_community_id and te.tier_id = src.tier_id
+    group by te.entitlement_id
+  )
+  select pe.entitlement_id, pe.sources,
+    coalesce((
+      select jsonb_agg(jsonb_build_object('platform', pc.platform, 'platform_config_id', b.platform_config_id,
+        'type', b.type, 'value', b.value) order by b.platform_config_id, b.type, b.value)
+      from billing.entitlement_benefits b
+      join billing.platform_configs pc on pc.community_id = b.community_id and pc.id = b.platform_config_id
+      where b.community_id = p_community_id and b.entitlement_id = pe.entitlement_id), '[]'),
+    pe.next_check_at
+  from per_ent pe
+$$;
+
+
+--
+-- Name: ledger_members_on_tiers(text, text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[]) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+  select coalesce(array_agg(distinct member_id), '{}') from (
+    select s.member_id from billing.subscriptions s
+    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    where s.community_id = p_community_id and p.tier_id = any (p_tier_ids)
+      and s.status in ('active', 'trialing', 'past_due', 'cancelling')
+    union all
+    select u.member_id from billing.purchases u
+    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
+    where u.community_id = p_community_id and p.tier_id = any (p_tier_ids) and u.status = 'completed'
+  ) m
+$$;
+
+
+--
+-- Name: ledger_refresh_member(text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_refresh_member(p_community_id text, p_member_id text, p_reason text, p_trigger_event_id text) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_now timestamptz := billing.community_now(p_community_id);
+  v_member jsonb;
+  v_snapshot jsonb;
+  v_rec record;
+  v_row billing.member_entitlements;
+  v_status text;
+  v_identities jsonb;
+  v_type text;
+  v_types text[] := '{}';
+  v_datas jsonb[] := '{}';
+begin
+  -- One refresh of a member at a time: a concurrent one waits for the first to
+  -- commit, then reads what it wrote. A row lock on the member (not an advisory lock:
+  -- one statement may refresh 100,000 members, more than the shared lock table holds);
+  -- NO KEY UPDATE leaves inserts of rows that reference the member unblocked.
+  perform 1 from billing.members m where m.community_id = p_community_id and m.id = p_member_id
+    for no key update;
+  if not found then
+    return 0; -- the member is being deleted; its ledger rows go with it
+  end if;
+  v_member := billing.member_json(p_community_id, p_member_id);
+  v_snapshot := jsonb_build_object('identities', v_member->'identities',
+    'external_subjects', v_member->'external_subjects');
+
+  for v_rec in
+    select d.entitlement_id as d_ent, d.sources as d_sources, d.benefits as d_benefits,
+      d.next_check_at as d_next, me.r as stored
+    from billing.ledger_desired(p_community_id, p_member_id, v_now) d
+    full join (select x as r, x.entitlement_id from billing.member_entitlements x
+               where x.community_id = p_community_id and x.member_id = p_member_id) me
+      on me.entitlement_id = d.entitlement_id
+    order by coalesce(d.entitlement_id, me.entitlement_id)
+  loop
+    v_status := case when v_rec.d_ent is not null then 'active' else 'inactive' end;
+    if (v_rec.stored).id is null then
+      -- first grant of this entitlement to this member
+      insert into billing.member_entitlements as x (community_id, member_id, entitlement_id, status,
+        revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
+      values (p_community_id, p_member_id, v_rec.d_ent, 'active', 1, v_rec.d_sources, v_rec.d_benefits,
+        v_snapshot, v_now, v_rec.d_next, now())
+      returning * into v_row;
+      v_type := 'member.entitlement.granted';
+    else
+      v_row := v_rec.stored;
+      v_identities := case when v_status = 'active' then v_snapshot else v_row.identities end;
+      if v_row.status = v_status
+         and v_row.sources = coalesce(v_rec.d_sources, '[]')
+         and v_row.benefits = coalesce(v_rec.d_benefits, '[]')
+         and v_row.identities = v_identities then
+        if v_row.next_check_at is distinct from v_rec.d_next then
+          update billing.member_entitlements x set next_check_at = v_rec.d_next
+          where x.community_id = p_community_id and x.id = v_row.id;
+        end if;
+        continue;
+      end if;
+      v_type := case
+        when v_row.status = v_status then 'member.entitlement.updated'
+        when v_status = 'active' then 'member.entitlement.granted'
+        else 'member.entitlement.revoked' end;
+      update billing.member_entitlements x set
+        status = v_status,
+        revision = x.revision + 1,
+        sources = coalesce(v_rec.d_sources, '[]'),
+        benefits = coalesce(v_rec.d_benefits, '[]'),
+        identities = v_identities,
+        granted_at = case when v_type = 'member.entitlement.granted' then v_now else x.granted_at end,
+        revoked_at = case when v_type = 'member.entitlement.granted' then null
+                          when v_type = 'member.entitlement.revoked' then v_now else x.revoked_at end,
+        next_check_at = v_rec.d_next,
+        updated_at = now()
+      where x.community_id = p_community_id and x.id = v_row.id
+      returning * into v_row;
+    end if;
+    v_types := v_types || v_type;
+    v_datas := v_datas || jsonb_build_object(
+      'member', v_member,
+      'entitlement', billing.member_entitlement_json(v_row),
+      'changes', jsonb_build_object(
+        'added_benefits', billing.jsonb_array_minus(v_row.benefits, coalesce((v_rec.stored).benefits, '[]')),
+        'removed_benefits', billing.jsonb_array_minus(coalesce((v_rec.stored).benefits, '[]'), v_row.benefits)),
+      'reason', p_reason,
+      'trigger_event_id', p_trigger_event_id);
+  end loop;
+  -- One insert for the member's events (ids follow the entitlement order above).
+  if cardinality(v_types) > 0 then
+    insert into billing.events (community_id, type, data)
+    select p_community_id, v_types[i], v_datas[i] from generate_subscripts(v_types, 1) i order by i;
+  end if;
+  return cardinality(v_types);
+end
+$$;
+
+
+--
+-- Name: ledger_refresh_members(text, text[], text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_refresh_members(p_community_id text, p_member_ids text[], p_reason text, p_trigger_event_id text) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_member text;
+  v_changed integer := 0;
+begin
+  for v_member in select distinct m from unnest(p_member_ids) m where m is not null order by 1 loop
+    v_changed := v_changed + billing.ledger_refresh_member(p_community_id, v_member, p_reason, p_trigger_event_id);
+  end loop;
+  return v_changed;
+end
+$$;
+
+
+--
+-- Name: ledger_sweep(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_sweep(p_community_id text) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_community text;
+  v_member text;
+  v_changed integer := 0;
+begin
+  for v_community in
+    select c.id from billing.communities c
+    where p_community_id is null or c.id = p_community_id
+  loop
+    for v_member in
+      select distinct x.member_id from billing.member_entitlements x
+      where x.community_id = v_community and x.status = 'active'
+        and x.next_check_at <= billing.community_now(v_community)
+      order by x.member_id
+    loop
+      v_changed := v_changed + billing.ledger_refresh_member(v_community, v_member, 'access_expired', null);
+    end loop;
+  end loop;
+  return v_changed;
+end
+$$;
+
+
+--
+-- Name: subscriptions; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.subscriptions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('sub'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    plan_id text NOT NULL COLLATE pg_catalog."C",
+    status text NOT NULL,
+    current_period_start timestamp with time zone,
+    current_period_end timestamp with time zone,
+    trial_end timestamp with time zone,
+    cancel_at timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    paused_until timestamp with time zone,
+    scheduled_plan_id text COLLATE pg_catalog."C",
+    scheduled_at timestamp with time zone,
+    client_reference_id text,
+    checkout_id text COLLATE pg_catalog."C",
+    provider text DEFAULT 'sandbox'::text NOT NULL,
+    provider_ref text,
+    provider_updated_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    provider_customer_ref text,
+    provider_schedule_ref text,
+    proration_credit_cents integer,
+    proration_charge_cents integer,
+    prorated_at timestamp with time zone,
+    CONSTRAINT subscriptions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
+    CONSTRAINT subscriptions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text, 'cancelled'::text, 'paused'::text])))
+);
+
+ALTER TABLE ONLY billing.subscriptions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: lock_subscription(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.lock_subscription(p_id text) RETURNS billing.subscriptions
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  -- FOR UPDATE needs UPDATE rights, which billing_api has on subscriptions.
+  select * into v_sub from billing.subscriptions s where s.id = p_id for update;
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || coalesce(p_id, '') || '.');
+  end if;
+  return v_sub;
+end
+$$;
+
+
+--
+-- Name: member_changed(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_changed(p_community_id text, p_member_id text, p_change jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_member jsonb := billing.member_json(p_community_id, p_member_id);
+  v_event_id text;
+begin
+  if v_member is null then
+    return; -- the member itself is being deleted
+  end if;
+  v_event_id := billing.emit_event(p_community_id, 'member.updated',
+    jsonb_build_object('member', v_member, 'change', p_change));
+  perform billing.ledger_refresh_member(p_community_id, p_member_id, p_change->>'kind', v_event_id);
+end
+$$;
+
+
+--
+-- Name: member_entitlements; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.member_entitlements (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('ment'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    entitlement_id text NOT NULL COLLATE pg_catalog."C",
+    status text NOT NULL,
+    revision bigint DEFAULT 1 NOT NULL,
+    sources jsonb DEFAULT '[]'::jsonb NOT NULL,
+    benefits jsonb DEFAULT '[]'::jsonb NOT NULL,
+    identities jsonb DEFAULT '{}'::jsonb NOT NULL,
+    granted_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    next_check_at timestamp with time zone,
+    CONSTRAINT member_entitlements_status_check CHECK ((status = ANY (ARRAY['active'::text, 'inactive'::text])))
+);
+
+ALTER TABLE ONLY billing.member_entitlements FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: COLUMN member_entitlements.identities; Type: COMMENT; Schema: billing; Owner: -
+--
+
+COMMENT ON COLUMN billing.member_entitlements.identities IS 'Snapshot {identities, external_subjects} of the member when last active: a change of it is a visible change (revision + 1, member.entitlement.updated).';
+
+
+--
+-- Name: COLUMN member_entitlements.next_check_at; Type: COMMENT; Schema: billing; Owner: -
+--
+
+COMMENT ON COLUMN billing.member_entitlements.next_check_at IS 'Earliest valid_until among time-limited sources (cancelling subscriptions, expiring purchases); billing.ledger_sweep re-evaluates the row once billing.now() reaches it.';
+
+
+--
+-- Name: member_entitlement_json(billing.member_entitlements); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_entitlement_json(p_me billing.member_entitlements) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select billing.member_entitlement_json(p_me, e)
+  from (select 1) one
+  left join billing.entitlements e on e.community_id = p_me.community_id and e.id = p_me.entitlement_id
+$$;
+
+
+--
+-- Name: entitlements; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.entitlements (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('ent'::text) NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing.entitlements FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: member_entitlement_json(billing.member_entitlements, billing.entitlements); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_entitlement_json(p_me billing.member_entitlements, p_ent billing.entitlements) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'id', p_me.id,
+    'entitlement_id', p_me.entitlement_id,
+    'key', p_ent.key,
+    'name', p_ent.name,
+    'revision', p_me.revision,
+    'status', p_me.status,
+    'granted_at', billing.iso(p_me.granted_at),
+    'revoked_at', billing.iso(p_me.revoked_at),
+    'sources', p_me.sources,
+    'benefits', p_me.benefits)
+$$;
+
+
+--
+-- Name: member_json(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_json(p_community_id text, p_member_id text) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'id', m.id,
+    'created_at', billing.iso(m.created_at),
+    'identities', coalesce((
+      select jsonb_agg(jsonb_build_object('platform', i.platform, 'platform_uid', i.platform_uid,
+        'username', i.username) order by i.platform, i.platform_uid)
+      from billing.member_identities i
+      where i.community_id = m.community_id and i.member_id = m.id), '[]'),
+    'external_subjects', coalesce((
+      select jsonb_agg(jsonb_build_object('namespace', x.namespace, 'external_user_id', x.external_user_id)
+        order by x.namespace, x.external_user_id)
+      from billing.external_subjects x
+      where x.community_id = m.community_id and x.member_id = m.id), '[]'))
+  from billing.members m
+  where m.community_id = p_community_id and m.id = p_member_id
+$$;
+
+
+--
+-- Name: now(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.now() RETURNS timestamp with time zone
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select now() + coalesce(
+    (select c.clock_offset from billing.communities c where c.id = billing.current_community_id()),
+    '0'::interval)
+$$;
+
+
+--
+-- Name: page_json(text[], jsonb[], integer); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.page_json(p_ids text[], p_items jsonb[], p_limit integer) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'data', coalesce(to_jsonb(p_items[1:p_limit]), '[]'),
+    'next_cursor', case when coalesce(cardinality(p_ids), 0) > p_limit
+      then billing.encode_cursor(p_ids[p_limit]) end)
+$$;
+
+
+--
+-- Name: plan_interval(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.plan_interval(p_interval text) RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ select case p_interval when 'month' then interval '1 month' when 'year' then interval '1 year' end $$;
+
+
+--
+-- Name: purchases; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.purchases (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('pur'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    plan_id text NOT NULL COLLATE pg_catalog."C",
+    status text DEFAULT 'completed'::text NOT NULL,
+    amount_cents integer NOT NULL,
+    currency text NOT NULL,
+    access_expires_at timestamp with time zone,
+    paid_at timestamp with time zone DEFAULT now() NOT NULL,
+    client_reference_id text,
+    checkout_id text COLLATE pg_catalog."C",
+    provider_ref text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT purchases_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'refunded'::text])))
+);
+
+ALTER TABLE ONLY billing.purchases FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: purchase_event_json(billing.purchases); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.purchase_event_json(p_pur billing.purchases) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_plan billing.plans;
+  v_tier billing.tiers;
+begin
+  select * into v_plan from billing.plans p where p.community_id = p_pur.community_id and p.id = p_pur.plan_id;
+  select * into v_tier from billing.tiers t where t.community_id = v_plan.community_id and t.id = v_plan.tier_id;
+  return billing.purchase_json(p_pur, v_plan, v_tier)
+    || jsonb_build_object('client_reference_id', p_pur.client_reference_id);
+end
+$$;
+
+
+--
+-- Name: purchase_json(billing.purchases); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.purchase_json(p_pur billing.purchases) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select billing.purchase_json(p_pur, p, t)
+  from (select 1) one
+  left join billing.plans p on p.community_id = p_pur.community_id and p.id = p_pur.plan_id
+  left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+$$;
+
+
+--
+-- Name: purchase_json(billing.purchases, billing.plans, billing.tiers); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.purchase_json(p_pur billing.purchases, p_plan billing.plans, p_tier billing.tiers) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'id', p_pur.id,
+    'status', p_pur.status,
+    'plan_id', p_pur.plan_id,
+    'plan_name', p_plan.name,
+    'tier_id', p_plan.tier_id,
+    'tier_name', p_tier.name,
+    'member_id', p_pur.member_id,
+    'amount_cents', p_pur.amount_cents,
+    'currency', p_pur.currency,
+    'access_expires_at', billing.iso(p_pur.access_expires_at),
+    'paid_at', billing.iso(p_pur.paid_at),
+    'created_at', billing.iso(p_pur.created_at))
+$$;
+
+
+--
+-- Name: raise(text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.raise(p_sqlstate text, p_message text, p_detail text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  raise exception using errcode = p_sqlstate, message = p_message, detail = coalesce(p_detail, '');
+end
+$$;
+
+
+--
+-- Name: random_token(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.random_token() RETURNS text
+    LANGUAGE sql PARALLEL SAFE
+    AS $$ select replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', '') $$;
+
+
+--
+-- Name: record_provider_event(text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.record_provider_event(p_provider text, p_event_id text, p_type text) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+  with ins as (
+    insert into billing.provider_events (community_id, provider, event_id, type)
+    values (billing.current_community_id(), p_provider, p_event_id, p_type)
+    on conflict do nothing returning 1)
+  select exists (select 1 from ins)
+$$;
+
+
+--
+-- Name: refund_purchase(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.refund_purchase(p_provider_ref text) RETURNS text
+    LANGUAGE sql
+    AS $$
+  update billing.purchases pu set status = 'refunded'
+  where pu.community_id = billing.current_community_id() and pu.provider_ref = p_provider_ref and pu.status = 'completed'
+  returning pu.id
+$$;
+
+
+--
+-- Name: require_scope(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.require_scope(p_scope text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  if not (p_scope = any (billing.current_scopes())) then
+    raise exception using errcode = 'BL403', message = 'This key lacks the scope ' || p_scope || '.',
+      detail = p_scope;
+  end if;
+end
+$$;
+
+
+--
+-- Name: require_switchable(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.require_switchable(p_sub billing.subscriptions) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  if p_sub.status not in ('active', 'trialing') then
+    perform billing.raise('BL409', 'Subscription ' || p_sub.id || ' is ' || p_sub.status
+      || ': only active or trialing subscriptions can switch plans.');
+  end if;
+end
+$$;
+
+
+--
+-- Name: resolve_identity(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.resolve_identity(p_args jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_platform text := nullif(p_args->>'platform', '');
+  v_uid text := nullif(p_args->>'platform_uid', '');
+  v_ns text := nullif(p_args->>'namespace', '');
+  v_ext text := nullif(p_args->>'external_user_id', '');
+  v_platform_pair boolean := v_platform is not null or v_uid is not null;
+  v_subject_pair boolean := v_ns is not null or v_ext is not null;
+  v_member text;
+begin
+  if v_platform_pair and v_subject_pair then
+    perform billing.raise('BL400', 'Send exactly one identity pair: platform with platform_uid, '
+      || 'or namespace with external_user_id, not both.', case when v_ns is not null then 'namespace' else 'external_user_id' end);
+  elsif not v_platform_pair and not v_subject_pair then
+    perform billing.raise('BL400', 'Missing query parameter "platform" (with "platform_uid") or "namespace" '
+      || '(with "external_user_id"): send exactly one identity pair.', 'platform');
+  elsif v_platform_pair and v_platform is null then
+    perform billing.raise('BL400', 'Missing query parameter "platform": platform_uid needs its platform.', 'platform');
+  elsif v_platform_pair and v_uid is null then
+    perform billing.raise('BL400', 'Missing query parameter "platform_uid": platform needs its platform_uid.', 'platform_uid');
+  elsif v_subject_pair and v_ns is null then
+    perform billing.raise('BL400', 'Missing query parameter "namespace": external_user_id needs its namespace.', 'namespace');
+  elsif v_subject_pair and v_ext is null then
+    perform billing.raise('BL400', 'Missing query parameter "external_user_id": namespace needs its external_user_id.', 'external_user_id');
+  end if;
+  if v_platform_pair then
+    if v_platform not in ('discord', 'telegram') then
+      perform billing.raise('BL422', 'Unknown platform "' || v_platform || '"; known: discord, telegram.', 'platform');
+    end if;
+    select i.member_id into v_member from billing.member_identities i
+    where i.community_id = billing.current_community_id() and i.platform = v_platform and i.platform_uid = v_uid;
+  else
+    select x.member_id into v_member from billing.external_subjects x
+    where x.community_id = billing.current_community_id() and x.namespace = v_ns and x.external_user_id = v_ext;
+  end if;
+  return v_member;
+end
+$$;
+
+
+--
+-- Name: sandbox_advance(text, numeric); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.sandbox_advance(p_community_id text, p_days numeric) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_provider text;
+begin
+  if p_days is null or p_days <= 0 then
+    perform billing.raise('BL422', 'The number of days must be positive.', 'days');
+  end if;
+  select c.payment_provider into v_provider from billing.communities c where c.id = p_community_id for update;
+  if not found then
+    perform billing.raise('BL404', 'No community ' || p_community_id || '.');
+  end if;
+  if v_provider is distinct from 'sandbox' then
+    perform billing.raise('BL409', 'The test clock only runs for sandbox communities.');
+  end if;
+  update billing.communities c set clock_offset = c.clock_offset + make_interval(secs => p_days * 86400)
+  where c.id = p_community_id;
+  return billing.apply_due(p_community_id);
+end
+$$;
+
+
+--
+-- Name: subscription_event_json(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_event_json(p_sub billing.subscriptions) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_plan billing.plans;
+  v_tier billing.tiers;
+begin
+  select * into v_plan from billing.plans p where p.community_id = p_sub.community_id and p.id = p_sub.plan_id;
+  select * into v_tier from billing.tiers t where t.community_id = v_plan.community_id and t.id = v_plan.tier_id;
+  return billing.subscription_json(p_sub, v_plan, v_tier)
+    || jsonb_build_object('client_reference_id', p_sub.client_reference_id);
+end
+$$;
+
+
+--
+-- Name: subscription_json(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_json(p_sub billing.subscriptions) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select billing.subscription_json(p_sub, p, t)
+  from (select 1) one
+  left join billing.plans p on p.community_id = p_sub.community_id and p.id = p_sub.plan_id
+  left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+$$;
+
+
+--
+-- Name: subscription_json(billing.subscriptions, billing.plans, billing.tiers); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_json(p_sub billing.subscriptions, p_plan billing.plans, p_tier billing.tiers) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'id', p_sub.id,
+    'status', p_sub.status,
+    'plan_id', p_sub.plan_id,
+    'plan_name', p_plan.name,
+    'tier_id', p_plan.tier_id,
+    'tier_name', p_tier.name,
+    'member_id', p_sub.member_id,
+    'amount_cents', p_plan.amount_cents,
+    'currency', p_plan.currency,
+    'interval', p_plan.interval,
+    'current_period_end', billing.iso(p_sub.current_period_end),
+    'cancel_at', billing.iso(p_sub.cancel_at),
+    'paused_until', billing.iso(p_sub.paused_until),
+    'scheduled_plan_id', p_sub.scheduled_plan_id,
+    'scheduled_at', billing.iso(p_sub.scheduled_at),
+    'created_at', billing.iso(p_sub.created_at),
+    'updated_at', billing.iso(p_sub.updated_at))
+$$;
+
+
+--
+-- Name: subscription_provider(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_provider(p_sub billing.subscriptions) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('provider', p_sub.provider, 'provider_ref', p_sub.provider_ref,
+    'plan_id', p_sub.plan_id, 'stripe_price_id', (select p.stripe_price_id from billing.plans p
+      where p.community_id = p_sub.community_id and p.id = p_sub.plan_id),
+    'current_period_end', billing.iso(p_sub.current_period_end))
+$$;
+
+
+--
+-- Name: switch_options(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.switch_options(p_sub billing.subscriptions) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  with cur as (
+    select t.id as tier_id, t.rank from billing.plans p
+    join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+    where p.community_id = p_sub.community_id and p.id = p_sub.plan_id),
+  opts as (
+    select jsonb_build_object('plan_id', p.id, 'plan_name', p.name, 'tier_id', p.tier_id,
+             'amount_cents', p.amount_cents, 'currency', p.currency, 'interval', p.interval,
+             'trial_days', p.trial_days) as j,
+           case when t.id = cur.tier_id then 'same_tier' when t.rank >= cur.rank then 'upgrades' else 'downgrades' end as grp,
+           t.rank, p.amount_cents, p.id
+    from billing.plans p
+    join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+    cross join cur
+    where p.community_id = p_sub.community_id and p.active and t.active and t.kind = 'subscription'
+      and p.interval is not null and p.id <> p_sub.plan_id)
+  select jsonb_build_object(
+    'same_tier', coalesce((select jsonb_agg(j order by amount_cents, id) from opts where grp = 'same_tier'), '[]'),
+    'upgrades', coalesce((select jsonb_agg(j order by rank, amount_cents, id) from opts where grp = 'upgrades'), '[]'),
+    'downgrades', coalesce((select jsonb_agg(j order by rank desc, amount_cents, id) from opts where grp = 'downgrades'), '[]'))
+$$;
+
+
+--
+-- Name: tg_checkout_sessions__outbox(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_checkout_sessions__outbox() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if tg_op = 'INSERT' then
+    perform billing.emit_event(new.community_id, 'checkout.created',
+      jsonb_build_object('checkout', billing.checkout_event_json(new), 'previous_attributes', null));
+    if new.status = 'open' then
+      return null;
+    end if;
+  elsif new.status is not distinct from old.status then
+    return null;
+  end if;
+  if new.status in ('completed', 'expired') then
+    perform billing.emit_event(new.community_id, 'checkout.' || new.status,
+      jsonb_build_object('checkout', billing.checkout_event_json(new), 'previous_attributes',
+        case when tg_op = 'UPDATE' then jsonb_build_object('status', old.status) end));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_entitlement_benefits__ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_entitlement_benefits__ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
+  from (select community_id, entitlement_id from new_rows
+        union all select community_id, entitlement_id from old_rows) t
+  group by t.community_id;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_entitlement_benefits__ledger_delete(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_entitlement_benefits__ledger_delete() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
+  from old_rows t group by t.community_id;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_entitlement_benefits__ledger_insert(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_entitlement_benefits__ledger_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
+  from new_rows t group by t.community_id;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_external_subjects__outbox_and_ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_external_subjects__outbox_and_ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if tg_op = 'UPDATE' and old.member_id = new.member_id and old.namespace = new.namespace
+     and old.external_user_id = new.external_user_id then
+    return null;
+  end if;
+  if tg_op in ('DELETE', 'UPDATE') then
+    perform billing.member_changed(old.community_id, old.member_id, jsonb_build_object(
+      'kind', 'external_subject_removed', 'namespace', old.namespace,
+      'external_user_id', old.external_user_id));
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') then
+    perform billing.member_changed(new.community_id, new.member_id, jsonb_build_object(
+      'kind', 'external_subject_attached', 'namespace', new.namespace,
+      'external_user_id', new.external_user_id));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_member_identities__outbox_and_ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_member_identities__outbox_and_ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if tg_op = 'UPDATE' and old.member_id = new.member_id and old.platform = new.platform
+     and old.platform_uid = new.platform_uid and old.username is not distinct from new.username then
+    return null;
+  end if;
+  if tg_op in ('DELETE', 'UPDATE') then
+    perform billing.member_changed(old.community_id, old.member_id, jsonb_build_object(
+      'kind', case when tg_op = 'DELETE' or old.member_id <> new.member_id then 'identity_unlinked'
+        else 'identity_updated' end,
+      'platform', old.platform, 'platform_uid', old.platform_uid));
+  end if;
+  if tg_op = 'INSERT' or (tg_op = 'UPDATE' and old.member_id <> new.member_id) then
+    perform billing.member_changed(new.community_id, new.member_id, jsonb_build_object(
+      'kind', 'identity_linked', 'platform', new.platform, 'platform_uid', new.platform_uid));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_members__outbox(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_members__outbox() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.emit_event(new.community_id, 'member.created', jsonb_build_object(
+    'member', billing.member_json(new.community_id, new.id), 'change', null));
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_plans__ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_plans__ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.ledger_refresh_members(new.community_id, coalesce((
+    select array_agg(distinct m.member_id) from (
+      select s.member_id from billing.subscriptions s where s.community_id = new.community_id and s.plan_id = new.id
+      union all
+      select u.member_id from billing.purchases u where u.community_id = new.community_id and u.plan_id = new.id) m),
+    '{}'), 'tier_entitlements_changed', null);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_plans__one_time_rules(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_plans__one_time_rules() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.check_one_time_plans(new.community_id, new.tier_id);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_platform_configs__ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_platform_configs__ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.ledger_benefits_changed(new.community_id, coalesce((
+    select array_agg(distinct b.entitlement_id) from billing.entitlement_benefits b
+    where b.community_id = new.community_id and b.platform_config_id = new.id), '{}'));
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_purchases__outbox_and_ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_purchases__outbox_and_ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_new jsonb;
+  v_prev jsonb;
+  v_type text;
+  v_reason text;
+  v_event_id text;
+begin
+  if tg_op = 'DELETE' then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, 'purchase_deleted', null);
+    return null;
+  end if;
+  v_new := billing.purchase_event_json(new);
+  if tg_op = 'INSERT' then
+    v_type := 'purchase.created';
+    v_reason := case when new.status = 'completed' then 'purchase_completed' else 'purchase_updated' end;
+    v_prev := null;
+  else
+    v_prev := billing.jsonb_changed(billing.purchase_event_json(old) - 'tier_name' - 'plan_name', v_new);
+    if v_prev = '{}' then
+      return null;
+    end if;
+    v_type := case when new.status = 'refunded' and old.status <> 'refunded'
+      then 'purchase.refunded' else 'purchase.updated' end;
+    v_reason := case when v_type = 'purchase.refunded' then 'purchase_refunded' else 'purchase_updated' end;
+  end if;
+  v_event_id := billing.emit_event(new.community_id, v_type,
+    jsonb_build_object('purchase', v_new, 'previous_attributes', v_prev));
+  perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
+  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_subscriptions__outbox_and_ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_subscriptions__outbox_and_ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_new jsonb;
+  v_prev jsonb;
+  v_type text;
+  v_reason text;
+  v_event_id text;
+begin
+  if tg_op = 'DELETE' then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, 'subscription_deleted', null);
+    return null;
+  end if;
+  v_new := billing.subscription_event_json(new);
+  if tg_op = 'INSERT' then
+    v_type := 'subscription.created';
+    v_reason := 'subscription_created';
+    v_prev := null;
+  else
+    v_prev := billing.jsonb_changed(billing.subscription_event_json(old) - 'updated_at' - 'tier_name' - 'plan_name',
+      v_new);
+    if v_prev = '{}' then
+      return null; -- nothing a consumer sees (nor a ledger source) changed
+    end if;
+    v_type := case when new.status = 'cancelled' and old.status <> 'cancelled'
+      then 'subscription.cancelled' else 'subscription.updated' end;
+    v_reason := case
+      when new.plan_id <> old.plan_id then 'plan_changed'
+      when new.status = old.status then 'subscription_updated'
+      when new.status = 'cancelled' then 'subscription_ended'
+      when new.status = 'paused' then 'subscription_paused'
+      when new.status = 'cancelling' then 'subscription_cancelling'
+      when old.status in ('cancelled', 'paused') then 'subscription_activated'
+      else 'subscription_updated' end;
+  end if;
+  v_event_id := billing.emit_event(new.community_id, v_type,
+    jsonb_build_object('subscription', v_new, 'previous_attributes', v_prev));
+  perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
+  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
+    perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_tier_entitlements__ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_tier_entitlements__ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_pair record;
+begin
+  for v_pair in
+    select t.community_id, array_agg(distinct t.tier_id) as tiers from (
+      select community_id, tier_id from new_rows
+      union all
+      select community_id, tier_id from old_rows) t
+    group by t.community_id
+  loop
+    perform billing.ledger_refresh_members(v_pair.community_id,
+      billing.ledger_members_on_tiers(v_pair.community_id, v_pair.tiers), 'tier_entitlements_changed', null);
+  end loop;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_tier_entitlements__ledger_delete(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_tier_entitlements__ledger_delete() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_pair record;
+begin
+  for v_pair in
+    select t.community_id, array_agg(distinct t.tier_id) as tiers from old_rows t group by t.community_id
+  loop
+    perform billing.ledger_refresh_members(v_pair.community_id,
+      billing.ledger_members_on_tiers(v_pair.community_id, v_pair.tiers), 'tier_entitlements_changed', null);
+  end loop;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_tier_entitlements__ledger_insert(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_tier_entitlements__ledger_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_pair record;
+begin
+  for v_pair in
+    select t.community_id, array_agg(distinct t.tier_id) as tiers from new_rows t group by t.community_id
+  loop
+    perform billing.ledger_refresh_members(v_pair.community_id,
+      billing.ledger_members_on_tiers(v_pair.community_id, v_pair.tiers), 'tier_entitlements_changed', null);
+  end loop;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_tiers__one_time_rules(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_tiers__one_time_rules() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.check_one_time_plans(new.community_id, new.id);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tier_json(billing.tiers); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tier_json(p_tier billing.tiers) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object(
+    'id', p_tier.id, 'name', p_tier.name, 'description', p_tier.description,
+    'kind', p_tier.kind, 'billing_mode', p_tier.billing_mode, 'rank', p_tier.rank,
+    'features', to_jsonb(p_tier.features), 'perks', p_tier.perks,
+    'plans', coalesce((
+      select jsonb_agg(jsonb_build_object('id', p.id, 'name', p.name, 'amount_cents', p.amount_cents,
+        'currency', p.currency, 'interval', p.interval, 'trial_days', p.trial_days,
+        'access_days', p.access_days) order by p.amount_cents, p.id)
+      from billing.plans p
+      where p.community_id = p_tier.community_id and p.tier_id = p_tier.id and p.active), '[]'))
+$$;
+
+
+--
+-- Name: webhook_deliveries; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.webhook_deliveries (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('wd'::text) NOT NULL COLLATE pg_catalog."C",
+    endpoint_id text NOT NULL COLLATE pg_catalog."C",
+    event_id text NOT NULL COLLATE pg_catalog."C",
+    event_type text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    attempt_count integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    last_status_code integer,
+    last_error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text])))
+)
+WITH (fillfactor='50');
+
+ALTER TABLE ONLY billing.webhook_deliveries FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: webhook_delivery_json(billing.webhook_deliveries); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.webhook_delivery_json(p_delivery billing.webhook_deliveries) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('id', p_delivery.id, 'endpoint_id', p_delivery.endpoint_id,
+    'event_id', p_delivery.event_id, 'event_type', p_delivery.event_type, 'status', p_delivery.status,
+    'attempt_count', p_delivery.attempt_count, 'next_attempt_at', billing.iso(p_delivery.next_attempt_at),
+    'last_status_code', p_delivery.last_status_code, 'last_error', p_delivery.last_error,
+    'created_at', billing.iso(p_delivery.created_at), 'updated_at', billing.iso(p_delivery.updated_at),
+    'attempts', coalesce((
+      select jsonb_agg(jsonb_build_object('id', a.id, 'event_id', p_delivery.event_id,
+        'event_type', p_delivery.event_type, 'attempt', a.attempt, 'status_code', a.status_code,
+        'duration_ms', a.duration_ms, 'error', a.error, 'response_excerpt', a.response_excerpt,
+        'started_at', billing.iso(a.started_at), 'finished_at', billing.iso(a.finished_at),
+        'next_attempt_at', billing.iso(a.next_attempt_at)) order by a.attempt, a.id)
+      from billing.webhook_attempts a
+      where a.community_id = p_delivery.community_id and a.delivery_id = p_delivery.id), '[]'))
+$$;
+
+
+--
+-- Name: webhook_endpoints; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.webhook_endpoints (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('we'::text) NOT NULL COLLATE pg_catalog."C",
+    url text NOT NULL,
+    description text,
+    event_types text[] DEFAULT '{}'::text[] NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    disabled_reason text,
+    failing_since timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT webhook_endpoints_description_length CHECK ((length(description) <= 500)),
+    CONSTRAINT webhook_endpoints_disabled_reason CHECK ((disabled_reason = ANY (ARRAY['manual'::text, 'failing'::text]))),
+    CONSTRAINT webhook_endpoints_url_length CHECK (((length(url) >= 1) AND (length(url) <= 2048)))
+);
+
+ALTER TABLE ONLY billing.webhook_endpoints FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: webhook_endpoint_json(billing.webhook_endpoints); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.webhook_endpoint_json(p_endpoint billing.webhook_endpoints) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('id', p_endpoint.id, 'url', p_endpoint.url, 'description', p_endpoint.description,
+    'event_types', to_jsonb(p_endpoint.event_types), 'enabled', p_endpoint.enabled,
+    'disabled_reason', p_endpoint.disabled_reason,
+    'created_at', billing.iso(p_endpoint.created_at), 'updated_at', billing.iso(p_endpoint.updated_at))
+$$;
+
+
+--
+-- Name: analytics_summary(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_summary(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_community text := billing.current_community_id();
+  v_main analytics.mrr;
+  v_currency text;
+  v_out jsonb;
+begin
+  perform billing.require_scope('analytics:read');
+  select * into v_main from analytics.mrr m where m.community_id = v_community
+  order by m.billing_subscriptions desc, m.mrr_cents desc, m.currency limit 1;
+  v_currency := v_main.currency;
+  if v_currency is null then
+    select p.currency into v_currency from billing.plans p
+    where p.community_id = v_community and p.active
+    group by p.currency order by count(*) desc, p.currency limit 1;
+  end if;
+  select jsonb_build_object(
+    'mrr_cents', coalesce(v_main.mrr_cents, 0),
+    'currency', v_currency,
+    'active_subscribers', coalesce((select sb.active_subscribers from analytics.subscribers sb
+      where sb.community_id = v_community), 0),
+    'recent_signups', ra.recent_signups,
+    'recent_cancels', ra.recent_cancels,
+    'window_start', billing.iso(ra.window_start),
+    'mrr_by_currency', coalesce((select jsonb_agg(jsonb_build_object('currency', m.currency,
+      'mrr_cents', m.mrr_cents) order by m.currency) from analytics.mrr m where m.community_id = v_community), '[]'))
+  into v_out
+  from analytics.recent_activity ra where ra.community_id = v_community;
+  return v_out;
+end
+$$;
+
+
+--
+-- Name: checkout_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.checkout_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+  v_tier billing.tiers;
+  v_plan billing.plans;
+  v_provider text;
+  v_subject jsonb := p_args->'subject';
+  v_kind text;
+  v_member text;
+  v_disc record;
+  v_cs billing.checkout_sessions;
+  v_plans integer;
+begin
+  perform billing.require_scope('checkout:write');
+  select * into v_tier from billing.tiers t where t.id = p_args->>'tier_id' and t.active;
+  if v_tier.id is null then
+    perform billing.raise('BL404', 'No active tier ' || (p_args->>'tier_id') || '.');
+  end if;
+  select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
+  if v_provider is null or not coalesce((p_args->>'provider_ready')::boolean, true) then
+    raise exception using errcode = 'BLPCI', message = 'This community has no active payment provider.';
+  end if;
+  select count(*) into v_plans from billing.plans p where p.tier_id = v_tier.id and p.active;
+  if p_args->>'plan_id' is not null then
+    select * into v_plan from billing.plans p where p.id = p_args->>'plan_id' and p.tier_id = v_tier.id and p.active;
+    if v_plan.id is null then
+      perform billing.raise('BL422', 'plan_id is not an active plan of tier ' || v_tier.id || '.', 'plan_id');
+    end if;
+  elsif v_plans > 1 then
+    raise exception using errcode = 'BLPRQ', message = 'This tier has several active plans: send plan_id.', detail = 'plan_id';
+  elsif v_plans = 0 then
+    perform billing.raise('BL404', 'Tier ' || v_tier.id || ' has no active plan.');
+  else
+    select * into v_plan from billing.plans p where p.tier_id = v_tier.id and p.active;
+  end if;
+
+  v_kind := case when v_subject ? 'member_id' then 'member' when v_subject ? 'external' then 'external' else 'platform' end;
+  if v_kind = 'platform' and not exists (select 1 from billing.platform_configs pc where pc.platform = v_subject->>'platform') then
+    raise exception using errcode = 'BLPNC', message = 'No ' || (v_subject->>'platform') || ' platform is connected to this community.',
+      detail = 'subject.platform';
+  end if;
+  if p_args->>'return_url' is not null and v_kind <> 'external' then
+    perform billing.raise('BL422', 'return_url is only allowed for operator (external) subjects.', 'return_url');
+  end if;
+
+  v_member := billing.checkout_member(v_subject);
+  perform billing.check_eligible(v_member, v_tier, v_plan);
+
+  insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency,
+    client_reference_id, return_url, subject_kind, provider, expires_at, access_token)
+  values (v_cid, v_member, v_tier.id, v_plan.id, v_plan.amount_cents, v_plan.currency,
+    p_args->>'client_reference_id', p_args->>'return_url', v_kind, v_provider,
+    billing.now() + billing.checkout_lifetime(), billing.random_token())
+  returning * into v_cs;
+
+  if p_args->>'discount_code' is not null then
+    select * into v_disc from billing.checkout_discount(p_args->>'discount_code', v_member, v_tier.id, v_plan);
+    update billing.checkout_sessions set discount_id = v_disc.discount_id, discount_cents = v_disc.discount_cents
+    where id = v_cs.id returning * into v_cs;
+    insert into billing.discount_redemptions (community_id, discount_id, checkout_id, member_id, status)
+    values (v_cid, v_disc.discount_id, v_cs.id, v_member, 'pending');
+  end if;
+
+  return billing.checkout_json(v_cs);
+end
+$$;
+
+
+--
+-- Name: checkout_set_provider(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.checkout_set_provider(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cs billing.checkout_sessions;
+begin
+  perform billing.require_scope('checkout:write');
+  update billing.checkout_sessions cs set url = p_args->>'url', provider_ref = coalesce(p_args->>'provider_ref', cs.provider_ref),
+    expires_at = coalesce((p_args->>'expires_at')::timestamptz, cs.expires_at)
+  where cs.id = p_args->>'checkout_id'
+  returning * into v_cs;
+  return billing.checkout_json(v_cs);
+end
+$$;
+
+
+--
+-- Name: discounts_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.discounts_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  perform billing.require_scope('discounts:read');
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(billing.discount_json(d) order by d.created_at desc, d.id)
+    from billing.discount_codes d
+    where d.community_id = billing.current_community_id() and d.archived_at is null), '[]'));
+end
+$$;
+
+
+--
+-- Name: entitlements_check(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.entitlements_check(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_member text;
+  v_tier text := nullif(p_args->>'tier_id', '');
+  v_list jsonb;
+begin
+  perform billing.require_scope('members:read');
+  v_member := billing.resolve_identity(p_args);
+  if v_member is null then
+    return jsonb_build_object('entitled', false, 'entitlements', '[]'::jsonb);
+  end if;
+  select coalesce(jsonb_agg(billing.member_entitlement_json(me, e) order by me.id), '[]') into v_list
+  from billing.member_entitlements me
+  join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+  where me.community_id = billing.current_community_id() and me.member_id = v_member
+    and me.status = 'active'
+    and (v_tier is null or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', v_tier)));
+  return jsonb_build_object('entitled', jsonb_array_length(v_list) > 0, 'entitlements', v_list);
+end
+$$;
+
+
+--
+-- Name: events_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.events_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_event billing.events;
+begin
+  perform billing.require_scope('events:read');
+  select * into v_event from billing.events e
+  where e.community_id = billing.current_community_id() and e.id = p_args->>'id';
+  if v_event.id is null then
+    perform billing.raise('BL404', 'No event ' || (p_args->>'id') || '.');
+  end if;
+  return billing.event_json(v_event);
+end
+$$;
+
+
+--
+-- Name: events_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.events_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_community text := billing.current_community_id();
+  v_types text[];
+  -- Bounds instead of "is null or": the (generic, cached) plan keeps both as index
+  -- range conditions. Ids are [a-z0-9_] in the "C" collation: '' and '~' bound them.
+  v_after text := coalesce(p_args->>'after_id', '');
+  v_cursor text := coalesce(p_args->>'cursor', '~');
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_rows billing.events[];
+begin
+  perform billing.require_scope('events:read');
+  if jsonb_typeof(p_args->'type') = 'array' then
+    v_types := array(select distinct jsonb_array_elements_text(p_args->'type'));
+  elsif jsonb_typeof(p_args->'type') = 'string' then
+    v_types := array(select distinct btrim(t) from unnest(string_to_array(p_args->>'type', ',')) t where btrim(t) <> '');
+  end if;
+  if v_types is not null and cardinality(v_types) = 0 then
+    v_types := null;
+  end if;
+  if v_types is null then
+    v_rows := array(
+      select e from billing.events e
+      where e.community_id = v_community
+        and e.id > v_after and e.id < v_cursor
+      order by e.id desc
+      limit v_limit + 1);
+  else
+    -- One keyset scan of events_type (community_id, type, id) per type, each limited,
+    -- then merged: the page costs the same however rare or common the types are.
+    v_rows := array(
+      select e from unnest(v_types) t(type)
+      cross join lateral (
+        select x from billing.events x
+        where x.community_id = v_community and x.type = t.type
+          and x.id > v_after and x.id < v_cursor
+        order by x.id desc
+        limit v_limit + 1) l(e)
+      order by (e).id desc
+      limit v_limit + 1);
+  end if;
+  return jsonb_build_object(
+    'data', coalesce((select jsonb_agg(billing.event_json(r) order by r.id desc)
+                      from unnest(v_rows[1:v_limit]) r), '[]'),
+    'next_cursor', case when cardinality(v_rows) > v_limit
+                        then billing.encode_cursor((v_rows[v_limit]).id) end);
+end
+$$;
+
+
+--
+-- Name: external_subjects_attach(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.external_subjects_attach(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_community text := billing.current_community_id();
+  v_member_id text := p_args->>'id';
+  v_namespace text := p_args->>'namespace';
+  v_external text := p_args->>'external_user_id';
+  v_owner text;
+  v_current text;
+begin
+  perform billing.require_scope('members:write');
+  perform 1 from billing.members m where m.community_id = v_community and m.id = v_member_id for update;
+  if not found then
+    perform billing.raise('BL404', 'No member ' || v_member_id || '.');
+  end if;
+  select x.member_id into v_owner from billing.external_subjects x
+  where x.community_id = v_community and x.namespace = v_namespace and x.external_user_id = v_external;
+  if v_owner = v_member_id then
+    return billing.member_json(v_community, v_member_id);
+  elsif v_owner is not null then
+    perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
+      || ' is already mapped to another member.');
+  end if;
+  select x.external_user_id into v_current from billing.external_subjects x
+  where x.community_id = v_community and x.member_id = v_member_id and x.namespace = v_namespace;
+  if v_current is not null then
+    perform billing.raise('BL409', 'Member ' || v_member_id || ' already has the external subject '
+      || v_namespace || '/' || v_current || ' in namespace ' || v_namespace || '.');
+  end if;
+  begin
+    insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
+    values (v_community, v_member_id, v_namespace, v_external);
+  exception when unique_violation then
+    perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
+      || ' was mapped concurrently.');
+  end;
+  return billing.member_json(v_community, v_member_id);
+end
+$$;
+
+
+--
+-- Name: link_code_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.link_code_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+  v_lc billing.link_codes;
+begin
+  perform billing.require_scope('members:write');
+  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  update billing.link_codes lc set invalidated_at = billing.now()
+  where lc.member_id = p_args->>'id' and lc.intended_platform = p_args->>'intended_platform'
+    and lc.redeemed_at is null and lc.invalidated_at is null;
+  insert into billing.link_codes (community_id, member_id, code, intended_platform, expires_at)
+  values (v_cid, p_args->>'id', upper(substr(replace(gen_random_uuid()::text, '-', ''), 1, 10)),
+    p_args->>'intended_platform', billing.now() + interval '10 minutes')
+  returning * into v_lc;
+  return jsonb_build_object('code', v_lc.code, 'member_id', v_lc.member_id,
+    'intended_platform', v_lc.intended_platform, 'expires_at', billing.iso(v_lc.expires_at));
+end
+$$;
+
+
+--
+-- Name: link_code_redeem(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.link_code_redeem(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+  v_lc billing.link_codes;
+  v_owner text;
+begin
+  perform billing.require_scope('members:write');
+  select * into v_lc from billing.link_codes lc where lc.code = upper(p_args->>'code') for update;
+  if v_lc.id is null or v_lc.redeemed_at is not null or v_lc.invalidated_at is not null
+     or v_lc.expires_at <= billing.now() or v_lc.intended_platform <> p_args->>'platform' then
+    perform billing.raise('BL404', 'No usable link code ' || (p_args->>'code') || ' for ' || (p_args->>'platform') || '.');
+  end if;
+  select i.member_id into v_owner from billing.member_identities i
+  where i.platform = p_args->>'platform' and i.platform_uid = p_args->>'platform_uid';
+  if v_owner is not null and v_owner <> v_lc.member_id then
+    perform billing.raise('BL409', 'This ' || (p_args->>'platform') || ' identity belongs to another member.');
+  end if;
+  if v_owner is null then
+    if exists (select 1 from billing.member_identities i where i.member_id = v_lc.member_id and i.platform = p_args->>'platform') then
+      perform billing.raise('BL409', 'Member ' || v_lc.member_id || ' already has another ' || (p_args->>'platform') || ' identity.');
+    end if;
+    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+    values (v_cid, v_lc.member_id, p_args->>'platform', p_args->>'platform_uid', p_args->>'username');
+  end if;
+  update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
+  return billing.member_json(v_cid, v_lc.member_id);
+end
+$$;
+
+
+--
+-- Name: member_entitlements_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.member_entitlements_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  perform billing.require_scope('members:read');
+  if not exists (select 1 from billing.members m
+                 where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(billing.member_entitlement_json(me, e) order by me.id)
+    from billing.member_entitlements me
+    join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+    where me.community_id = billing.current_community_id() and me.member_id = p_args->>'id'
+      and me.status = 'active'), '[]'));
+end
+$$;
+
+
+--
+-- Name: members_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.members_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_out jsonb;
+begin
+  perform billing.require_scope('members:read');
+  v_out := billing.member_json(billing.current_community_id(), p_args->>'id');
+  if v_out is null then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  return v_out;
+end
+$$;
+
+
+--
+-- Name: members_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.members_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_ids text[];
+  v_items jsonb[];
+begin
+  perform billing.require_scope('members:read');
+  select array_agg(m.id order by m.id desc), array_agg(billing.member_json(m.community_id, m.id) order by m.id desc)
+    into v_ids, v_items
+  from (select m.community_id, m.id from billing.members m
+        where m.community_id = billing.current_community_id()
+          and m.id < coalesce(p_args->>'cursor', chr(1114111))
+        order by m.id desc limit v_limit + 1) m;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
+-- Name: members_lookup(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.members_lookup(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_member text;
+begin
+  perform billing.require_scope('members:read');
+  v_member := billing.resolve_identity(p_args);
+  if v_member is null then
+    perform billing.raise('BL404', 'No member has this identity.');
+  end if;
+  return billing.member_json(billing.current_community_id(), v_member);
+end
+$$;
+
+
+--
+-- Name: plans_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.plans_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_tier billing.tiers;
+begin
+  perform billing.require_scope('plans:read');
+  select * into v_tier from billing.tiers t where t.id = p_args->>'tierId';
+  if v_tier.id is null then
+    perform billing.raise('BL404', 'No tier ' || (p_args->>'tierId') || '.');
+  end if;
+  return billing.tier_json(v_tier);
+end
+$$;
+
+
+--
+-- Name: plans_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.plans_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  perform billing.require_scope('plans:read');
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(billing.tier_json(t) order by t.rank, t.id)
+    from billing.tiers t where t.active), '[]'));
+end
+$$;
+
+
+--
+-- Name: portal_session_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.portal_session_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+  v_ps billing.portal_sessions;
+  v_provider text;
+begin
+  perform billing.require_scope('members:write');
+  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
+  insert into billing.portal_sessions (community_id, member_id, return_url, url, expires_at, access_token)
+  values (v_cid, p_args->>'id', p_args->>'return_url', '', billing.now() + interval '10 minutes', billing.random_token())
+  returning * into v_ps;
+  return jsonb_build_object('id', v_ps.id, 'member_id', v_ps.member_id, 'access_token', v_ps.access_token,
+    'expires_at', billing.iso(v_ps.expires_at), 'return_url', v_ps.return_url, 'provider', v_provider,
+    'customer_ref', (select s.provider_customer_ref from billing.subscriptions s
+      where s.member_id = v_ps.member_id and s.provider = 'stripe' and s.provider_customer_ref is not null
+      order by s.id desc limit 1));
+end
+$$;
+
+
+--
+-- Name: portal_session_set_url(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.portal_session_set_url(p_args jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+  update billing.portal_sessions set url = p_args->>'url' where id = p_args->>'id'
+$$;
+
+
+--
+-- Name: purchases_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.purchases_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_pur billing.purchases;
+begin
+  perform billing.require_scope('purchases:read');
+  select * into v_pur from billing.purchases p
+  where p.community_id = billing.current_community_id() and p.id = p_args->>'id';
+  if v_pur.id is null then
+    perform billing.raise('BL404', 'No purchase ' || (p_args->>'id') || '.');
+  end if;
+  return billing.purchase_json(v_pur);
+end
+$$;
+
+
+--
+-- Name: purchases_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.purchases_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_ids text[];
+  v_items jsonb[];
+begin
+  perform billing.require_scope('purchases:read');
+  select array_agg(p.id order by p.id desc), array_agg(billing.purchase_json(p) order by p.id desc)
+    into v_ids, v_items
+  from (select * from billing.purchases p
+        where p.community_id = billing.current_community_id()
+          and p.id < coalesce(p_args->>'cursor', chr(1114111))
+        order by p.id desc limit v_limit + 1) p;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
+-- Name: subscription_cancel(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_cancel(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:write');
+  v_sub := billing.lock_subscription(p_args->>'id');
+  if v_sub.status = 'cancelling' then
+    return jsonb_build_object('status', 'cancelling', '_changed', false, '_provider', billing.subscription_provider(v_sub));
+  elsif v_sub.status = 'cancelled' then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is already cancelled.');
+  end if;
+  update billing.subscriptions s set status = 'cancelling', cancel_at = s.current_period_end,
+    scheduled_plan_id = null, scheduled_at = null, updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id
+  returning * into v_sub;
+  return jsonb_build_object('status', 'cancelling', '_changed', true, '_provider', billing.subscription_provider(v_sub));
+end
+$$;
+
+
+--
+-- Name: subscription_cancel_scheduled_switch(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:write');
+  v_sub := billing.lock_subscription(p_args->>'id');
+  if v_sub.scheduled_plan_id is null then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' has no scheduled switch.');
+  end if;
+  update billing.subscriptions s set scheduled_plan_id = null, scheduled_at = null, updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', billing.subscription_provider(v_sub));
+end
+$$;
+
+
+--
+-- Name: subscription_reactivate(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_reactivate(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:write');
+  v_sub := billing.lock_subscription(p_args->>'id');
+  if v_sub.status <> 'cancelling' then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not cancelling: nothing to reactivate.');
+  end if;
+  update billing.subscriptions s set
+    status = case when s.trial_end is not null and s.trial_end > billing.now() then 'trialing' else 'active' end,
+    cancel_at = null, updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id
+  returning * into v_sub;
+  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', billing.subscription_provider(v_sub));
+end
+$$;
+
+
+--
+-- Name: subscription_switch(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_switch(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_opts jsonb;
+  v_grp text;
+  v_old billing.plans;
+  v_new billing.plans;
+  v_now timestamptz := billing.now();
+  v_frac numeric;
+  v_prov jsonb;
+begin
+  perform billing.require_scope('subscriptions:write');
+  v_sub := billing.lock_subscription(p_args->>'id');
+  perform billing.require_switchable(v_sub);
+  v_opts := billing.switch_options(v_sub);
+  select g into v_grp from jsonb_each(v_opts) e(g, arr), jsonb_array_elements(arr) o
+  where o->>'plan_id' = p_args->>'plan_id';
+  if v_grp is null then
+    perform billing.raise('BL422', 'plan_id ' || coalesce(p_args->>'plan_id', '') || ' is not among this subscription''s switch options.', 'plan_id');
+  end if;
+  v_prov := billing.subscription_provider(v_sub);
+  select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_args->>'plan_id';
+  if v_grp = 'downgrades' then
+    update billing.subscriptions s set scheduled_plan_id = v_new.id, scheduled_at = s.current_period_end, updated_at = now()
+    where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  else
+    v_frac := case when v_sub.status = 'trialing' or v_sub.current_period_end is null
+                     or v_sub.current_period_end <= v_sub.current_period_start then 0
+                   else greatest(0, least(1, extract(epoch from (v_sub.current_period_end - v_now))
+                     / extract(epoch from (v_sub.current_period_end - v_sub.current_period_start)))) end;
+    update billing.subscriptions s set plan_id = v_new.id, scheduled_plan_id = null, scheduled_at = null,
+      proration_credit_cents = round(v_old.amount_cents * v_frac)::integer,
+      proration_charge_cents = round(v_new.amount_cents * v_frac)::integer,
+      prorated_at = v_now, updated_at = now()
+    where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  end if;
+  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', v_prov || jsonb_build_object(
+    'kind', case when v_grp = 'downgrades' then 'scheduled' else 'immediate' end,
+    'new_plan_id', v_new.id, 'new_stripe_price_id', v_new.stripe_price_id, 'old_stripe_price_id', v_old.stripe_price_id));
+end
+$$;
+
+
+--
+-- Name: subscription_switch_options(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_switch_options(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:read');
+  select * into v_sub from billing.subscriptions s where s.id = p_args->>'id';
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || (p_args->>'id') || '.');
+  end if;
+  perform billing.require_switchable(v_sub);
+  return billing.switch_options(v_sub);
+end
+$$;
+
+
+--
+-- Name: subscriptions_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscriptions_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:read');
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || (p_args->>'id') || '.');
+  end if;
+  return billing.subscription_json(v_sub);
+end
+$$;
+
+
+--
+-- Name: subscriptions_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscriptions_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $_$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_where text := '';
+  v_ids text[];
+  v_items jsonb[];
+begin
+  perform billing.require_scope('subscriptions:read');
+  if p_args->>'cursor' is not null then v_where := v_where || ' and s.id < $1->>''cursor'''; end if;
+  if p_args->>'status' is not null then v_where := v_where || ' and s.status = $1->>''status'''; end if;
+  if p_args->>'plan_id' is not null then v_where := v_where || ' and s.plan_id = $1->>''plan_id'''; end if;
+  if p_args->>'member_id' is not null then v_where := v_where || ' and s.member_id = $1->>''member_id'''; end if;
+  if p_args->>'tier_id' is not null then
+    v_where := v_where || ' and s.plan_id in (select p.id from billing.plans p'
+      || ' where p.community_id = s.community_id and p.tier_id = $1->>''tier_id'')';
+  end if;
+  execute 'select array_agg(s.id order by s.id desc), array_agg(billing.subscription_json(s, p, t) order by s.id desc)
+    from (select * from billing.subscriptions s
+          where s.community_id = billing.current_community_id()' || v_where || '
+          order by s.id desc limit $2) s
+    left join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id'
+    into v_ids, v_items using p_args, v_limit + 1;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$_$;
+
+
+--
+-- Name: webhook_deliveries_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_deliveries_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_rows billing.webhook_deliveries[];
+begin
+  perform billing.require_scope('webhooks:read');
+  if not exists (select 1 from billing.webhook_endpoints w where w.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
+  end if;
+  select coalesce(array_agg(d order by d.id desc), '{}') into v_rows
+  from (select * from billing.webhook_deliveries d
+        where d.community_id = billing.current_community_id() and d.endpoint_id = p_args->>'id'
+          and (p_args->>'cursor' is null or d.id < p_args->>'cursor')
+        order by d.id desc limit v_limit + 1) d;
+  return jsonb_build_object(
+    'data', coalesce((select jsonb_agg(billing.webhook_delivery_json(r) order by r.id desc)
+                      from unnest(v_rows[1:v_limit]) r), '[]'),
+    'next_cursor', case when cardinality(v_rows) > v_limit then billing.encode_cursor(v_rows[v_limit].id) end);
+end
+$$;
+
+
+--
+-- Name: webhook_deliveries_redeliver(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_deliveries_redeliver(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_endpoint billing.webhook_endpoints;
+  v_delivery billing.webhook_deliveries;
+  v_manual boolean;
+begin
+  perform billing.require_scope('webhooks:write');
+  select * into v_endpoint from billing.webhook_endpoints w where w.id = p_args->>'id';
+  select * into v_delivery from billing.webhook_deliveries d
+  where d.community_id = billing.current_community_id() and d.id = p_args->>'deliveryId'
+    and d.endpoint_id = v_endpoint.id
+  for update;
+  if v_endpoint.id is null or v_delivery.id is null then
+    perform billing.raise('BL404', 'No delivery ' || (p_args->>'deliveryId') || ' for webhook endpoint '
+      || (p_args->>'id') || '.');
+  end if;
+  if not v_endpoint.enabled then
+    perform billing.raise('BL409', 'Webhook endpoint ' || v_endpoint.id || ' is disabled; enable it first.');
+  end if;
+  v_manual := v_delivery.status <> 'pending';
+  update billing.webhook_deliveries d set status = 'pending', next_attempt_at = now(), updated_at = now()
+  where d.community_id = v_delivery.community_id and d.id = v_delivery.id
+  returning * into v_delivery;
+  perform billing_private.webhook_delivery_enqueue(v_delivery.id, v_manual);
+  return billing.webhook_delivery_json(v_delivery);
+end
+$$;
+
+
+--
+-- Name: webhook_endpoints_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_endpoints_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_endpoint billing.webhook_endpoints;
+  v_enabled boolean := coalesce((p_args->>'enabled')::boolean, true);
+begin
+  perform billing.require_scope('webhooks:write');
+  insert into billing.webhook_endpoints (community_id, id, url, description, event_types, enabled, disabled_reason)
+  values (billing.current_community_id(), p_args->>'id', p_args->>'url', p_args->>'description',
+    coalesce(array(select jsonb_array_elements_text(p_args->'event_types')), '{}'),
+    v_enabled, case when v_enabled then null else 'manual' end)
+  returning * into v_endpoint;
+  perform billing_private.webhook_secret_store(v_endpoint.id, p_args->>'secret_ciphertext', false);
+  return billing.webhook_endpoint_json(v_endpoint);
+end
+$$;
+
+
+--
+-- Name: webhook_endpoints_delete(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_endpoints_delete(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.require_scope('webhooks:write');
+  delete from billing.webhook_endpoints w where w.id = p_args->>'id';
+  if not found then
+    perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: webhook_endpoints_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_endpoints_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_endpoint billing.webhook_endpoints;
+begin
+  perform billing.require_scope('webhooks:read');
+  select * into v_endpoint from billing.webhook_endpoints w where w.id = p_args->>'id';
+  if v_endpoint.id is null then
+    perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
+  end if;
+  return billing.webhook_endpoint_json(v_endpoint);
+end
+$$;
+
+
+--
+-- Name: webhook_endpoints_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_endpoints_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_rows billing.webhook_endpoints[];
+begin
+  perform billing.require_scope('webhooks:read');
+  select coalesce(array_agg(w order by w.id desc), '{}') into v_rows
+  from (select * from billing.webhook_endpoints w
+        where p_args->>'cursor' is null or w.id < p_args->>'cursor'
+        order by w.id desc limit v_limit + 1) w;
+  return jsonb_build_object(
+    'data', coalesce((select jsonb_agg(billing.webhook_endpoint_json(r) order by r.id desc)
+                      from unnest(v_rows[1:v_limit]) r), '[]'),
+    'next_cursor', case when cardinality(v_rows) > v_limit then billing.encode_cursor(v_rows[v_limit].id) end);
+end
+$$;
+
+
+--
+-- Name: webhook_endpoints_rotate_secret(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_endpoints_rotate_secret(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_endpoint billing.webhook_endpoints;
+begin
+  perform billing.require_scope('webhooks:write');
+  update billing.webhook_endpoints w set updated_at = now() where w.id = p_args->>'id'
+  returning * into v_endpoint;
+  if v_endpoint.id is null then
+    perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
+  end if;
+  perform billing_private.webhook_secret_store(v_endpoint.id, p_args->>'secret_ciphertext', true);
+  return billing.webhook_endpoint_json(v_endpoint);
+end
+$$;
+
+
+--
+-- Name: webhook_endpoints_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_endpoint billing.webhook_endpoints;
+begin
+  perform billing.require_scope('webhooks:write');
+  update billing.webhook_endpoints w set
+    url = case when p_args ? 'url' then p_args->>'url' else w.url end,
+    description = case when p_args ? 'description' then p_args->>'description' else w.description end,
+    event_types = case when p_args ? 'event_types'
+      then coalesce(array(select jsonb_array_elements_text(p_args->'event_types')), '{}') else w.event_types end,
+    enabled = case when p_args ? 'enabled' then (p_args->>'enabled')::boolean else w.enabled end,
+    disabled_reason = case
+      when not (p_args ? 'enabled') then w.disabled_reason
+      when (p_args->>'enabled')::boolean then null
+      when w.enabled then 'manual'
+      else w.disabled_reason end,
+    failing_since = case when (p_args->>'enabled')::boolean and not w.enabled then null else w.failing_since end,
+    updated_at = now()
+  where w.id = p_args->>'id'
+  returning * into v_endpoint;
+  if v_endpoint.id is null then
+    perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
+  end if;
+  return billing.webhook_endpoint_json(v_endpoint);
+end
+$$;
+
+
+--
+-- Name: add_job(text, json[], timestamp with time zone, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT NULL::integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if coalesce(cardinality(p_payloads), 0) = 0 then
+    return;
+  end if;
+  perform graphile_worker.add_jobs(array(
+    select row(p_identifier, p.payload, null, p_run_at, p_max_attempts, null, null, null)::graphile_worker.job_spec
+    from unnest(p_payloads) as p(payload)));
+end
+$$;
+
+
+--
+-- Name: authenticate(text, text, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.authenticate(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key_id text;
+  v_community_id text;
+  v_scopes text[];
+  v_rl jsonb;
+begin
+  if p_key_hash is not null then
+    select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
+    from billing_private.api_keys k
+    where k.key_hash = p_key_hash and k.revoked_at is null;
+  end if;
+  if v_key_id is null then
+    v_rl := billing_private.take_token('ip:' || coalesce(p_ip, '?'),
+      coalesce((p_limits->>'ip_per_minute')::float8, 20), coalesce((p_limits->>'ip_burst')::float8, 10));
+    return jsonb_build_object('ok', false,
+      'error', case when (v_rl->>'allowed')::boolean then 'unauthorized' else 'rate_limited' end,
+      'rl', v_rl);
+  end if;
+  v_rl := billing_private.take_token('key:' || v_key_id,
+    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
+  if not (v_rl->>'allowed')::boolean then
+    return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+  end if;
+  return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
+    'scopes', to_jsonb(v_scopes), 'rl', v_rl);
+end
+$$;
+
+
+--
+-- Name: authenticate_deferred(text, text, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key_id text;
+  v_community_id text;
+  v_scopes text[];
+  v_available boolean;
+begin
+  if p_key_hash is not null then
+    -- A scalar subquery, so the bucket is always one primary-key probe (a join may
+    -- be planned as a scan of the bucket table, whose pages fill with dead versions);
+    -- key ids are collate "C", the bucket column is not: without the collate clause
+    -- the primary key cannot be used.
+    select k.id, k.community_id, k.scopes,
+      (select least(coalesce((p_limits->>'key_burst')::float8, 60),
+          b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
+            * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+       from billing_private.rate_buckets b where b.bucket = ('key:' || k.id) collate "default")
+      into v_key_id, v_community_id, v_scopes, v_available
+    from billing_private.api_keys k
+    where k.key_hash = p_key_hash and k.revoked_at is null;
+  end if;
+  if v_key_id is null then
+    return billing_private.authenticate(null, p_ip, p_limits);
+  end if;
+  return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
+    'scopes', to_jsonb(v_scopes), 'token_available', coalesce(v_available, true));
+end
+$$;
+
+
+--
+-- Name: purge_expired(interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.purge_expired(p_delivery_retention interval DEFAULT '30 days'::interval) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_idempotency integer;
+  v_link_codes integer;
+  v_portal integer;
+  v_attempts integer;
+  v_deliveries integer;
+  v_buckets integer;
+begin
+  delete from billing.idempotency_keys where expires_at <= now();
+  get diagnostics v_idempotency = row_count;
+  delete from billing.link_codes l
+  where l.expires_at <= billing.community_now(l.community_id) - interval '1 day';
+  get diagnostics v_link_codes = row_count;
+  delete from billing.portal_sessions p
+  where p.expires_at <= billing.community_now(p.community_id) - interval '1 day';
+  get diagnostics v_portal = row_count;
+  delete from billing.webhook_attempts a
+  where a.started_at < now() - p_delivery_retention;
+  get diagnostics v_attempts = row_count;
+  delete from billing.webhook_deliveries d
+  where d.status <> 'pending' and d.updated_at < now() - p_delivery_retention;
+  get diagnostics v_deliveries = row_count;
+  delete from billing_private.rate_buckets b where b.updated_at < now() - interval '1 hour';
+  get diagnostics v_buckets = row_count;
+  return jsonb_build_object('idempotency_keys', v_idempotency, 'link_codes', v_link_codes,
+    'portal_sessions', v_portal, 'webhook_attempts', v_attempts, 'webhook_deliveries', v_deliveries,
+    'rate_buckets', v_buckets);
+end
+$$;
+
+
+--
+-- Name: take_key_token(jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.take_key_token(p_limits jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return billing_private.take_token('key:' || current_setting('app.key_id'),
+    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
+end
+$$;
+
+
+--
+-- Name: take_token(text, double precision, double precision); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now timestamptz := clock_timestamp();
+  v_rate double precision := p_per_minute / 60.0;
+  v_tokens double precision;
+  v_allowed boolean;
+begin
+  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, updated_at)
+  values (p_bucket, p_burst - 1, true, v_now)
+  -- v_now was read before waiting for the row lock, so it may precede the stored
+  -- updated_at of a concurrent request that got the lock first: never refill
+  -- negatively, never move updated_at back.
+  on conflict (bucket) do update set
+    allowed = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
+    tokens = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
+      - case when least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1 then 1 else 0 end,
+    updated_at = greatest(b.updated_at, v_now)
+  returning tokens, allowed into v_tokens, v_allowed;
+  return jsonb_build_object(
+    'allowed', v_allowed,
+    'limit', p_per_minute::bigint,
+    'remaining', floor(greatest(v_tokens, 0))::bigint,
+    'reset', ceil(greatest(p_burst - v_tokens, 0) / v_rate)::bigint,
+    'retry_after', greatest(ceil((1 - v_tokens) / v_rate), 1)::bigint);
+end
+$$;
+
+
+--
+-- Name: tg_events__enqueue_deliveries(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_events__enqueue_deliveries() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_payloads json[];
+begin
+  with d as (
+    insert into billing.webhook_deliveries (community_id, endpoint_id, event_id, event_type, next_attempt_at)
+    select e.community_id, w.id, e.id, e.type, now()
+    from new_events e
+    join billing.webhook_endpoints w
+      on w.community_id = e.community_id and w.enabled
+     and (w.event_types = '{}' or e.type = any (w.event_types))
+    order by e.community_id, e.id, w.id
+    returning community_id, id
+  ), chunks as (
+    select community_id, id, (row_number() over (partition by community_id order by id) - 1) / 50 as chunk
+    from d
+  )
+  select array_agg(json_build_object('community_id', community_id, 'ids', ids, 'after', 0))
+  into v_payloads
+  from (select community_id, array_agg(id order by id) as ids from chunks group by community_id, chunk) c;
+  perform billing_private.add_job('webhook_deliveries__send', v_payloads);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_webhook_endpoints__check_event_types(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_webhook_endpoints__check_event_types() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_i integer;
+begin
+  for v_i in 1 .. coalesce(cardinality(new.event_types), 0) loop
+    if not exists (select 1 from billing_private.event_types t where t.type = new.event_types[v_i]) then
+      raise exception using errcode = 'BL422',
+        message = 'Unknown event type "' || coalesce(new.event_types[v_i], 'null')
+          || '"; GET /v1/webhooks/event-types lists them.',
+        detail = 'event_types.' || (v_i - 1);
+    end if;
+  end loop;
+  return new;
+end
+$$;
+
+
+--
+-- Name: tg_webhook_endpoints__limit(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_webhook_endpoints__limit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform pg_advisory_xact_lock(hashtextextended('webhook_endpoints ' || new.community_id, 70));
+  if (select count(*) from billing.webhook_endpoints w where w.community_id = new.community_id) >= 5 then
+    raise exception using errcode = 'BLEPL',
+      message = 'This community already has 5 webhook endpoints; delete one first.';
+  end if;
+  return new;
+end
+$$;
+
+
+--
+-- Name: webhook_deliveries_load(text, text[], integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_deliveries_load(p_community_id text, p_ids text[], p_after integer) RETURNS TABLE(id text, endpoint_id text, url text, event_id text, body text, ciphertexts text[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+#variable_conflict use_column
+declare
+  v_disabled text[];
+begin
+  -- Every lookup is one primary-key probe per id of the job (lateral ... limit 1). Plans
+  -- are made per call (plan_cache_mode above): a generic plan cached by a long-lived
+  -- worker connection while the table was nearly empty may pick the endpoint index for
+  -- these probes, which then reads every delivery of the community on each call.
+  select array_agg(d.id) into v_disabled
+  from unnest(p_ids) as x(id)
+  cross join lateral (
+    select d.id from billing.webhook_deliveries d
+    join billing.webhook_endpoints w on w.community_id = d.community_id and w.id = d.endpoint_id
+    where d.community_id = p_community_id and d.id = x.id and d.status = 'pending'
+      and d.attempt_count = p_after and not w.enabled
+    limit 1) d;
+  if v_disabled is not null then
+    update billing.webhook_deliveries d set status = 'failed', next_attempt_at = null,
+      last_error = 'endpoint disabled', updated_at = now()
+    where d.community_id = p_community_id and d.id = any (v_disabled);
+  end if;
+  return query
+    select d.id::text, d.endpoint_id::text, d.url, d.event_id::text, d.body, d.ciphertexts
+    from unnest(p_ids) as x(id)
+    cross join lateral (
+      select d.id, d.endpoint_id, w.url, d.event_id, billing.event_json(e)::text as body,
+        array_remove(array[s.secret_ciphertext,
+          case when s.previous_expires_at > now() then s.previous_ciphertext end], null) as ciphertexts
+      from billing.webhook_deliveries d
+      join billing.webhook_endpoints w on w.community_id = d.community_id and w.id = d.endpoint_id
+      join billing.events e on e.community_id = d.community_id and e.id = d.event_id
+      left join billing_private.webhook_secrets s on s.community_id = d.community_id and s.endpoint_id = d.endpoint_id
+      where d.community_id = p_community_id and d.id = x.id and d.status = 'pending'
+        and d.attempt_count = p_after and w.enabled
+      limit 1) d;
+end
+$$;
+
+
+--
+-- Name: webhook_delivery_enqueue(text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_delivery_enqueue(p_delivery_id text, p_manual boolean) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_delivery billing.webhook_deliveries;
+begin
+  select * into v_delivery from billing.webhook_deliveries d
+  where d.community_id = billing.current_community_id() and d.id = p_delivery_id and d.status = 'pending';
+  if v_delivery.id is null then
+    perform billing.raise('BL404', 'No pending delivery ' || p_delivery_id || '.');
+  end if;
+  perform billing_private.add_job('webhook_deliveries__send', array[json_build_object(
+    'community_id', v_delivery.community_id, 'ids', array[v_delivery.id],
+    'after', v_delivery.attempt_count, 'manual', p_manual)]);
+end
+$$;
+
+
+--
+-- Name: webhook_record_attempts(text, integer, boolean, jsonb, timestamp with time zone, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_after integer, p_manual boolean, p_results jsonb, p_retry_at timestamp with time zone, p_disable_after interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+declare
+  v_retry_ids text[];
+  v_endpoint_ids text[];
+  v_disabled billing.webhook_endpoints;
+  v_retry_at timestamptz := case when p_manual then null else p_retry_at end;
+begin
+  -- r.tid: each delivery's row, found by a primary-key probe (see webhook_deliveries_load);
+  -- the update reaches it by ctid alone (a community_id condition there invites a scan
+  -- of the community's deliveries).
+  with r as (
+    select r.*, t.tid from jsonb_to_recordset(p_results) as r (id text, ok boolean, status_code integer,
+      error text, excerpt text, started_at timestamptz, finished_at timestamptz, duration_ms integer)
+    cross join lateral (select d.ctid as tid from billing.webhook_deliveries d
+                        where d.community_id = p_community_id and d.id = r.id limit 1) t
+  ), upd as (
+    update billing.webhook_deliveries d set
+      attempt_count = d.attempt_count + 1,
+      status = case when r.ok then 'succeeded' when v_retry_at is null then 'failed' else 'pending' end,
+      next_attempt_at = case when r.ok then null else v_retry_at end,
+      last_status_code = r.status_code, last_error = r.error, updated_at = now()
+    from r
+    where d.ctid = r.tid and d.id = r.id and d.attempt_count = p_after
+    returning d.id, d.endpoint_id, d.attempt_count, d.status
+  ), ins as (
+    insert into billing.webhook_attempts (community_id, delivery_id, endpoint_id, attempt, status_code,
+      duration_ms, error, response_excerpt, started_at, finished_at, next_attempt_at)
+    select p_community_id, upd.id, upd.endpoint_id, upd.attempt_count, r.status_code, r.duration_ms, r.error,
+      r.excerpt, r.started_at, r.finished_at, case when upd.status = 'pending' then v_retry_at end
+    from upd join r on r.id = upd.id
+  ), streak as (
+    -- Success path: no write unless a streak was running (no hot-row contention).
+    update billing.webhook_endpoints w set
+      failing_since = case when s.any_ok then null else coalesce(w.failing_since, s.first_failure) end
+    from (select upd.endpoint_id, bool_or(r.ok) as any_ok, min(r.started_at) as first_failure
+          from upd join r on r.id = upd.id group by upd.endpoint_id) s
+    where w.community_id = p_community_id and w.id = s.endpoint_id
+      and (w.failing_since is not null or not s.any_ok)
+    returning w.id
+  )
+  select array_agg(upd.id order by upd.id) filter (where upd.status = 'pending'),
+    (select array_agg(streak.id) from streak)
+  into v_retry_ids, v_endpoint_ids
+  from upd;
+
+  if v_retry_ids is not null then
+    perform billing_private.add_job('webhook_deliveries__send', array[json_build_object(
+      'community_id', p_community_id, 'ids', v_retry_ids, 'after', p_after + 1)], v_retry_at);
+  end if;
+
+  if v_endpoint_ids is null then
+    return;
+  end if;
+  for v_disabled in
+    update billing.webhook_endpoints w set enabled = false, disabled_reason = 'failing', updated_at = now()
+    where w.community_id = p_community_id and w.id = any (v_endpoint_ids) and w.enabled
+      and w.failing_since <= now() - p_disable_after
+    returning w.*
+  loop
+    perform billing.emit_event(p_community_id, 'webhook_endpoint.disabled', jsonb_build_object(
+      'endpoint', billing.webhook_endpoint_json(v_disabled), 'reason', 'failing',
+      'failing_since', billing.iso(v_disabled.failing_since)));
+  end loop;
+end
+$$;
+
+
+--
+-- Name: webhook_secret_store(text, text, boolean, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_secret_store(p_endpoint_id text, p_ciphertext text, p_rotate boolean, p_grace interval DEFAULT '24:00:00'::interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_community_id text := billing.current_community_id();
+begin
+  if v_community_id is null or not exists (select 1 from billing.webhook_endpoints w
+      where w.community_id = v_community_id and w.id = p_endpoint_id) then
+    perform billing.raise('BL404', 'No webhook endpoint ' || p_endpoint_id || '.');
+  end if;
+  if p_rotate then
+    update billing_private.webhook_secrets s set
+      previous_ciphertext = s.secret_ciphertext, previous_expires_at = now() + p_grace,
+      secret_ciphertext = p_ciphertext
+    where s.community_id = v_community_id and s.endpoint_id = p_endpoint_id;
+    if not found then
+      insert into billing_private.webhook_secrets (community_id, endpoint_id, secret_ciphertext)
+      values (v_community_id, p_endpoint_id, p_ciphertext);
+    end if;
+  else
+    insert into billing_private.webhook_secrets (community_id, endpoint_id, secret_ciphertext)
+    values (v_community_id, p_endpoint_id, p_ciphertext)
+    on conflict (community_id, endpoint_id) do update set secret_ciphertext = excluded.secret_ciphertext,
+      previous_ciphertext = null, previous_expires_at = null;
+  end if;
+end
+$$;
+
+
+--
+-- Name: webhook_signing_ciphertexts(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_signing_ciphertexts(p_community_id text, p_endpoint_id text) RETURNS text[]
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select array_remove(array[s.secret_ciphertext,
+    case when s.previous_expires_at > now() then s.previous_ciphertext end], null)
+  from billing_private.webhook_secrets s
+  where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id
+$$;
+
+
+--
+-- Name: webhook_test_target(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_test_target(p_endpoint_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_community_id text := billing.current_community_id();
+  v_endpoint billing.webhook_endpoints;
+  v_rl jsonb;
+begin
+  select * into v_endpoint from billing.webhook_endpoints w
+  where w.community_id = v_community_id and w.id = p_endpoint_id;
+  if v_endpoint.id is null then
+    perform billing.raise('BL404', 'No webhook endpoint ' || p_endpoint_id || '.');
+  end if;
+  v_rl := billing_private.take_token('webhook_test:' || v_endpoint.id, 10, 10);
+  return jsonb_build_object('allowed', (v_rl->>'allowed')::boolean, 'retry_after', v_rl->'retry_after',
+    'url', v_endpoint.url, 'community_id', v_community_id,
+    'ciphertexts', to_jsonb(billing_private.webhook_signing_ciphertexts(v_community_id, v_endpoint.id)));
+end
+$$;
+
+
+--
+-- Name: worker_heartbeat(text[], interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval) RETURNS text[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_dead text[];
+begin
+  insert into billing_private.worker_heartbeats (worker_id, seen_at)
+  select w, now() from unnest(p_worker_ids) w
+  on conflict (worker_id) do update set seen_at = excluded.seen_at;
+  with dead as (
+    delete from billing_private.worker_heartbeats h where h.seen_at < now() - p_stale returning h.worker_id
+  )
+  select array_agg(worker_id) into v_dead from dead;
+  if v_dead is not null then
+    perform graphile_worker.force_unlock_workers(v_dead);
+  end if;
+  return coalesce(v_dead, '{}');
+end
+$$;
+
+
+--
+-- Name: mrr; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.mrr WITH (security_invoker='true') AS
+ SELECT s.community_id,
+    p.currency,
+    (round(sum(
+        CASE
+            WHEN (p."interval" = 'year'::text) THEN ((p.amount_cents)::numeric / 12.0)
+            ELSE (p.amount_cents)::numeric
+        END)))::bigint AS mrr_cents,
+    count(*) AS billing_subscriptions
+   FROM (billing.subscriptions s
+     JOIN billing.plans p ON (((p.community_id = s.community_id) AND (p.id = s.plan_id))))
+  WHERE (s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text]))
+  GROUP BY s.community_id, p.currency;
+
+
+--
+-- Name: communities; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.communities (
+    id text DEFAULT billing.gen_id('com'::text) NOT NULL COLLATE pg_catalog."C",
+    name text NOT NULL,
+    payment_provider text,
+    payment_config jsonb DEFAULT '{}'::jsonb NOT NULL,
+    clock_offset interval DEFAULT '00:00:00'::interval NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT communities_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    CONSTRAINT communities_payment_provider_check CHECK ((payment_provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
+);
+
+ALTER TABLE ONLY billing.communities FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: recent_activity; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.recent_activity WITH (security_invoker='true') AS
+ SELECT c.id AS community_id,
+    (billing.now() - '30 days'::interval) AS window_start,
+    billing.now() AS window_end,
+    ( SELECT count(*) AS count
+           FROM billing.subscriptions s
+          WHERE ((s.community_id = c.id) AND (s.created_at > (billing.now() - '30 days'::interval)) AND (s.created_at <= billing.now()))) AS recent_signups,
+    ( SELECT count(*) AS count
+           FROM billing.subscriptions s
+          WHERE ((s.community_id = c.id) AND (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text])) AND (COALESCE(s.cancelled_at, s.updated_at) > (billing.now() - '30 days'::interval)) AND (COALESCE(s.cancelled_at, s.updated_at) <= billing.now()))) AS recent_cancels
+   FROM billing.communities c;
+
+
+--
+-- Name: subscribers; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.subscribers WITH (security_invoker='true') AS
+ SELECT s.community_id,
+    count(DISTINCT s.member_id) AS active_subscribers
+   FROM billing.subscriptions s
+  WHERE (s.status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text]))
+  GROUP BY s.community_id;
+
+
+--
+-- Name: discount_redemptions; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.discount_redemptions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    discount_id uuid NOT NULL,
+    checkout_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    status text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT discount_redemptions_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'redeemed'::text, 'released'::text])))
+);
+
+ALTER TABLE ONLY billing.discount_redemptions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: entitlement_benefits; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.entitlement_benefits (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    entitlement_id text NOT NULL COLLATE pg_catalog."C",
+    platform_config_id text NOT NULL COLLATE pg_catalog."C",
+    type text NOT NULL,
+    value text NOT NULL
+);
+
+ALTER TABLE ONLY billing.entitlement_benefits FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: external_subjects; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.external_subjects (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    namespace text NOT NULL,
+    external_user_id text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT external_subjects_external_user_id_check CHECK (((length(external_user_id) >= 1) AND (length(external_user_id) <= 200))),
+    CONSTRAINT external_subjects_namespace_check CHECK (((length(namespace) >= 1) AND (length(namespace) <= 200)))
+);
+
+ALTER TABLE ONLY billing.external_subjects FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: idempotency_keys; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.idempotency_keys (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    endpoint text NOT NULL,
+    key text NOT NULL,
+    request_hash text NOT NULL,
+    response_status integer NOT NULL,
+    response_body jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE ONLY billing.idempotency_keys FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: link_codes; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.link_codes (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('lc'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    code text NOT NULL,
+    intended_platform text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    redeemed_at timestamp with time zone,
+    invalidated_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT link_codes_intended_platform_check CHECK ((intended_platform = ANY (ARRAY['discord'::text, 'telegram'::text])))
+);
+
+ALTER TABLE ONLY billing.link_codes FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: member_identities; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.member_identities (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    platform text NOT NULL,
+    platform_uid text NOT NULL,
+    username text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT member_identities_platform_check CHECK ((platform = ANY (ARRAY['discord'::text, 'telegram'::text])))
+);
+
+ALTER TABLE ONLY billing.member_identities FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: members; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.members (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('mem'::text) NOT NULL COLLATE pg_catalog."C",
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing.members FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: platform_configs; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.platform_configs (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('pcfg'::text) NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL,
+    platform text NOT NULL,
+    name text,
+    settings jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT platform_configs_platform_check CHECK ((platform = ANY (ARRAY['discord'::text, 'telegram'::text])))
+);
+
+ALTER TABLE ONLY billing.platform_configs FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: portal_sessions; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.portal_sessions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('ps'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    return_url text,
+    url text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    access_token text
+);
+
+ALTER TABLE ONLY billing.portal_sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: provider_events; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.provider_events (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    provider text NOT NULL,
+    event_id text NOT NULL,
+    type text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing.provider_events FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: tier_entitlements; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.tier_entitlements (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    tier_id text NOT NULL COLLATE pg_catalog."C",
+    entitlement_id text NOT NULL COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY billing.tier_entitlements FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: webhook_attempts; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.webhook_attempts (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('wa'::text) NOT NULL COLLATE pg_catalog."C",
+    delivery_id text NOT NULL COLLATE pg_catalog."C",
+    endpoint_id text NOT NULL COLLATE pg_catalog."C",
+    attempt integer NOT NULL,
+    status_code integer,
+    duration_ms integer,
+    error text,
+    response_excerpt text,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone,
+    next_attempt_at timestamp with time zone
+);
+
+ALTER TABLE ONLY billing.webhook_attempts FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: api_keys; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.api_keys (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('key'::text) NOT NULL COLLATE pg_catalog."C",
+    name text,
+    prefix text NOT NULL,
+    key_hash text NOT NULL,
+    scopes text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+ALTER TABLE ONLY billing_private.api_keys FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: event_types; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.event_types (
+    type text NOT NULL COLLATE pg_catalog."C",
+    description text NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.event_types FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: id_seq; Type: SEQUENCE; Schema: billing_private; Owner: -
+--
+
+CREATE SEQUENCE billing_private.id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    MAXVALUE 16777215
+    CACHE 1
+    CYCLE;
+
+
+--
+-- Name: rate_buckets; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE UNLOGGED TABLE billing_private.rate_buckets (
+    bucket text NOT NULL,
+    tokens double precision NOT NULL,
+    allowed boolean DEFAULT true NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.rate_buckets FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: webhook_secrets; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.webhook_secrets (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    endpoint_id text NOT NULL COLLATE pg_catalog."C",
+    secret_ciphertext text NOT NULL,
+    previous_ciphertext text,
+    previous_expires_at timestamp with time zone
+);
+
+ALTER TABLE ONLY billing_private.webhook_secrets FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: worker_heartbeats; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.worker_heartbeats (
+    worker_id text NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.worker_heartbeats FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: checkout_sessions checkout_sessions_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.checkout_sessions
+    ADD CONSTRAINT checkout_sessions_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: communities communities_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.communities
+    ADD CONSTRAINT communities_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: discount_codes discount_codes_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.discount_codes
+    ADD CONSTRAINT discount_codes_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: discount_redemptions discount_redemptions_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.discount_redemptions
+    ADD CONSTRAINT discount_redemptions_pkey PRIMARY KEY (community_id, discount_id, checkout_id);
+
+
+--
+-- Name: entitlement_benefits entitlement_benefits_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.entitlement_benefits
+    ADD CONSTRAINT entitlement_benefits_pkey PRIMARY KEY (community_id, entitlement_id, platform_config_id, type, value);
+
+
+--
+-- Name: entitlements entitlements_community_id_key_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.entitlements
+    ADD CONSTRAINT entitlements_community_id_key_key UNIQUE (community_id, key);
+
+
+--
+-- Name: entitlements entitlements_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.entitlements
+    ADD CONSTRAINT entitlements_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: events events_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.events
+    ADD CONSTRAINT events_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: external_subjects external_subjects_community_id_member_id_namespace_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.external_subjects
+    ADD CONSTRAINT external_subjects_community_id_member_id_namespace_key UNIQUE (community_id, member_id, namespace);
+
+
+--
+-- Name: external_subjects external_subjects_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.external_subjects
+    ADD CONSTRAINT external_subjects_pkey PRIMARY KEY (community_id, namespace, external_user_id);
+
+
+--
+-- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (community_id, endpoint, key);
+
+
+--
+-- Name: link_codes link_codes_community_id_code_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.link_codes
+    ADD CONSTRAINT link_codes_community_id_code_key UNIQUE (community_id, code);
+
+
+--
+-- Name: link_codes link_codes_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.link_codes
+    ADD CONSTRAINT link_codes_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: member_entitlements member_entitlements_community_id_member_id_entitlement_id_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_entitlements
+    ADD CONSTRAINT member_entitlements_community_id_member_id_entitlement_id_key UNIQUE (community_id, member_id, entitlement_id);
+
+
+--
+-- Name: member_entitlements member_entitlements_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_entitlements
+    ADD CONSTRAINT member_entitlements_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: member_identities member_identities_community_id_member_id_platform_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_identities
+    ADD CONSTRAINT member_identities_community_id_member_id_platform_key UNIQUE (community_id, member_id, platform);
+
+
+--
+-- Name: member_identities member_identities_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_identities
+    ADD CONSTRAINT member_identities_pkey PRIMARY KEY (community_id, platform, platform_uid);
+
+
+--
+-- Name: members members_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.members
+    ADD CONSTRAINT members_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: plans plans_community_id_key_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.plans
+    ADD CONSTRAINT plans_community_id_key_key UNIQUE (community_id, key);
+
+
+--
+-- Name: plans plans_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.plans
+    ADD CONSTRAINT plans_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: platform_configs platform_configs_community_id_key_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.platform_configs
+    ADD CONSTRAINT platform_configs_community_id_key_key UNIQUE (community_id, key);
+
+
+--
+-- Name: platform_configs platform_configs_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.platform_configs
+    ADD CONSTRAINT platform_configs_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: portal_sessions portal_sessions_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.portal_sessions
+    ADD CONSTRAINT portal_sessions_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: provider_events provider_events_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.provider_events
+    ADD CONSTRAINT provider_events_pkey PRIMARY KEY (community_id, provider, event_id);
+
+
+--
+-- Name: purchases purchases_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.purchases
+    ADD CONSTRAINT purchases_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: subscriptions subscriptions_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.subscriptions
+    ADD CONSTRAINT subscriptions_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: tier_entitlements tier_entitlements_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tier_entitlements
+    ADD CONSTRAINT tier_entitlements_pkey PRIMARY KEY (community_id, tier_id, entitlement_id);
+
+
+--
+-- Name: tiers tiers_community_id_key_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tiers
+    ADD CONSTRAINT tiers_community_id_key_key UNIQUE (community_id, key);
+
+
+--
+-- Name: tiers tiers_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tiers
+    ADD CONSTRAINT tiers_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: webhook_attempts webhook_attempts_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_attempts
+    ADD CONSTRAINT webhook_attempts_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_community_id_endpoint_id_event_id_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_community_id_endpoint_id_event_id_key UNIQUE (community_id, endpoint_id, event_id);
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: webhook_endpoints webhook_endpoints_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: api_keys api_keys_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.api_keys
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: event_types event_types_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.event_types
+    ADD CONSTRAINT event_types_pkey PRIMARY KEY (type);
+
+
+--
+-- Name: rate_buckets rate_buckets_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.rate_buckets
+    ADD CONSTRAINT rate_buckets_pkey PRIMARY KEY (bucket);
+
+
+--
+-- Name: webhook_secrets webhook_secrets_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_pkey PRIMARY KEY (community_id, endpoint_id);
+
+
+--
+-- Name: worker_heartbeats worker_heartbeats_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.worker_heartbeats
+    ADD CONSTRAINT worker_heartbeats_pkey PRIMARY KEY (worker_id);
+
+
+--
+-- Name: checkout_sessions_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX checkout_sessions_member ON billing.checkout_sessions USING btree (community_id, member_id);
+
+
+--
+-- Name: checkout_sessions_open; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX checkout_sessions_open ON billing.checkout_sessions USING btree (community_id, expires_at) WHERE (status = 'open'::text);
+
+
+--
+-- Name: checkout_sessions_provider_ref; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX checkout_sessions_provider_ref ON billing.checkout_sessions USING btree (community_id, provider_ref) WHERE (provider_ref IS NOT NULL);
+
+
+--
+-- Name: discount_codes_code; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX discount_codes_code ON billing.discount_codes USING btree (community_id, lower(code));
+
+
+--
+-- Name: discount_redemptions_checkout; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX discount_redemptions_checkout ON billing.discount_redemptions USING btree (community_id, checkout_id);
+
+
+--
+-- Name: events_type; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX events_type ON billing.events USING btree (community_id, type, id);
+
+
+--
+-- Name: link_codes_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX link_codes_member ON billing.link_codes USING btree (community_id, member_id, intended_platform);
+
+
+--
+-- Name: member_entitlements_entitlement; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX member_entitlements_entitlement ON billing.member_entitlements USING btree (community_id, entitlement_id) WHERE (status = 'active'::text);
+
+
+--
+-- Name: member_entitlements_next_check; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX member_entitlements_next_check ON billing.member_entitlements USING btree (community_id, next_check_at) WHERE ((status = 'active'::text) AND (next_check_at IS NOT NULL));
+
+
+--
+-- Name: plans_tier; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX plans_tier ON billing.plans USING btree (community_id, tier_id);
+
+
+--
+-- Name: purchases_expiry; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX purchases_expiry ON billing.purchases USING btree (access_expires_at) WHERE (access_expires_at IS NOT NULL);
+
+
+--
+-- Name: purchases_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX purchases_member ON billing.purchases USING btree (community_id, member_id);
+
+
+--
+-- Name: purchases_plan; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX purchases_plan ON billing.purchases USING btree (community_id, plan_id);
+
+
+--
+-- Name: subscriptions_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX subscriptions_member ON billing.subscriptions USING btree (community_id, member_id);
+
+
+--
+-- Name: subscriptions_period_end; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX subscriptions_period_end ON billing.subscriptions USING btree (current_period_end) WHERE (status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text]));
+
+
+--
+-- Name: subscriptions_plan; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX subscriptions_plan ON billing.subscriptions USING btree (community_id, plan_id, id);
+
+
+--
+-- Name: subscriptions_provider_ref; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX subscriptions_provider_ref ON billing.subscriptions USING btree (community_id, provider_ref) WHERE (provider_ref IS NOT NULL);
+
+
+--
+-- Name: subscriptions_status; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX subscriptions_status ON billing.subscriptions USING btree (community_id, status, id);
+
+
+--
+-- Name: tier_entitlements_ent; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX tier_entitlements_ent ON billing.tier_entitlements USING btree (community_id, entitlement_id);
+
+
+--
+-- Name: webhook_attempts_delivery; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX webhook_attempts_delivery ON billing.webhook_attempts USING btree (community_id, delivery_id, attempt);
+
+
+--
+-- Name: webhook_deliveries_endpoint; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX webhook_deliveries_endpoint ON billing.webhook_deliveries USING btree (community_id, endpoint_id, id);
+
+
+--
+-- Name: api_keys_hash; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE UNIQUE INDEX api_keys_hash ON billing_private.api_keys USING btree (key_hash);
+
+
+--
+-- Name: api_keys_id; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE UNIQUE INDEX api_keys_id ON billing_private.api_keys USING btree (id);
+
+
+--
+-- Name: webhook_endpoints _100_check_event_types; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _100_check_event_types BEFORE INSERT OR UPDATE OF event_types ON billing.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION billing_private.tg_webhook_endpoints__check_event_types();
+
+
+--
+-- Name: plans _100_one_time_rules; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER _100_one_time_rules AFTER INSERT OR UPDATE OF tier_id, "interval", trial_days ON billing.plans DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION billing.tg_plans__one_time_rules();
+
+
+--
+-- Name: tiers _100_one_time_rules; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER _100_one_time_rules AFTER UPDATE OF billing_mode ON billing.tiers DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.billing_mode = 'one_time'::text)) EXECUTE FUNCTION billing.tg_tiers__one_time_rules();
+
+
+--
+-- Name: webhook_endpoints _200_endpoint_limit; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _200_endpoint_limit BEFORE INSERT ON billing.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION billing_private.tg_webhook_endpoints__limit();
+
+
+--
+-- Name: plans _500_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger AFTER UPDATE OF tier_id ON billing.plans FOR EACH ROW WHEN ((old.tier_id IS DISTINCT FROM new.tier_id)) EXECUTE FUNCTION billing.tg_plans__ledger();
+
+
+--
+-- Name: platform_configs _500_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger AFTER UPDATE OF platform ON billing.platform_configs FOR EACH ROW WHEN ((old.platform IS DISTINCT FROM new.platform)) EXECUTE FUNCTION billing.tg_platform_configs__ledger();
+
+
+--
+-- Name: entitlement_benefits _500_ledger_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger_delete AFTER DELETE ON billing.entitlement_benefits REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_entitlement_benefits__ledger_delete();
+
+
+--
+-- Name: tier_entitlements _500_ledger_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger_delete AFTER DELETE ON billing.tier_entitlements REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_tier_entitlements__ledger_delete();
+
+
+--
+-- Name: entitlement_benefits _500_ledger_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger_insert AFTER INSERT ON billing.entitlement_benefits REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_entitlement_benefits__ledger_insert();
+
+
+--
+-- Name: tier_entitlements _500_ledger_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger_insert AFTER INSERT ON billing.tier_entitlements REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_tier_entitlements__ledger_insert();
+
+
+--
+-- Name: entitlement_benefits _500_ledger_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger_update AFTER UPDATE ON billing.entitlement_benefits REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_entitlement_benefits__ledger();
+
+
+--
+-- Name: tier_entitlements _500_ledger_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger_update AFTER UPDATE ON billing.tier_entitlements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_tier_entitlements__ledger();
+
+
+--
+-- Name: checkout_sessions _500_outbox; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox AFTER INSERT OR UPDATE OF status ON billing.checkout_sessions FOR EACH ROW EXECUTE FUNCTION billing.tg_checkout_sessions__outbox();
+
+
+--
+-- Name: members _500_outbox; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox AFTER INSERT ON billing.members FOR EACH ROW EXECUTE FUNCTION billing.tg_members__outbox();
+
+
+--
+-- Name: external_subjects _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billing.external_subjects FOR EACH ROW EXECUTE FUNCTION billing.tg_external_subjects__outbox_and_ledger();
+
+
+--
+-- Name: member_identities _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billing.member_identities FOR EACH ROW EXECUTE FUNCTION billing.tg_member_identities__outbox_and_ledger();
+
+
+--
+-- Name: purchases _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billing.purchases FOR EACH ROW EXECUTE FUNCTION billing.tg_purchases__outbox_and_ledger();
+
+
+--
+-- Name: subscriptions _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billing.subscriptions FOR EACH ROW EXECUTE FUNCTION billing.tg_subscriptions__outbox_and_ledger();
+
+
+--
+-- Name: events _900_enqueue_deliveries; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _900_enqueue_deliveries AFTER INSERT ON billing.events REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_events__enqueue_deliveries();
+
+
+--
+-- Name: checkout_sessions checkout_sessions_community_id_discount_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.checkout_sessions
+    ADD CONSTRAINT checkout_sessions_community_id_discount_id_fkey FOREIGN KEY (community_id, discount_id) REFERENCES billing.discount_codes(community_id, id) ON DELETE RESTRICT;
+
+
+--
+-- Name: checkout_sessions checkout_sessions_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.checkout_sessions
+    ADD CONSTRAINT checkout_sessions_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: checkout_sessions checkout_sessions_community_id_plan_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.checkout_sessions
+    ADD CONSTRAINT checkout_sessions_community_id_plan_id_fkey FOREIGN KEY (community_id, plan_id) REFERENCES billing.plans(community_id, id) ON DELETE RESTRICT;
+
+
+--
+-- Name: discount_codes discount_codes_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.discount_codes
+    ADD CONSTRAINT discount_codes_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: discount_redemptions discount_redemptions_community_id_checkout_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.discount_redemptions
+    ADD CONSTRAINT discount_redemptions_community_id_checkout_id_fkey FOREIGN KEY (community_id, checkout_id) REFERENCES billing.checkout_sessions(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: discount_redemptions discount_redemptions_community_id_discount_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.discount_redemptions
+    ADD CONSTRAINT discount_redemptions_community_id_discount_id_fkey FOREIGN KEY (community_id, discount_id) REFERENCES billing.discount_codes(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: entitlement_benefits entitlement_benefits_community_id_entitlement_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.entitlement_benefits
+    ADD CONSTRAINT entitlement_benefits_community_id_entitlement_id_fkey FOREIGN KEY (community_id, entitlement_id) REFERENCES billing.entitlements(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: entitlement_benefits entitlement_benefits_community_id_platform_config_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.entitlement_benefits
+    ADD CONSTRAINT entitlement_benefits_community_id_platform_config_id_fkey FOREIGN KEY (community_id, platform_config_id) REFERENCES billing.platform_configs(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: entitlements entitlements_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.entitlements
+    ADD CONSTRAINT entitlements_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: events events_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.events
+    ADD CONSTRAINT events_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: external_subjects external_subjects_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.external_subjects
+    ADD CONSTRAINT external_subjects_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: idempotency_keys idempotency_keys_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: link_codes link_codes_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.link_codes
+    ADD CONSTRAINT link_codes_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: member_entitlements member_entitlements_community_id_entitlement_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_entitlements
+    ADD CONSTRAINT member_entitlements_community_id_entitlement_id_fkey FOREIGN KEY (community_id, entitlement_id) REFERENCES billing.entitlements(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: member_entitlements member_entitlements_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_entitlements
+    ADD CONSTRAINT member_entitlements_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: member_identities member_identities_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_identities
+    ADD CONSTRAINT member_identities_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: members members_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.members
+    ADD CONSTRAINT members_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: plans plans_community_id_tier_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.plans
+    ADD CONSTRAINT plans_community_id_tier_id_fkey FOREIGN KEY (community_id, tier_id) REFERENCES billing.tiers(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: platform_configs platform_configs_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.platform_configs
+    ADD CONSTRAINT platform_configs_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: portal_sessions portal_sessions_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.portal_sessions
+    ADD CONSTRAINT portal_sessions_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: provider_events provider_events_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.provider_events
+    ADD CONSTRAINT provider_events_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: purchases purchases_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.purchases
+    ADD CONSTRAINT purchases_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: purchases purchases_community_id_plan_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.purchases
+    ADD CONSTRAINT purchases_community_id_plan_id_fkey FOREIGN KEY (community_id, plan_id) REFERENCES billing.plans(community_id, id) ON DELETE RESTRICT;
+
+
+--
+-- Name: subscriptions subscriptions_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.subscriptions
+    ADD CONSTRAINT subscriptions_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: subscriptions subscriptions_community_id_plan_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.subscriptions
+    ADD CONSTRAINT subscriptions_community_id_plan_id_fkey FOREIGN KEY (community_id, plan_id) REFERENCES billing.plans(community_id, id) ON DELETE RESTRICT;
+
+
+--
+-- Name: subscriptions subscriptions_community_id_scheduled_plan_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.subscriptions
+    ADD CONSTRAINT subscriptions_community_id_scheduled_plan_id_fkey FOREIGN KEY (community_id, scheduled_plan_id) REFERENCES billing.plans(community_id, id) ON DELETE SET NULL (scheduled_plan_id);
+
+
+--
+-- Name: tier_entitlements tier_entitlements_community_id_entitlement_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tier_entitlements
+    ADD CONSTRAINT tier_entitlements_community_id_entitlement_id_fkey FOREIGN KEY (community_id, entitlement_id) REFERENCES billing.entitlements(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: tier_entitlements tier_entitlements_community_id_tier_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tier_entitlements
+    ADD CONSTRAINT tier_entitlements_community_id_tier_id_fkey FOREIGN KEY (community_id, tier_id) REFERENCES billing.tiers(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: tiers tiers_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tiers
+    ADD CONSTRAINT tiers_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: webhook_attempts webhook_attempts_community_id_delivery_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_attempts
+    ADD CONSTRAINT webhook_attempts_community_id_delivery_id_fkey FOREIGN KEY (community_id, delivery_id) REFERENCES billing.webhook_deliveries(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_community_id_endpoint_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_community_id_endpoint_id_fkey FOREIGN KEY (community_id, endpoint_id) REFERENCES billing.webhook_endpoints(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: webhook_deliveries webhook_deliveries_community_id_event_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_community_id_event_id_fkey FOREIGN KEY (community_id, event_id) REFERENCES billing.events(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: webhook_endpoints webhook_endpoints_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: api_keys api_keys_community_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.api_keys
+    ADD CONSTRAINT api_keys_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: webhook_secrets webhook_secrets_community_id_endpoint_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_community_id_endpoint_id_fkey FOREIGN KEY (community_id, endpoint_id) REFERENCES billing.webhook_endpoints(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: checkout_sessions; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.checkout_sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: communities; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.communities ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: discount_codes; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.discount_codes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: discount_redemptions; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.discount_redemptions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: entitlement_benefits; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.entitlement_benefits ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: entitlements; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.entitlements ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: events; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.events ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: external_subjects; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.external_subjects ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: idempotency_keys; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.idempotency_keys ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: link_codes; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.link_codes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: member_entitlements; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.member_entitlements ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: member_identities; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.member_identities ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: members; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.members ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: checkout_sessions owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.checkout_sessions TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: communities owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.communities TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: discount_codes owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.discount_codes TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: discount_redemptions owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.discount_redemptions TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: entitlement_benefits owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.entitlement_benefits TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: entitlements owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.entitlements TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: events owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.events TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: external_subjects owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.external_subjects TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: idempotency_keys owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.idempotency_keys TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: link_codes owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.link_codes TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: member_entitlements owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.member_entitlements TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: member_identities owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.member_identities TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: members owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.members TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: plans owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.plans TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: platform_configs owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.platform_configs TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: portal_sessions owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.portal_sessions TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: provider_events owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.provider_events TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: purchases owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.purchases TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: subscriptions owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.subscriptions TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: tier_entitlements owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.tier_entitlements TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: tiers owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.tiers TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: webhook_attempts owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.webhook_attempts TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: webhook_deliveries owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.webhook_deliveries TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: webhook_endpoints owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.webhook_endpoints TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: plans; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.plans ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: platform_configs; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.platform_configs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: portal_sessions; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.portal_sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: provider_events; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.provider_events ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: purchases; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.purchases ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: subscriptions; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.subscriptions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: checkout_sessions tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.checkout_sessions USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: communities tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.communities USING ((id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: discount_codes tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.discount_codes USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: discount_redemptions tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.discount_redemptions USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: entitlement_benefits tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.entitlement_benefits USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: entitlements tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.entitlements USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: events tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.events USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: external_subjects tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.external_subjects USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: idempotency_keys tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.idempotency_keys USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: link_codes tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.link_codes USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: member_entitlements tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.member_entitlements USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: member_identities tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.member_identities USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: members tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.members USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: plans tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.plans USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: platform_configs tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.platform_configs USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: portal_sessions tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.portal_sessions USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: provider_events tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.provider_events USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: purchases tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.purchases USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: subscriptions tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.subscriptions USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: tier_entitlements tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.tier_entitlements USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: tiers tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.tiers USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: webhook_attempts tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.webhook_attempts USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: webhook_deliveries tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.webhook_deliveries USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: webhook_endpoints tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.webhook_endpoints USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: tier_entitlements; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.tier_entitlements ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: tiers; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.tiers ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: webhook_attempts; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.webhook_attempts ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: webhook_deliveries; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.webhook_deliveries ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: webhook_endpoints; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.webhook_endpoints ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: api_keys; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.api_keys ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: event_types; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.event_types ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: api_keys owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.api_keys USING (true);
+
+
+--
+-- Name: event_types owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.event_types USING (true);
+
+
+--
+-- Name: rate_buckets owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.rate_buckets USING (true);
+
+
+--
+-- Name: webhook_secrets owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.webhook_secrets USING (true);
+
+
+--
+-- Name: worker_heartbeats owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.worker_heartbeats USING (true);
+
+
+--
+-- Name: rate_buckets; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.rate_buckets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: webhook_secrets; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.webhook_secrets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: worker_heartbeats; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.worker_heartbeats ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: SCHEMA analytics; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA analytics TO billing_api;
+
+
+--
+-- Name: SCHEMA billing; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA billing TO billing_api;
+
+
+--
+-- Name: SCHEMA billing_api; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA billing_api TO billing_api;
+
+
+--
+-- Name: SCHEMA billing_private; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA billing_private TO billing_api;
+
+
+--
+-- Name: FUNCTION api_auth(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_version(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.api_version() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_version() TO billing_api;
+
+
+--
+-- Name: FUNCTION apply_due(p_community_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.apply_due(p_community_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_due_all(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.apply_due_all() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_provider_subscription(p_state jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.apply_provider_subscription(p_state jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gen_id(p_prefix text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.gen_id(p_prefix text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.gen_id(p_prefix text) TO billing_api;
+
+
+--
+-- Name: TABLE plans; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.plans TO billing_api;
+
+
+--
+-- Name: TABLE tiers; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.tiers TO billing_api;
+
+
+--
+-- Name: FUNCTION check_eligible(p_member_id text, p_tier billing.tiers, p_plan billing.plans); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.check_eligible(p_member_id text, p_tier billing.tiers, p_plan billing.plans) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.check_eligible(p_member_id text, p_tier billing.tiers, p_plan billing.plans) TO billing_api;
+
+
+--
+-- Name: FUNCTION check_one_time_plans(p_community_id text, p_tier_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.check_one_time_plans(p_community_id text, p_tier_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) TO billing_api;
+
+
+--
+-- Name: TABLE checkout_sessions; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.checkout_sessions TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_event_json(p_cs billing.checkout_sessions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_event_json(p_cs billing.checkout_sessions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_event_json(p_cs billing.checkout_sessions) TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_json(p_cs billing.checkout_sessions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_json(p_cs billing.checkout_sessions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_json(p_cs billing.checkout_sessions) TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_lifetime(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_lifetime() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_lifetime() TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_member(p_subject jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_member(p_subject jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_member(p_subject jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION community_now(p_community_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.community_now(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.community_now(p_community_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION complete_checkout(p_checkout_id text, p_details jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.complete_checkout(p_checkout_id text, p_details jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION current_community_id(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.current_community_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.current_community_id() TO billing_api;
+
+
+--
+-- Name: FUNCTION current_scopes(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.current_scopes() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.current_scopes() TO billing_api;
+
+
+--
+-- Name: TABLE discount_codes; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.discount_codes TO billing_api;
+
+
+--
+-- Name: FUNCTION discount_json(p_d billing.discount_codes); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.discount_json(p_d billing.discount_codes) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.discount_json(p_d billing.discount_codes) TO billing_api;
+
+
+--
+-- Name: FUNCTION emit_event(p_community_id text, p_type text, p_data jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.emit_event(p_community_id text, p_type text, p_data jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.emit_event(p_community_id text, p_type text, p_data jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION encode_cursor(p_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.encode_cursor(p_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.encode_cursor(p_id text) TO billing_api;
+
+
+--
+-- Name: TABLE events; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.events TO billing_api;
+
+
+--
+-- Name: FUNCTION event_json(p_event billing.events); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.event_json(p_event billing.events) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.event_json(p_event billing.events) TO billing_api;
+
+
+--
+-- Name: FUNCTION expire_checkout(p_checkout_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.expire_checkout(p_checkout_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION expire_checkouts(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.expire_checkouts() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION idempotency_begin(p_endpoint text, p_key text, p_hash text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_hash text) TO billing_api;
+
+
+--
+-- Name: FUNCTION idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION iso(p_ts timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) TO billing_api;
+
+
+--
+-- Name: FUNCTION jsonb_array_minus(a jsonb, b jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.jsonb_array_minus(a jsonb, b jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.jsonb_array_minus(a jsonb, b jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION jsonb_changed(p_old jsonb, p_new jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.jsonb_changed(p_old jsonb, p_new jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.jsonb_changed(p_old jsonb, p_new jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION ledger_benefits_changed(p_community_id text, p_entitlement_ids text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_benefits_changed(p_community_id text, p_entitlement_ids text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION ledger_desired(p_community_id text, p_member_id text, p_now timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_now timestamp with time zone) TO billing_api;
+
+
+--
+-- Name: FUNCTION ledger_members_on_tiers(p_community_id text, p_tier_ids text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION ledger_refresh_member(p_community_id text, p_member_id text, p_reason text, p_trigger_event_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_refresh_member(p_community_id text, p_member_id text, p_reason text, p_trigger_event_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_refresh_member(p_community_id text, p_member_id text, p_reason text, p_trigger_event_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION ledger_refresh_members(p_community_id text, p_member_ids text[], p_reason text, p_trigger_event_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_refresh_members(p_community_id text, p_member_ids text[], p_reason text, p_trigger_event_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION ledger_sweep(p_community_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_sweep(p_community_id text) FROM PUBLIC;
+
+
+--
+-- Name: TABLE subscriptions; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.subscriptions TO billing_api;
+
+
+--
+-- Name: FUNCTION lock_subscription(p_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.lock_subscription(p_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.lock_subscription(p_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_changed(p_community_id text, p_member_id text, p_change jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_changed(p_community_id text, p_member_id text, p_change jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_changed(p_community_id text, p_member_id text, p_change jsonb) TO billing_api;
+
+
+--
+-- Name: TABLE member_entitlements; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.member_entitlements TO billing_api;
+
+
+--
+-- Name: FUNCTION member_entitlement_json(p_me billing.member_entitlements); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitlements) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitlements) TO billing_api;
+
+
+--
+-- Name: TABLE entitlements; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.entitlements TO billing_api;
+
+
+--
+-- Name: FUNCTION member_entitlement_json(p_me billing.member_entitlements, p_ent billing.entitlements); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitlements, p_ent billing.entitlements) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitlements, p_ent billing.entitlements) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_json(p_community_id text, p_member_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION now(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.now() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.now() TO billing_api;
+
+
+--
+-- Name: FUNCTION page_json(p_ids text[], p_items jsonb[], p_limit integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.page_json(p_ids text[], p_items jsonb[], p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.page_json(p_ids text[], p_items jsonb[], p_limit integer) TO billing_api;
+
+
+--
+-- Name: FUNCTION plan_interval(p_interval text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.plan_interval(p_interval text) FROM PUBLIC;
+
+
+--
+-- Name: TABLE purchases; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.purchases TO billing_api;
+
+
+--
+-- Name: FUNCTION purchase_event_json(p_pur billing.purchases); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.purchase_event_json(p_pur billing.purchases) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.purchase_event_json(p_pur billing.purchases) TO billing_api;
+
+
+--
+-- Name: FUNCTION purchase_json(p_pur billing.purchases); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.purchase_json(p_pur billing.purchases) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.purchase_json(p_pur billing.purchases) TO billing_api;
+
+
+--
+-- Name: FUNCTION purchase_json(p_pur billing.purchases, p_plan billing.plans, p_tier billing.tiers); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.purchase_json(p_pur billing.purchases, p_plan billing.plans, p_tier billing.tiers) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.purchase_json(p_pur billing.purchases, p_plan billing.plans, p_tier billing.tiers) TO billing_api;
+
+
+--
+-- Name: FUNCTION raise(p_sqlstate text, p_message text, p_detail text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.raise(p_sqlstate text, p_message text, p_detail text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.raise(p_sqlstate text, p_message text, p_detail text) TO billing_api;
+
+
+--
+-- Name: FUNCTION random_token(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.random_token() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.random_token() TO billing_api;
+
+
+--
+-- Name: FUNCTION record_provider_event(p_provider text, p_event_id text, p_type text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.record_provider_event(p_provider text, p_event_id text, p_type text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION refund_purchase(p_provider_ref text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.refund_purchase(p_provider_ref text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION require_scope(p_scope text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.require_scope(p_scope text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.require_scope(p_scope text) TO billing_api;
+
+
+--
+-- Name: FUNCTION require_switchable(p_sub billing.subscriptions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.require_switchable(p_sub billing.subscriptions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.require_switchable(p_sub billing.subscriptions) TO billing_api;
+
+
+--
+-- Name: FUNCTION resolve_identity(p_args jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.resolve_identity(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.resolve_identity(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION sandbox_advance(p_community_id text, p_days numeric); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.sandbox_advance(p_community_id text, p_days numeric) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION subscription_event_json(p_sub billing.subscriptions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_event_json(p_sub billing.subscriptions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.subscription_event_json(p_sub billing.subscriptions) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_json(p_sub billing.subscriptions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_json(p_sub billing.subscriptions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.subscription_json(p_sub billing.subscriptions) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_json(p_sub billing.subscriptions, p_plan billing.plans, p_tier billing.tiers); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_json(p_sub billing.subscriptions, p_plan billing.plans, p_tier billing.tiers) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.subscription_json(p_sub billing.subscriptions, p_plan billing.plans, p_tier billing.tiers) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_provider(p_sub billing.subscriptions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_provider(p_sub billing.subscriptions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.subscription_provider(p_sub billing.subscriptions) TO billing_api;
+
+
+--
+-- Name: FUNCTION switch_options(p_sub billing.subscriptions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.switch_options(p_sub billing.subscriptions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.switch_options(p_sub billing.subscriptions) TO billing_api;
+
+
+--
+-- Name: FUNCTION tg_checkout_sessions__outbox(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_checkout_sessions__outbox() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_entitlement_benefits__ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_entitlement_benefits__ledger_delete(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__ledger_delete() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_entitlement_benefits__ledger_insert(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__ledger_insert() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_external_subjects__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_external_subjects__outbox_and_ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_member_identities__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_member_identities__outbox_and_ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_members__outbox(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_members__outbox() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_plans__ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_plans__ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_plans__one_time_rules(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_plans__one_time_rules() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_platform_configs__ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_platform_configs__ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_purchases__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_purchases__outbox_and_ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_subscriptions__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_subscriptions__outbox_and_ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_tier_entitlements__ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_tier_entitlements__ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_tier_entitlements__ledger_delete(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_tier_entitlements__ledger_delete() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_tier_entitlements__ledger_insert(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_tier_entitlements__ledger_insert() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_tiers__one_time_rules(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_tiers__one_time_rules() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tier_json(p_tier billing.tiers); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tier_json(p_tier billing.tiers) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.tier_json(p_tier billing.tiers) TO billing_api;
+
+
+--
+-- Name: TABLE webhook_deliveries; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_deliveries TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_delivery_json(p_delivery billing.webhook_deliveries); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.webhook_delivery_json(p_delivery billing.webhook_deliveries) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.webhook_delivery_json(p_delivery billing.webhook_deliveries) TO billing_api;
+
+
+--
+-- Name: TABLE webhook_endpoints; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_endpoints TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_endpoint_json(p_endpoint billing.webhook_endpoints); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.webhook_endpoint_json(p_endpoint billing.webhook_endpoints) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.webhook_endpoint_json(p_endpoint billing.webhook_endpoints) TO billing_api;
+
+
+--
+-- Name: FUNCTION analytics_summary(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_summary(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_summary(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.checkout_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.checkout_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_set_provider(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.checkout_set_provider(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.checkout_set_provider(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION discounts_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.discounts_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.discounts_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION entitlements_check(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.entitlements_check(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.entitlements_check(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION events_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.events_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.events_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION events_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.events_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.events_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION external_subjects_attach(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.external_subjects_attach(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.external_subjects_attach(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION link_code_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.link_code_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.link_code_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION link_code_redeem(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.link_code_redeem(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.link_code_redeem(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_entitlements_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.member_entitlements_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.member_entitlements_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION members_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.members_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.members_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION members_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.members_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.members_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION members_lookup(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.members_lookup(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.members_lookup(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION plans_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.plans_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.plans_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION plans_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.plans_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.plans_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION portal_session_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.portal_session_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.portal_session_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION portal_session_set_url(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.portal_session_set_url(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.portal_session_set_url(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION purchases_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.purchases_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.purchases_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION purchases_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.purchases_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.purchases_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_cancel(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_cancel(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_cancel(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_cancel_scheduled_switch(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_reactivate(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_reactivate(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_reactivate(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_switch(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_switch(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_switch(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_switch_options(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_switch_options(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_switch_options(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscriptions_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscriptions_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscriptions_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscriptions_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscriptions_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscriptions_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_deliveries_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_deliveries_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_deliveries_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_deliveries_redeliver(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_deliveries_redeliver(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_deliveries_redeliver(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_endpoints_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_endpoints_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_endpoints_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_endpoints_delete(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_endpoints_delete(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_endpoints_delete(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_endpoints_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_endpoints_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_endpoints_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_endpoints_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_endpoints_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_endpoints_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_endpoints_rotate_secret(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_endpoints_rotate_secret(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_endpoints_rotate_secret(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_endpoints_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION authenticate(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.authenticate(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.authenticate(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION purge_expired(p_delivery_retention interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION take_key_token(p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.take_key_token(p_limits jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.take_key_token(p_limits jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION take_token(p_bucket text, p_per_minute double precision, p_burst double precision); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_events__enqueue_deliveries(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_events__enqueue_deliveries() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_webhook_endpoints__check_event_types(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_webhook_endpoints__check_event_types() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_webhook_endpoints__limit(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_webhook_endpoints__limit() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION webhook_deliveries_load(p_community_id text, p_ids text[], p_after integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_deliveries_load(p_community_id text, p_ids text[], p_after integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION webhook_delivery_enqueue(p_delivery_id text, p_manual boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_delivery_enqueue(p_delivery_id text, p_manual boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_delivery_enqueue(p_delivery_id text, p_manual boolean) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_record_attempts(p_community_id text, p_after integer, p_manual boolean, p_results jsonb, p_retry_at timestamp with time zone, p_disable_after interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_after integer, p_manual boolean, p_results jsonb, p_retry_at timestamp with time zone, p_disable_after interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION webhook_secret_store(p_endpoint_id text, p_ciphertext text, p_rotate boolean, p_grace interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_secret_store(p_endpoint_id text, p_ciphertext text, p_rotate boolean, p_grace interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_secret_store(p_endpoint_id text, p_ciphertext text, p_rotate boolean, p_grace interval) TO billing_api;
+
+
+--
+-- Name: FUNCTION webhook_signing_ciphertexts(p_community_id text, p_endpoint_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_signing_ciphertexts(p_community_id text, p_endpoint_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION webhook_test_target(p_endpoint_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_test_target(p_endpoint_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_test_target(p_endpoint_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION worker_heartbeat(p_worker_ids text[], p_stale interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval) FROM PUBLIC;
+
+
+--
+-- Name: TABLE mrr; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.mrr TO billing_api;
+
+
+--
+-- Name: TABLE communities; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.communities TO billing_api;
+
+
+--
+-- Name: COLUMN communities.clock_offset; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT UPDATE(clock_offset) ON TABLE billing.communities TO billing_api;
+
+
+--
+-- Name: TABLE recent_activity; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.recent_activity TO billing_api;
+
+
+--
+-- Name: TABLE subscribers; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.subscribers TO billing_api;
+
+
+--
+-- Name: TABLE discount_redemptions; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.discount_redemptions TO billing_api;
+
+
+--
+-- Name: TABLE entitlement_benefits; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.entitlement_benefits TO billing_api;
+
+
+--
+-- Name: TABLE external_subjects; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.external_subjects TO billing_api;
+
+
+--
+-- Name: TABLE idempotency_keys; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.idempotency_keys TO billing_api;
+
+
+--
+-- Name: TABLE link_codes; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.link_codes TO billing_api;
+
+
+--
+-- Name: TABLE member_identities; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.member_identities TO billing_api;
+
+
+--
+-- Name: TABLE members; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.members TO billing_api;
+
+
+--
+-- Name: TABLE platform_configs; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.platform_configs TO billing_api;
+
+
+--
+-- Name: TABLE portal_sessions; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.portal_sessions TO billing_api;
+
+
+--
+-- Name: TABLE provider_events; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.provider_events TO billing_api;
+
+
+--
+-- Name: TABLE tier_entitlements; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.tier_entitlements TO billing_api;
+
+
+--
+-- Name: TABLE webhook_attempts; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_attempts TO billing_api;
+
+
+--
+-- Name: SEQUENCE id_seq; Type: ACL; Schema: billing_private; Owner: -
+--
+
+GRANT USAGE ON SEQUENCE billing_private.id_seq TO billing_api;
+
+
+--
+-- Name: DEFAULT PRIVILEGES FOR FUNCTIONS; Type: DEFAULT ACL; Schema: -; Owner: -
+--
+
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres REVOKE ALL ON FUNCTIONS  FROM PUBLIC;
+
+
+--
+-- PostgreSQL database dump complete
+--
+
+
