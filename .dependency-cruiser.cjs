@@ -6,15 +6,15 @@
 const CORE = '^src/core/';
 const DB = '^src/db/';
 const INFRA = '^src/webhooks/';
-const DOMAIN = '^src/(domain|events)/';
+const DOMAIN = '^src/domain/';
 const OPERATIONS = '^src/operations/';
 const WEB = '^src/web/';
 const HTTP = '^src/http/';
 const MCP = '^src/mcp/';
 const CLI = '^src/cli/';
-const PROVIDERS = '^src/(providers|payments)/';
+const PROVIDERS = '^src/providers/';
 const TASKS = '^worker/tasks/';
-const ROOTS = '^(src/(app|main|services)\\.ts|worker/index\\.ts)$';
+const ROOTS = '^(src/(app|main)\\.ts|worker/index\\.ts)$';
 const ADAPTERS = [HTTP, MCP, CLI, PROVIDERS, TASKS];
 
 const layer = (name, from, allowed, comment) => ({
