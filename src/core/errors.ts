@@ -1,8 +1,8 @@
 // Errors are values with a code: every layer throws ApiError, and the executor turns
 // any error into the API's problem object (RFC 9457 JSON), which REST sends as
-// problem+json and MCP as a tool error. SQLSTATEs raised by SQL functions (the
-// table in db/migrations/committed/000001-initial-schema.sql, part 001-schemas) map
-// to codes here, and only here.
+// problem+json and MCP as a tool error. SQLSTATEs raised by SQL functions
+// (billing.raise; the BL... codes of the migrations' SQLSTATE table) map to codes
+// here, and only here.
 
 export type ErrorCode =
   | 'unauthorized' | 'missing_scope' | 'not_found' | 'invalid_request' | 'conflict'
