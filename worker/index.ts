@@ -12,7 +12,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Logger, run, Runner, TaskList, WorkerEvents } from 'graphile-worker';
-import { Config, loadConfig } from '../src/config';
+import { Config, loadConfig } from '../src/core/config';
 import { taskList } from './tasks';
 import { makeWebhookSendTask } from './tasks/webhook_deliveries__send';
 import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createCommunity } from '../../src/admin';
+import { createCommunity } from '../../src/domain/communities/community-admin';
 import { withDatabase } from '../../src/db/migrate';
 import { createBenchDatabase } from '../support';
 

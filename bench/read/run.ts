@@ -14,8 +14,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createCommunity, createKey } from '../../src/admin';
-import { hashKey } from '../../src/operations/execute';
+import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
+import { hashKey } from '../../src/core/ids';
 import { withDatabase } from '../../src/db/migrate';
 import { createBenchDatabase } from '../support';
 

@@ -2,9 +2,9 @@
 // DATABASE_URL, with rate limits from the environment (src/config.ts). Prints
 // "listening" when ready; answers GET /__rss with its resident set size and CPU time used.
 import http from 'node:http';
-import { loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/core/config';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
-import { createApp } from '../../src/http/app';
+import { createApp } from '../../src/app';
 
 const config = loadConfig();
 const url = config.databaseUrl;

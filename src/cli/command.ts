@@ -1,9 +1,9 @@
 // What a command group looks like to the dispatcher (src/cli/index.ts), and the
 // context a command runs with: config, a lazily opened database, stderr logging.
 import type pg from 'pg';
-import type { Config } from '../config';
+import type { Config } from '../core/config';
+import { Database, openDatabase } from '../db/database';
 import { createApiPool, createOwnerPool } from '../db/pool';
-import { Database, openDatabase } from './database';
 
 export type OptionSpec = { type: 'string'; required?: boolean; description: string; /** placeholder in usage */ value?: string } | { type: 'boolean'; description: string };
 

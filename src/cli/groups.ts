@@ -1,7 +1,7 @@
 // The command groups of `billing`, one line each (help lists them by name). To add a group,
-// write src/cli/<name>.ts with `export default defineGroup({...})` and add its line.
-export { default as migrate } from './migrate';
-export { default as communities } from './communities';
-export { default as keys } from './keys';
-export { default as catalog } from './catalog';
-export { default as sandbox } from './sandbox';
+// write src/cli/<name>-commands.ts with `export default defineGroup({...})` and add its line.
+export { default as migrate } from './migrate-commands';
+export { default as communities } from './communities-commands';
+export { default as keys } from './keys-commands';
+export { default as catalog } from './catalog-commands';
+export { default as sandbox } from './sandbox-commands';

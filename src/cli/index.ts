@@ -3,8 +3,8 @@
 // stdout; progress and logs go to stderr; a failure exits non-zero with one line on
 // stderr. Groups are listed in ./groups.ts.
 import { parseArgs, ParseArgsConfig } from 'node:util';
-import { loadConfig } from '../config';
-import { CatalogError } from '../catalog';
+import { loadConfig } from '../core/config';
+import { CatalogError } from '../domain/catalog/catalog-file';
 import { CliContext, Command, CommandGroup, UsageError } from './command';
 import * as registry from './groups';
 

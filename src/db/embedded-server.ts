@@ -1,5 +1,5 @@
 // Runs the embedded PostgreSQL in a process of its own, started detached (its own
-// process group) by src/cli/database.ts, so a Ctrl-C in the terminal reaches only the
+// process group) by src/db/database.ts, so a Ctrl-C in the terminal reaches only the
 // service, which drains its requests and then asks this process to stop the database.
 // Protocol: prints "ready <port>" on stdout once the server answers; stops the server
 // and exits when its stdin ends (the parent said "stop", closed it, or died).

@@ -1,9 +1,9 @@
 // The OpenAPI 3.1 document, generated from the operations registry so docs and
 // behaviour cannot drift.
 import { z } from 'zod';
-import { API_VERSION } from '../operations/execute';
-import type { Operation } from '../operations/registry';
-import { PROBLEM_BASE } from './problems';
+import { API_VERSION } from '../core/api-version';
+import { PROBLEM_BASE } from '../core/errors';
+import type { Operation } from '../domain/operation';
 
 type Json = Record<string, unknown>;
 

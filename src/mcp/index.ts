@@ -4,8 +4,9 @@
 // and scope are the executor's, exactly as for REST. See docs/decisions.md.
 import express, { Request, Response } from 'express';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { API_VERSION, Executor, Outcome, RateLimitInfo } from '../operations/execute';
-import { callerOf, sendOutcome } from '../http/app';
+import { API_VERSION } from '../core/api-version';
+import { Executor, Outcome, RateLimitInfo } from '../operations/executor';
+import { callerOf, sendOutcome } from '../web/express-io';
 import { createMcpServer, listTools, RequestAuth, ToolRunner } from './server';
 
 export const MCP_PATH = '/mcp';

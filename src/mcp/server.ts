@@ -6,11 +6,12 @@ import {
   CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { API_VERSION, Caller, Executor, Outcome, problemOutcome, RateLimitInfo, validationError } from '../operations/execute';
+import { API_VERSION } from '../core/api-version';
+import { ApiError } from '../core/errors';
+import type { Operation } from '../domain/operation';
 import { findOperation } from '../operations';
-import type { Operation } from '../operations/registry';
-import { ApiError } from '../http/problems';
-import { findTool, ToolDef, ToolInputError, tools } from './tools';
+import { Caller, Executor, Outcome, problemOutcome, RateLimitInfo, validationError } from '../operations/executor';
+import { findTool, ToolDef, tools } from './tools';
 
 export const SERVER_INFO = { name: 'community-billing', version: API_VERSION };
 
@@ -127,9 +128,9 @@ export class ToolRunner {
     try {
       request = tool.map?.(parsed.data) ?? {};
     } catch (err) {
-      if (!(err instanceof ToolInputError)) throw err;
-      return toolResult(await this.refuse(auth, op.scope,
-        new ApiError('invalid_request', err.message, { status: 422, extra: { param: err.field } })));
+      // The identity-pair rule (src/domain/members/member-schema.ts) names the field to fix.
+      if (!(err instanceof ApiError) || err.code !== 'invalid_request') throw err;
+      return toolResult(await this.refuse(auth, op.scope, err));
     }
     const params = Object.fromEntries(placeholders.map((p, i) => [p, parsed.data[pathFields[i]]]));
     const outcome = await this.executor.run(op, auth.caller, { params, query: request.query, body: request.body });

@@ -2,9 +2,12 @@
 // Each tool names the registry operation it runs; the tool only reshapes its flat,
 // agent-friendly input into the operation's REST input ({params, query, body}).
 // Scope, validation rules and the work itself stay in the operation, so a tool
-// answers exactly what its REST twin answers.
+// answers exactly what its REST twin answers: each input field is the operation's own
+// field (its type and limits), described in the tool's terms.
 import { z } from 'zod';
-import { limitParam } from '../operations/registry';
+import { limitParam } from '../domain/fields';
+import { identityPair } from '../domain/members/member-schema';
+import { findOperation } from '../operations';
 
 /** The REST-shaped input a tool produces; path values are positional (see `path`). */
 export interface ToolRequest {
@@ -35,28 +38,33 @@ export interface ToolDef {
   fieldNames?: Record<string, string>;
 }
 
-/** Thrown by map() when the input is well-typed but cannot form a request. */
-export class ToolInputError extends Error {
-  constructor(readonly field: string, message: string) {
-    super(message);
-  }
+// ---- input fields, taken from the operations ------------------------------------
+
+type Part = 'params' | 'query' | 'body';
+
+/** The field `name` of an operation's params, query or body schema (fails at startup if absent). */
+function opField(operation: string, part: Part, name: string): z.ZodType {
+  const field = findOperation(operation)?.[part]?.shape[name];
+  if (!field) throw new Error(`MCP tools: operation ${operation} has no ${part} field ${name}`);
+  return field as z.ZodType;
 }
 
-// ---- shared input fields --------------------------------------------------------
-
+// The cursor travels to the operation verbatim (it decodes it), so the tool takes the text.
 const cursor = z.string().min(1).max(200)
   .describe('Opaque cursor: copy next_cursor from the previous page verbatim; omit for the first page.');
 const limit = limitParam.describe('Page size, 1 to 100 (default 25).');
-const subscriptionId = z.string().min(1).max(100).describe('Subscription id (sub_...), as returned by list_subscriptions.');
-const memberId = z.string().min(1).max(100).describe('Member id (mem_...), as returned by list_members.');
-const tierId = (what: string) => z.string().min(1).max(100).describe(`Plan tier id (tier_...) from list_plans; ${what}`);
-const platform = z.string().min(1).max(50)
+const subscriptionId = opField('get_subscription', 'params', 'id').describe('Subscription id (sub_...), as returned by list_subscriptions.');
+const memberId = opField('get_member_entitlements', 'params', 'id').describe('Member id (mem_...), as returned by list_members.');
+const tierId = (what: string) => opField('create_checkout_link', 'body', 'tier_id').describe(`Plan tier id (tier_...) from list_plans; ${what}`);
+// One identity pair, with the types of the REST query (platform: the first-party enum).
+const pairField = (name: string) => opField('check_entitlement', 'query', name);
+const platform = pairField('platform')
   .describe('Connected platform of the identity, e.g. discord or telegram. Give together with platform_uid.');
-const platformUid = z.string().min(1).max(200)
+const platformUid = pairField('platform_uid')
   .describe("The user's id on that platform. Give together with platform.");
-const namespace = z.string().min(1).max(200)
+const namespace = pairField('namespace')
   .describe("Operator namespace of an external (operator-owned) user id, e.g. your app's name. Give together with external_user_id.");
-const externalUserId = z.string().min(1).max(200)
+const externalUserId = pairField('external_user_id')
   .describe("The user's id in your own application. Give together with namespace.");
 
 const PAGE_NOTE = 'Newest first. Returns {data: [...], next_cursor}; pass next_cursor as cursor for the next page (null means last page).';
@@ -70,27 +78,6 @@ function pick(input: Record<string, unknown>, keys: readonly string[]): Record<s
   return out;
 }
 
-/** Which buyer form the flat checkout input describes; the REST body nests it under subject. */
-function identityPair(input: Record<string, unknown>): 'platform' | 'external' {
-  const hasPlatform = input.platform !== undefined || input.platform_uid !== undefined;
-  const hasExternal = input.namespace !== undefined || input.external_user_id !== undefined;
-  if (hasPlatform && hasExternal) {
-    throw new ToolInputError(input.platform !== undefined ? 'platform' : 'platform_uid',
-      'Give exactly one identity: platform with platform_uid, or namespace with external_user_id, not both.');
-  }
-  if (!hasPlatform && !hasExternal) {
-    throw new ToolInputError('platform', 'Missing identity: give platform with platform_uid, or namespace with external_user_id.');
-  }
-  if (hasPlatform) {
-    if (input.platform === undefined) throw new ToolInputError('platform', 'Missing required field "platform" (it goes with platform_uid).');
-    if (input.platform_uid === undefined) throw new ToolInputError('platform_uid', 'Missing required field "platform_uid" (it goes with platform).');
-    return 'platform';
-  }
-  if (input.namespace === undefined) throw new ToolInputError('namespace', 'Missing required field "namespace" (it goes with external_user_id).');
-  if (input.external_user_id === undefined) throw new ToolInputError('external_user_id', 'Missing required field "external_user_id" (it goes with namespace).');
-  return 'external';
-}
-
 export const tools: readonly ToolDef[] = [
   {
     name: 'list_subscriptions',
@@ -99,10 +86,9 @@ export const tools: readonly ToolDef[] = [
     readOnly: true,
     description: `List the community's subscriptions. ${PAGE_NOTE} Each subscription has id, status, plan_id, tier_id, member_id, amount_cents, currency, interval, current_period_end, cancel_at and scheduled_plan_id. Filter by status, plan_id or member_id.`,
     input: z.strictObject({
-      status: z.enum(['active', 'trialing', 'past_due', 'cancelling', 'cancelled', 'paused']).optional()
-        .describe('Only subscriptions in this status.'),
-      plan_id: z.string().min(1).max(100).optional().describe('Only subscriptions on this billing plan (plan_...).'),
-      member_id: memberId.optional().describe('Only subscriptions of this member (mem_...).'),
+      status: opField('list_subscriptions', 'query', 'status').describe('Only subscriptions in this status.'),
+      plan_id: opField('list_subscriptions', 'query', 'plan_id').describe('Only subscriptions on this billing plan (plan_...).'),
+      member_id: opField('list_subscriptions', 'query', 'member_id').describe('Only subscriptions of this member (mem_...).'),
       cursor: cursor.optional(),
       limit,
     }),
@@ -159,11 +145,11 @@ export const tools: readonly ToolDef[] = [
     readOnly: true,
     description: 'Check whether a user has access, identified by exactly one pair: platform with platform_uid, or namespace with external_user_id. Give tier_id to check access to that tier; omit it to check for any access. Returns {entitled, entitlements}; an unknown user is not entitled.',
     input: z.strictObject({
-      platform: platform.optional(),
-      platform_uid: platformUid.optional(),
-      namespace: namespace.optional(),
-      external_user_id: externalUserId.optional(),
-      tier_id: tierId('omit to check for any access.').optional(),
+      platform,
+      platform_uid: platformUid,
+      namespace,
+      external_user_id: externalUserId,
+      tier_id: opField('check_entitlement', 'query', 'tier_id').describe('Plan tier id (tier_...) from list_plans; omit to check for any access.'),
     }),
     // The pair rule is the operation's (same fields, same names as REST).
     map: (i) => ({ query: pick(i, ['platform', 'platform_uid', 'namespace', 'external_user_id', 'tier_id']) }),
@@ -217,7 +203,7 @@ export const tools: readonly ToolDef[] = [
     readOnly: true,
     description: "List the delivery attempt log of one webhook endpoint, newest first: which events were delivered, their status and the endpoint's last response. Returns {data: [delivery], next_cursor}.",
     input: z.strictObject({
-      endpoint_id: z.string().min(1).max(100).describe('Webhook endpoint id, as returned by list_webhook_endpoints.'),
+      endpoint_id: opField('list_webhook_deliveries', 'params', 'id').describe('Webhook endpoint id, as returned by list_webhook_endpoints.'),
       cursor: cursor.optional(),
     }),
     path: ['endpoint_id'],
@@ -231,20 +217,21 @@ export const tools: readonly ToolDef[] = [
     description: 'Create a checkout page URL for a buyer to pay for a plan tier. Identify the buyer by exactly one pair: platform with platform_uid (a connected platform identity), or namespace with external_user_id (a user of your own application; the member is created if needed). plan_id is required when the tier has more than one active plan (see list_plans). Returns {checkout_id, member_id, url, expires_at}. Creating a link grants nothing: access starts only when the buyer pays. Fails with not_eligible if the buyer already has the tier, plan_required, discount_invalid or payment_config_inactive.',
     input: z.strictObject({
       tier_id: tierId('the tier to sell.'),
-      plan_id: z.string().min(1).max(100).optional()
+      plan_id: opField('create_checkout_link', 'body', 'plan_id')
         .describe('Billing plan (plan_...) of that tier; required only when the tier has several active plans.'),
-      platform: platform.optional(),
-      platform_uid: platformUid.optional(),
-      namespace: namespace.optional(),
-      external_user_id: externalUserId.optional(),
-      return_url: z.string().min(1).max(2000).optional()
+      platform,
+      platform_uid: platformUid,
+      namespace,
+      external_user_id: externalUserId,
+      return_url: opField('create_checkout_link', 'body', 'return_url')
         .describe('HTTPS page the buyer returns to after paying (external buyers only); checkout_id is appended. Reaching it does not confirm payment.'),
-      discount_code: z.string().min(1).max(100).optional().describe('Discount code to apply (case-insensitive).'),
+      discount_code: opField('create_checkout_link', 'body', 'discount_code').describe('Discount code to apply (case-insensitive).'),
     }),
     map: (i) => {
-      const subject = identityPair(i) === 'platform'
-        ? { platform: i.platform, platform_uid: i.platform_uid }
-        : { external: { namespace: i.namespace, external_user_id: i.external_user_id } };
+      const pair = identityPair(i);
+      const subject = pair.kind === 'platform'
+        ? { platform: pair.platform, platform_uid: pair.platform_uid }
+        : { external: { namespace: pair.namespace, external_user_id: pair.external_user_id } };
       return { body: { ...pick(i, ['tier_id', 'plan_id']), subject, ...pick(i, ['return_url', 'discount_code']) } };
     },
     fieldNames: {
@@ -264,7 +251,7 @@ export const tools: readonly ToolDef[] = [
     description: 'Move an active or trialing subscription to another plan taken from get_switch_options. A same-tier plan or an upgrade applies at once with proration; a downgrade is scheduled for the period end (scheduled_plan_id, scheduled_at). Returns the updated subscription. This does not cancel anything.',
     input: z.strictObject({
       subscription_id: subscriptionId,
-      plan_id: z.string().min(1).max(100).describe('Target billing plan (plan_...), one of the plan_id values from get_switch_options.'),
+      plan_id: opField('switch_subscription', 'body', 'plan_id').describe('Target billing plan (plan_...), one of the plan_id values from get_switch_options.'),
     }),
     path: ['subscription_id'],
     map: (i) => ({ body: pick(i, ['plan_id']) }),

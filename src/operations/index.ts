@@ -1,18 +1,19 @@
-// Every operation of the API, in one list. Each resource module exports its own.
-import type { Operation } from './registry';
-import { planOperations } from './plans';
-import { memberOperations } from './members';
-import { subscriptionOperations } from './subscriptions';
-import { purchaseOperations } from './purchases';
-import { discountOperations } from './discounts';
-import { analyticsOperations } from './analytics';
-import { entitlementOperations } from './entitlements';
-import { externalSubjectOperations } from './external_subjects';
-import { eventOperations } from './events';
-import { checkoutOperations } from './checkout';
-import { lifecycleOperations } from './lifecycle';
-import { memberSessionOperations } from './member_sessions';
-import { webhookOperations } from './webhooks';
+// The registry: every operation of the API, in one list. Each resource's folder under
+// src/domain/ exports its own.
+import type { Operation } from '../domain/operation';
+import { analyticsOperations } from '../domain/analytics/analytics-operations';
+import { checkoutOperations } from '../domain/checkout/checkout-operations';
+import { discountOperations } from '../domain/discounts/discount-operations';
+import { entitlementOperations } from '../domain/entitlements/entitlement-operations';
+import { eventOperations } from '../domain/events/event-operations';
+import { externalSubjectOperations } from '../domain/members/external-subject-operations';
+import { memberOperations } from '../domain/members/member-operations';
+import { memberSessionOperations } from '../domain/members/member-session-operations';
+import { planOperations } from '../domain/plans/plan-operations';
+import { purchaseOperations } from '../domain/purchases/purchase-operations';
+import { lifecycleOperations } from '../domain/subscriptions/lifecycle-operations';
+import { subscriptionOperations } from '../domain/subscriptions/subscription-operations';
+import { webhookOperations } from '../domain/webhooks/webhook-operations';
 
 export const operations: readonly Operation[] = [
   ...planOperations,

@@ -1,7 +1,6 @@
 // Outbound webhooks: the process-wide service handed to operation handlers
-// (ctx.services.webhooks). Without WEBHOOK_ENCRYPTION_KEY it reports itself
-// unavailable and every webhook management route answers 503.
-import type { ServiceDeps } from '../services';
+// (ctx.services.webhooks, built by src/app.ts). Without WEBHOOK_ENCRYPTION_KEY it
+// reports itself unavailable and every webhook management route answers 503.
 import { generateSecret, parseEncryptionKey, SecretBox } from './crypto';
 import { createSender, Sender, SendResult } from './send';
 import { webhookHeaders } from './sign';
@@ -61,14 +60,5 @@ export function createWebhookService(opts: { encryptionKey: string | null; allow
     urlProblem(url) {
       return endpointUrlProblem(url, opts.allowPrivateUrls);
     },
-  };
-}
-
-export function createWebhookServices(deps: ServiceDeps): Record<string, unknown> {
-  return {
-    webhooks: createWebhookService({
-      encryptionKey: deps.config.webhookEncryptionKey,
-      allowPrivateUrls: deps.config.webhookAllowPrivateUrls,
-    }),
   };
 }

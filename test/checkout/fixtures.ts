@@ -1,8 +1,8 @@
 // Shared seeds for the checkout and lifecycle tests: a sandbox community with the
 // operator-cli.md example catalog (gold and silver subscriptions, a one-time guide).
 import type pg from 'pg';
-import { applyCatalog, CatalogResult, parseCatalog } from '../../src/catalog';
-import { sandboxAdvance } from '../../src/payments/db';
+import { applyCatalog, CatalogResult, parseCatalog } from '../../src/domain/catalog/catalog-file';
+import { sandboxAdvance } from '../../src/domain/checkout/checkout-completion';
 import { call, createTenant, Tenant, TestApp } from '../support/app';
 
 export function catalog(provider: { type: string } | null = { type: 'sandbox' }, extra: Record<string, unknown> = {}) {

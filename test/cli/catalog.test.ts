@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { CatalogError, parseCatalog } from '../../src/catalog';
+import { CatalogError, parseCatalog } from '../../src/domain/catalog/catalog-file';
 import { createOwnerPool } from '../../src/db/pool';
 import { call, createTenant, startApp, TestApp, TEST_DB } from '../support/app';
 import { ROOT, runFailing, runJson } from './run';

@@ -1,7 +1,7 @@
 // The operator CLI (../shared/design/operator-cli.md): communities, keys, migrate.
 import pg from 'pg';
 import { createOwnerPool } from '../../src/db/pool';
-import { SCOPES } from '../../src/operations/registry';
+import { SCOPES } from '../../src/core/scopes';
 import { call, startApp, TestApp, TEST_DB } from '../support/app';
 import { runCli, runFailing, runJson } from './run';
 

@@ -4,7 +4,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { seedWorld, World } from '../ledger/world';
-import { EVENT_TYPES } from '../../src/events/catalog';
+import { EVENT_TYPES } from '../../src/domain/events/event-types';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -1,4 +1,4 @@
-import { revokeKey } from '../../src/admin';
+import { revokeKey } from '../../src/domain/communities/community-admin';
 import { operations } from '../../src/operations';
 import { call, createTenant, startApp, TestApp, Tenant } from '../support/app';
 

@@ -1,7 +1,7 @@
 // A small catalog for ledger tests, written directly in SQL as the owner, and an
 // independent oracle of the grant rules (TypeScript, from the raw source rows).
 import type pg from 'pg';
-import { createCommunity } from '../../src/admin';
+import { createCommunity } from '../../src/domain/communities/community-admin';
 
 export interface World {
   communityId: string;

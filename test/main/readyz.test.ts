@@ -1,9 +1,9 @@
 // GET /readyz: ready only when the database answers and has every committed migration.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/core/config';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
-import { createApp } from '../../src/http/app';
+import { createApp } from '../../src/app';
 import pg from 'pg';
 import { withDatabase } from '../../src/db/migrate';
 import { call, startApp } from '../support/app';

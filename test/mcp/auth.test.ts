@@ -3,7 +3,7 @@
 // "Limits" (per-key and per-IP buckets). Decisions: docs/decisions.md, "MCP".
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { revokeKey } from '../../src/admin';
+import { revokeKey } from '../../src/domain/communities/community-admin';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { callTool, connect, initializeMessage, resultJson, rpc, toolCallMessage } from './client';
 

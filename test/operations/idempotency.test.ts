@@ -1,8 +1,9 @@
 // Spec "Limits", idempotency rules 1-3, exercised through the Executor that REST and
 // MCP share, with a handler operation whose effect is countable.
 import { z } from 'zod';
-import { Executor } from '../../src/operations/execute';
-import { defineOperation } from '../../src/operations/registry';
+import { createServices } from '../../src/app';
+import { Executor } from '../../src/operations/executor';
+import { defineOperation } from '../../src/domain/operation';
 import { createTenant, startApp, TestApp, Tenant } from '../support/app';
 
 let app: TestApp;
@@ -28,7 +29,7 @@ async function memberCount(): Promise<number> {
 
 beforeAll(async () => {
   app = await startApp();
-  executor = new Executor(app.api, app.config, {}, () => app.url);
+  executor = new Executor(app.api, app.config, createServices(app.config), () => app.url);
 });
 beforeEach(async () => { tenant = await createTenant(app.owner); });
 afterAll(() => app.close());

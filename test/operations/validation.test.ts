@@ -1,8 +1,9 @@
 // Input validation through the registry: unknown fields are refused by name (as
 // Stripe does, so a typo such as plan_idd cannot pass silently).
 import { z } from 'zod';
-import { parseInput } from '../../src/operations/execute';
-import { defineOperation, pageQuery } from '../../src/operations/registry';
+import { parseInput } from '../../src/operations/executor';
+import { pageQuery } from '../../src/domain/fields';
+import { defineOperation } from '../../src/domain/operation';
 
 const op = defineOperation({
   name: 'test_switch', method: 'POST', path: '/v1/things/{id}', scope: 'subscriptions:write', tag: 'Test',
@@ -49,7 +50,7 @@ test('limit is 1 to 100, default 25; out of range answers 422 naming limit', () 
 });
 
 test('cursors round-trip and tampered ones answer 400', () => {
-  const { encodeCursor } = jest.requireActual('../../src/operations/registry');
+  const { encodeCursor } = jest.requireActual('../../src/core/cursor');
   const id = 'sub_0193a4b5c6d7e8f9a0b1c2d3e4';
   const r = parseInput(list, { query: { cursor: encodeCursor(id) } });
   expect(r.ok && r.input.cursor).toBe(id);

@@ -2,11 +2,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { createCommunity, createKey } from '../../src/admin';
-import { loadConfig, Config } from '../../src/config';
+import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
+import { loadConfig, Config } from '../../src/core/config';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
-import { createApp } from '../../src/http/app';
-import { SCOPES, Scope } from '../../src/operations/registry';
+import { createApp } from '../../src/app';
+import { SCOPES, Scope } from '../../src/core/scopes';
 import { checkResponse } from './openapi-check';
 
 export const TEST_DB = () => {

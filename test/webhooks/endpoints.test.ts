@@ -1,6 +1,6 @@
 // Webhook endpoint management (spec: REST endpoints, Limits, Errors) and the test ping.
 import { Webhook } from 'standardwebhooks';
-import { EVENT_TYPES } from '../../src/events/catalog';
+import { EVENT_TYPES } from '../../src/domain/events/event-types';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { ENCRYPTION_KEY, Receiver, startReceiver, verify } from './support';
 

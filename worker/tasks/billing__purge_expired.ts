@@ -1,6 +1,6 @@
 // Periodic (hourly): purges expired idempotency records, link codes, portal sessions,
 // old webhook attempts and finished deliveries, idle rate buckets
-// (billing_private.purge_expired, 090-retention.sql).
+// (billing_private.purge_expired, part 090-retention of the migrations).
 import type { Task } from 'graphile-worker';
 
 export const billingPurgeExpired: Task = async (_payload, helpers) => {

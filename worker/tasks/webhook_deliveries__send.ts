@@ -8,7 +8,7 @@ import type { Task } from 'graphile-worker';
 import { parseEncryptionKey, SecretBox } from '../../src/webhooks/crypto';
 import { createSender, Sender, SendResult } from '../../src/webhooks/send';
 import { webhookHeaders } from '../../src/webhooks/sign';
-import { loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/core/config';
 
 /**
  * Delay before each attempt, modelled on Standard Webhooks' recommendation:

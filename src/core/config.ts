@@ -1,0 +1,74 @@
+// Configuration, read once from the environment into a typed object.
+import path from 'node:path';
+
+export interface RateLimits {
+  key_per_minute: number;
+  key_burst: number;
+  ip_per_minute: number;
+  ip_burst: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | null;
+  dataDir: string;
+  publicBaseUrl: string | null;
+  rateLimits: RateLimits;
+  webhookEncryptionKey: string | null;
+  webhookAllowPrivateUrls: boolean;
+  stripeSecretKey: string | null;
+  stripeWebhookSecret: string | null;
+  stripeApiHost: string | null;
+  /** Stripe API port and protocol (a local Stripe-compatible server in tests). */
+  stripeApiPort: number | null;
+  stripeApiProtocol: 'http' | 'https' | null;
+  poolSize: number;
+  trustProxy: boolean;
+}
+
+function num(value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`expected a positive number, got ${value}`);
+  return n;
+}
+
+function portNumber(value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  // 0 asks the operating system for a free port (tests).
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`PORT: expected a port number, got ${value}`);
+  return n;
+}
+
+/** The package directory: the default data directory lives here whatever the cwd. */
+export const packageRoot = path.resolve(__dirname, '../..');
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  return {
+    port: portNumber(env.PORT, 3000),
+    host: env.HOST ?? '0.0.0.0',
+    databaseUrl: env.DATABASE_URL || null,
+    dataDir: env.BILLING_DATA_DIR ? path.resolve(env.BILLING_DATA_DIR) : path.join(packageRoot, '.data'),
+    publicBaseUrl: env.PUBLIC_BASE_URL || null,
+    rateLimits: {
+      key_per_minute: num(env.RATE_LIMIT_KEY_PER_MINUTE, 300),
+      key_burst: num(env.RATE_LIMIT_KEY_BURST, 60),
+      ip_per_minute: num(env.RATE_LIMIT_IP_PER_MINUTE, 20),
+      ip_burst: num(env.RATE_LIMIT_IP_BURST, 10),
+    },
+    webhookEncryptionKey: env.WEBHOOK_ENCRYPTION_KEY || null,
+    webhookAllowPrivateUrls: env.WEBHOOK_ALLOW_PRIVATE_URLS
+      ? env.WEBHOOK_ALLOW_PRIVATE_URLS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
+      : !production,
+    stripeSecretKey: env.STRIPE_SECRET_KEY || null,
+    stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
+    stripeApiHost: env.STRIPE_API_HOST || null,
+    stripeApiPort: env.STRIPE_API_PORT ? num(env.STRIPE_API_PORT, 443) : null,
+    stripeApiProtocol: env.STRIPE_API_PROTOCOL === 'http' ? 'http' : env.STRIPE_API_PROTOCOL === 'https' ? 'https' : null,
+    poolSize: num(env.PG_POOL_SIZE, 20),
+    trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+  };
+}

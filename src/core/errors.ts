@@ -1,0 +1,112 @@
+// Errors are values with a code: every layer throws ApiError, and the executor turns
+// any error into the API's problem object (RFC 9457 JSON), which REST sends as
+// problem+json and MCP as a tool error. SQLSTATEs raised by SQL functions
+// (billing.raise; the BL... codes of the migrations' SQLSTATE table) map to codes
+// here, and only here.
+
+export type ErrorCode =
+  | 'unauthorized' | 'missing_scope' | 'not_found' | 'invalid_request' | 'conflict'
+  | 'payment_config_inactive' | 'not_eligible' | 'request_in_flight' | 'plan_required'
+  | 'platform_not_connected' | 'idempotency_key_reuse' | 'endpoint_limit' | 'discount_invalid'
+  | 'rate_limited' | 'internal_error' | 'service_unavailable';
+
+const TITLES: Record<ErrorCode, string> = {
+  unauthorized: 'Unauthorized',
+  missing_scope: 'Missing scope',
+  not_found: 'Not found',
+  invalid_request: 'Invalid request',
+  conflict: 'Conflict',
+  payment_config_inactive: 'Payment configuration inactive',
+  not_eligible: 'Not eligible',
+  request_in_flight: 'Request in flight',
+  plan_required: 'Plan required',
+  platform_not_connected: 'Platform not connected',
+  idempotency_key_reuse: 'Idempotency key reuse',
+  endpoint_limit: 'Endpoint limit reached',
+  discount_invalid: 'Discount invalid',
+  rate_limited: 'Rate limited',
+  internal_error: 'Internal error',
+  service_unavailable: 'Service unavailable',
+};
+
+const DEFAULT_STATUS: Record<ErrorCode, number> = {
+  unauthorized: 401, missing_scope: 403, not_found: 404, invalid_request: 422, conflict: 409,
+  payment_config_inactive: 409, not_eligible: 409, request_in_flight: 409, plan_required: 422,
+  platform_not_connected: 422, idempotency_key_reuse: 422, endpoint_limit: 422, discount_invalid: 422,
+  rate_limited: 429, internal_error: 500, service_unavailable: 503,
+};
+
+const SQLSTATES: Record<string, [ErrorCode, number]> = {
+  BL400: ['invalid_request', 400],
+  BL422: ['invalid_request', 422],
+  BL401: ['unauthorized', 401],
+  BL403: ['missing_scope', 403],
+  BL404: ['not_found', 404],
+  BL409: ['conflict', 409],
+  BLPCI: ['payment_config_inactive', 409],
+  BLNEL: ['not_eligible', 409],
+  BLPRQ: ['plan_required', 422],
+  BLPNC: ['platform_not_connected', 422],
+  BLDSC: ['discount_invalid', 422],
+  BLEPL: ['endpoint_limit', 422],
+  BLIKR: ['idempotency_key_reuse', 422],
+  BLRIF: ['request_in_flight', 409],
+  BL429: ['rate_limited', 429],
+  BL503: ['service_unavailable', 503],
+};
+
+export const PROBLEM_BASE = 'https://docs.billing.example/errors';
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  code: ErrorCode;
+  [extra: string]: unknown;
+}
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly extra: Record<string, unknown>;
+  constructor(code: ErrorCode, detail: string, opts: { status?: number; extra?: Record<string, unknown> } = {}) {
+    super(detail);
+    this.code = code;
+    this.status = opts.status ?? DEFAULT_STATUS[code];
+    this.extra = opts.extra ?? {};
+  }
+
+  toProblem(): ProblemBody {
+    return problemBody(this.code, this.status, this.message, this.extra);
+  }
+}
+
+export function problemBody(code: ErrorCode, status: number, detail: string | undefined, extra: Record<string, unknown> = {}): ProblemBody {
+  const body: ProblemBody = { type: `${PROBLEM_BASE}#${code}`, title: TITLES[code], status, code };
+  if (detail) body.detail = detail;
+  return { ...body, ...extra };
+}
+
+/** Maps an error raised by SQL (a pg error or the value billing.api_call returns). */
+export function fromSqlState(sqlstate: string, message: string, detail?: string | null): ApiError | null {
+  const mapped = SQLSTATES[sqlstate];
+  if (!mapped) return null;
+  const [code, status] = mapped;
+  const extra: Record<string, unknown> = {};
+  if (code === 'missing_scope' && detail) extra.required_scope = detail;
+  if (code === 'invalid_request' && detail) extra.param = detail;
+  return new ApiError(code, message, { status, extra });
+}
+
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { code?: unknown; message?: unknown; detail?: unknown };
+  if (typeof e?.code === 'string') {
+    const mapped = fromSqlState(e.code, String(e.message ?? ''), typeof e.detail === 'string' ? e.detail : null);
+    if (mapped) return mapped;
+  }
+  return new ApiError('internal_error', 'An unexpected error occurred.');
+}
+
+export const UNAUTHORIZED_DETAIL = 'A valid API key is required: send Authorization: Bearer <key>.';

@@ -1,0 +1,13 @@
+// Ids and API keys as the service writes them.
+import crypto from 'node:crypto';
+
+/** billing.gen_id('prefix'): a prefix of 1 to 5 letters, '_', 26 hex digits (time-sortable). */
+export const ID_PATTERN = /^[a-z]{1,5}_[0-9a-f]{26}$/;
+
+/** Key format: bk_<8 char prefix>_<secret>; anything else is malformed. */
+export const KEY_PATTERN = /^bk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{20,100}$/;
+
+/** Only this digest of a key is stored (billing_private.api_keys.key_hash). */
+export function hashKey(key: string): string {
+  return crypto.createHash('sha256').update(key).digest('hex');
+}

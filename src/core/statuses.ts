@@ -1,0 +1,23 @@
+// The closed value lists of the data model, written once for TypeScript. The
+// database holds the same lists as CHECK constraints; test/core/sql-agreement.test.ts
+// reads those from pg_constraint and holds each pair equal.
+export const SUBSCRIPTION_STATUSES = ['active', 'trialing', 'past_due', 'cancelling', 'cancelled', 'paused'] as const;
+export const PURCHASE_STATUSES = ['completed', 'refunded'] as const;
+export const CHECKOUT_STATUSES = ['open', 'completed', 'expired'] as const;
+export const CHECKOUT_SUBJECT_KINDS = ['member', 'external', 'platform'] as const;
+export const MEMBER_ENTITLEMENT_STATUSES = ['active', 'inactive'] as const;
+export const WEBHOOK_DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export const WEBHOOK_DISABLED_REASONS = ['manual', 'failing'] as const;
+/** billing.plans.interval; null is a one-time plan. */
+export const BILLING_INTERVALS = ['month', 'year'] as const;
+export const TIER_KINDS = ['subscription', 'one_time'] as const;
+export const TIER_BILLING_MODES = ['recurring', 'one_time'] as const;
+export const DISCOUNT_VALUE_TYPES = ['percent', 'amount'] as const;
+export const DISCOUNT_DURATIONS = ['once', 'repeating', 'forever'] as const;
+/** First-party platforms of member identities and link codes. */
+export const PLATFORMS = ['discord', 'telegram'] as const;
+export const PAYMENT_PROVIDERS = ['sandbox', 'stripe'] as const;
+
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+export type Platform = (typeof PLATFORMS)[number];
+export type PaymentProviderName = (typeof PAYMENT_PROVIDERS)[number];

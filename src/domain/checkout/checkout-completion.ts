@@ -1,0 +1,43 @@
+// Paying a checkout from the provider side (the sandbox page, `billing sandbox`,
+// Stripe's webhooks) and moving the sandbox clock. Each runs in an owner transaction
+// with the community set (src/db/community-transaction.ts).
+import type pg from 'pg';
+import { ApiError } from '../../core/errors';
+import { inCommunity } from '../../db/community-transaction';
+
+export interface CompletedCheckout {
+  checkout_id: string;
+  member_id: string;
+  subscription_id: string | null;
+  purchase_id: string | null;
+  already_completed: boolean;
+}
+
+/** Pays a checkout (billing.complete_checkout); idempotent. */
+export async function completeCheckout(client: pg.PoolClient, checkoutId: string, details: Record<string, unknown> = {}): Promise<CompletedCheckout> {
+  const { rows } = await client.query<{ r: CompletedCheckout }>('select billing.complete_checkout($1, $2) as r', [checkoutId, details]);
+  return rows[0].r;
+}
+
+/** Which community a checkout belongs to (owner pool: sees every community). */
+export async function checkoutCommunity(pool: pg.Pool, checkoutId: string): Promise<string | null> {
+  const { rows } = await pool.query<{ community_id: string }>('select community_id from billing.checkout_sessions where id = $1', [checkoutId]);
+  return rows[0]?.community_id ?? null;
+}
+
+/** The CLI's `sandbox complete`: exactly what the buyer's click on the page does. */
+export async function sandboxComplete(pool: pg.Pool, checkoutId: string): Promise<CompletedCheckout> {
+  const communityId = await checkoutCommunity(pool, checkoutId);
+  if (!communityId) throw new ApiError('not_found', `No checkout ${checkoutId}.`);
+  return inCommunity(pool, communityId, async (client) => {
+    const { rows } = await client.query<{ provider: string }>('select provider from billing.checkout_sessions where id = $1', [checkoutId]);
+    if (rows[0]?.provider !== 'sandbox') throw new ApiError('conflict', `Checkout ${checkoutId} is not a sandbox checkout.`);
+    return completeCheckout(client, checkoutId);
+  });
+}
+
+/** The CLI's `sandbox advance`: moves the community's clock and applies what is due. */
+export async function sandboxAdvance(pool: pg.Pool, communityId: string, days: number): Promise<{ now: string }> {
+  const { rows } = await pool.query<{ r: { now: string } }>('select billing.sandbox_advance($1, $2) as r', [communityId, days]);
+  return { now: rows[0].r.now };
+}

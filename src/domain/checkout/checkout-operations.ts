@@ -1,0 +1,50 @@
+// create_checkout_link: records an open checkout in SQL (every rule of the spec's
+// request table and eligibility list, billing_api.checkout_create), then asks the
+// community's payment provider for the page the buyer opens. Creating a checkout may
+// create the member and its external-subject or platform-identity mapping; it grants
+// nothing.
+import { z } from 'zod';
+import { ApiError } from '../../core/errors';
+import { defineOperation, OpContext, Operation } from '../operation';
+import { checkoutLink, checkoutSubject, httpsUrl } from './checkout-schema';
+import type { CheckoutInfo, ProviderName } from './payment-port';
+
+const id = z.string().min(1).max(100);
+
+async function communityProvider(ctx: OpContext): Promise<ProviderName | null> {
+  const { rows } = await ctx.query<{ payment_provider: ProviderName | null }>(
+    'select payment_provider from billing.communities where id = $1', [ctx.communityId]);
+  return rows[0]?.payment_provider ?? null;
+}
+
+export const checkoutOperations: Operation[] = [
+  defineOperation({
+    name: 'create_checkout_link',
+    method: 'POST',
+    path: '/v1/checkout-links',
+    scope: 'checkout:write',
+    tag: 'Checkout',
+    summary: 'Create a checkout link for a buyer',
+    description: 'The url opens the payment provider\'s checkout page; it is open for 24 hours (expires_at). '
+      + 'Paying creates the subscription or purchase; the entitlement follows through the ledger.',
+    body: z.object({
+      tier_id: id.describe('Tier to buy; it must exist and be active'),
+      subject: checkoutSubject,
+      plan_id: id.optional().describe('Required when the tier has more than one active plan'),
+      client_reference_id: z.string().min(1).max(200).optional().describe('Copied into entitlement source metadata'),
+      return_url: httpsUrl.optional().describe('HTTPS page the buyer lands on, with checkout_id appended; external subjects only'),
+      discount_code: z.string().min(1).max(100).optional().describe('Case-insensitive discount code'),
+    }),
+    response: checkoutLink,
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const name = await communityProvider(ctx);
+      const provider = name ? ctx.services.payments.provider(name) : null;
+      const checkout = await ctx.call<CheckoutInfo>('checkout_create', { ...input, provider_ready: provider?.ready() ?? false });
+      if (!provider) throw new ApiError('payment_config_inactive', 'This community has no active payment provider.');
+      const link = await provider.createCheckout({ baseUrl: ctx.baseUrl, communityId: ctx.communityId, query: ctx.query }, checkout);
+      const stored = await ctx.call<CheckoutInfo>('checkout_set_provider', { checkout_id: checkout.checkout_id, ...link });
+      return { checkout_id: stored.checkout_id, member_id: stored.member_id, url: stored.url, expires_at: stored.expires_at };
+    },
+  }),
+];

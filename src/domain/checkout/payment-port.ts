@@ -1,0 +1,92 @@
+// The payment port (implemented in src/providers/): what checkout, lifecycle and portal operations ask of
+// a community's provider (communities.payment_provider). The sandbox answers from this
+// service itself; Stripe through the real SDK. Handlers call these inside the request's
+// transaction after the SQL change, so a provider failure rolls the change back.
+import type pg from 'pg';
+import type { CHECKOUT_STATUSES, PaymentProviderName } from '../../core/statuses';
+
+export type ProviderName = PaymentProviderName;
+
+/** billing.checkout_json: everything needed to present or pay a checkout. */
+export interface CheckoutInfo {
+  checkout_id: string;
+  member_id: string;
+  status: (typeof CHECKOUT_STATUSES)[number];
+  provider: ProviderName;
+  access_token: string;
+  url: string | null;
+  expires_at: string;
+  expired: boolean;
+  tier_id: string;
+  tier_name: string;
+  tier_kind: 'subscription' | 'one_time';
+  plan_id: string;
+  plan_name: string | null;
+  interval: 'month' | 'year' | null;
+  trial_days: number;
+  access_days: number | null;
+  stripe_price_id: string | null;
+  amount_cents: number;
+  discount_cents: number;
+  currency: string;
+  discount_code: string | null;
+  discount: { id: string; value_type: string; percent_off: number | null; amount_off_cents: number | null; duration: string; duration_months: number | null } | null;
+  client_reference_id: string | null;
+  return_url: string | null;
+  subscription_id: string | null;
+  purchase_id: string | null;
+}
+
+/** billing.subscription_provider plus, for a switch, the target. */
+export interface SubscriptionRef {
+  provider: ProviderName;
+  provider_ref: string | null;
+  plan_id: string;
+  stripe_price_id: string | null;
+  current_period_end: string | null;
+  kind?: 'immediate' | 'scheduled';
+  new_plan_id?: string;
+  new_stripe_price_id?: string | null;
+  old_stripe_price_id?: string | null;
+}
+
+export interface PortalInfo {
+  id: string;
+  member_id: string;
+  access_token: string;
+  expires_at: string;
+  return_url: string | null;
+  customer_ref: string | null;
+}
+
+export interface ProviderContext {
+  baseUrl: string;
+  communityId: string;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+export interface PaymentProvider {
+  readonly name: ProviderName;
+  /** False when the deployment lacks what the provider needs (Stripe keys). */
+  ready(): boolean;
+  createCheckout(ctx: ProviderContext, checkout: CheckoutInfo): Promise<{ url: string; provider_ref?: string; expires_at?: string }>;
+  createPortal(ctx: ProviderContext, portal: PortalInfo): Promise<{ url: string }>;
+  cancelAtPeriodEnd(sub: SubscriptionRef): Promise<void>;
+  reactivate(sub: SubscriptionRef): Promise<void>;
+  switchPlan(sub: SubscriptionRef): Promise<void>;
+  cancelScheduledSwitch(sub: SubscriptionRef): Promise<void>;
+}
+
+export interface PaymentServices {
+  provider(name: ProviderName): PaymentProvider;
+}
+
+/**
+ * Where the buyer lands after paying: the checkout's return_url, else the service's
+ * sandbox return page, with checkout_id appended. Every provider sends buyers here.
+ */
+export function returnTarget(info: { return_url: string | null; checkout_id: string }, baseUrl: string): string {
+  const target = new URL(info.return_url ?? `${baseUrl}/sandbox/return`);
+  target.searchParams.set('checkout_id', info.checkout_id);
+  return target.toString();
+}

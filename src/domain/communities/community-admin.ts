@@ -1,0 +1,51 @@
+// Operator actions that the spec leaves to a dashboard: communities and keys. They
+// run as the owner role (the operator CLI and npm start's first-run setup).
+import crypto from 'node:crypto';
+import type pg from 'pg';
+import { hashKey } from '../../core/ids';
+import { SCOPES, Scope } from '../../core/scopes';
+
+export async function createCommunity(pool: pg.Pool, name: string): Promise<{ id: string }> {
+  const { rows } = await pool.query<{ id: string }>('insert into billing.communities (name) values ($1) returning id', [name]);
+  return rows[0];
+}
+
+export function parseScopes(list: string): Scope[] {
+  if (list.trim() === 'all') return [...SCOPES];
+  const scopes = list.split(',').map((s) => s.trim()).filter(Boolean);
+  if (scopes.length === 0) throw new Error('--scopes needs at least one scope, or "all"');
+  for (const s of scopes) {
+    if (!(SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope "${s}"; known: ${SCOPES.join(', ')}`);
+  }
+  return [...new Set(scopes)] as Scope[];
+}
+
+const ALPHANUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+function randomAlnum(n: number): string {
+  const bytes = crypto.randomBytes(n);
+  return Array.from(bytes, (b) => ALPHANUM[b % ALPHANUM.length]).join('');
+}
+
+export interface CreatedKey { id: string; key: string; prefix: string; scopes: Scope[] }
+
+/** A key is bk_<8-char prefix>_<256 random bits>; only its SHA-256 and prefix are stored. */
+export async function createKey(pool: pg.Pool, communityId: string, scopes: Scope[], name?: string): Promise<CreatedKey> {
+  const prefix = `bk_${randomAlnum(8)}`;
+  const key = `${prefix}_${crypto.randomBytes(32).toString('base64url')}`;
+  const { rows } = await pool.query<{ id: string }>(
+    `insert into billing_private.api_keys (community_id, name, prefix, key_hash, scopes)
+     select c.id, $2, $3, $4, $5 from billing.communities c where c.id = $1 returning id`,
+    [communityId, name ?? null, prefix, hashKey(key), scopes],
+  );
+  if (!rows[0]) throw new Error(`no community ${communityId}`);
+  return { id: rows[0].id, key, prefix, scopes };
+}
+
+export async function revokeKey(pool: pg.Pool, keyId: string): Promise<{ id: string; revoked_at: string }> {
+  const { rows } = await pool.query<{ id: string; revoked_at: string }>(
+    `update billing_private.api_keys set revoked_at = coalesce(revoked_at, now())
+     where id = $1 returning id, billing.iso(revoked_at) as revoked_at`, [keyId]);
+  if (!rows[0]) throw new Error(`no key ${keyId}`);
+  return rows[0];
+}

@@ -1,0 +1,113 @@
+// The event-type catalog: every event the service emits, what it means and the schema
+// of its data. Served by GET /v1/webhooks/event-types; endpoint subscriptions are
+// checked against EVENT_TYPES. The events are written by triggers (billing.emit_event
+// callers in the SQL); each data schema reuses the resource's own schema, extended
+// with what events add, and test/events/feed.test.ts checks every emitted event
+// against these schemas.
+import { z } from 'zod';
+import { checkoutSession } from '../checkout/checkout-schema';
+import { entitlementBenefit, memberEntitlement } from '../entitlements/entitlement-schema';
+import { timestamp } from '../fields';
+import { member } from '../members/member-schema';
+import { purchase } from '../purchases/purchase-schema';
+import { subscription } from '../subscriptions/subscription-schema';
+import { webhookEndpoint } from '../webhooks/webhook-schema';
+
+// Event objects are loose: new fields may appear within a version (clients ignore them).
+const eventMember = member.loose();
+
+/** Values of data.reason on entitlement events. */
+export const ENTITLEMENT_REASONS = [
+  'subscription_created', 'subscription_activated', 'subscription_updated', 'subscription_cancelling',
+  'subscription_paused', 'subscription_ended', 'subscription_deleted', 'plan_changed',
+  'purchase_completed', 'purchase_updated', 'purchase_refunded', 'purchase_deleted',
+  'access_expired', 'identity_linked', 'identity_unlinked', 'identity_updated',
+  'external_subject_attached', 'external_subject_removed', 'benefits_changed', 'tier_entitlements_changed',
+] as const;
+
+export const entitlementEventDataSchema = z.looseObject({
+  member: eventMember,
+  entitlement: memberEntitlement.loose(),
+  changes: z.looseObject({ added_benefits: z.array(entitlementBenefit), removed_benefits: z.array(entitlementBenefit) }),
+  reason: z.string().describe(`why it changed: ${ENTITLEMENT_REASONS.join(', ')} (more may appear)`),
+  trigger_event_id: z.string().nullable().describe('id of the lifecycle event that caused it, null when time passing or a catalog edit did'),
+});
+
+/** billing.event_subscription_json: the subscription plus its client_reference_id. */
+export const subscriptionEventSchema = subscription.extend({ client_reference_id: z.string().nullable() }).loose();
+/** billing.event_purchase_json: the purchase plus its client_reference_id. */
+export const purchaseEventSchema = purchase.extend({ client_reference_id: z.string().nullable() }).loose();
+export const checkoutEventSchema = checkoutSession.loose();
+
+const previous = z.record(z.string(), z.unknown()).nullable()
+  .describe('old values of the fields that changed (null on creation)');
+
+const subscriptionData = z.looseObject({ subscription: subscriptionEventSchema, previous_attributes: previous });
+const purchaseData = z.looseObject({ purchase: purchaseEventSchema, previous_attributes: previous });
+const checkoutData = z.looseObject({ checkout: checkoutEventSchema, previous_attributes: previous });
+const memberData = z.looseObject({
+  member: eventMember,
+  change: z.looseObject({ kind: z.string() }).nullable()
+    .describe('what changed: kind identity_linked, identity_unlinked, identity_updated, external_subject_attached or external_subject_removed, with the identity or subject; null on member.created'),
+});
+
+const webhookEndpointDisabledData = z.looseObject({
+  endpoint: webhookEndpoint.loose(),
+  reason: z.string().describe('failing: every delivery attempt failed for 5 days'),
+  failing_since: timestamp,
+});
+
+interface CatalogEntry {
+  type: string;
+  description: string;
+  schema: z.ZodType;
+}
+
+const ENTRIES = [
+  { type: 'member.entitlement.granted', description: 'An entitlement became active for a member (inactive-to-active edge). Decide access from these three entitlement events.', schema: entitlementEventDataSchema },
+  { type: 'member.entitlement.updated', description: 'Sources, benefits or linked identities of an entitlement changed while its status stayed the same (one source ending while another still supports it; an external subject attached; a plan switch within access).', schema: entitlementEventDataSchema },
+  { type: 'member.entitlement.revoked', description: 'An entitlement became inactive for a member (active-to-inactive edge); changes.removed_benefits lists what to take away.', schema: entitlementEventDataSchema },
+  { type: 'subscription.created', description: 'A subscription was created.', schema: subscriptionData },
+  { type: 'subscription.updated', description: 'A subscription changed (status other than cancelled, plan, period, scheduled switch, pause); previous_attributes holds the old values.', schema: subscriptionData },
+  { type: 'subscription.cancelled', description: 'A subscription ended (status became cancelled).', schema: subscriptionData },
+  { type: 'purchase.created', description: 'A one-time purchase was recorded.', schema: purchaseData },
+  { type: 'purchase.updated', description: 'A purchase changed (for example its access_expires_at).', schema: purchaseData },
+  { type: 'purchase.refunded', description: 'A purchase was refunded.', schema: purchaseData },
+  { type: 'checkout.created', description: 'A checkout session was created. It grants nothing by itself.', schema: checkoutData },
+  { type: 'checkout.completed', description: 'A checkout session was paid; the subscription or purchase events follow.', schema: checkoutData },
+  { type: 'checkout.expired', description: 'A checkout session expired unpaid. No entitlement changes.', schema: checkoutData },
+  { type: 'member.created', description: 'A member was created.', schema: memberData },
+  { type: 'member.updated', description: 'A member\'s platform identities or external subjects changed.', schema: memberData },
+  { type: 'webhook_endpoint.disabled', description: 'A webhook endpoint was disabled because every delivery to it failed for 5 days.', schema: webhookEndpointDisabledData },
+] as const satisfies readonly CatalogEntry[];
+
+export type EventType = (typeof ENTRIES)[number]['type'];
+
+/** Every event type the service emits. */
+export const EVENT_TYPES: readonly EventType[] = ENTRIES.map((e) => e.type);
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/** The zod schema of an event type's data (for tests and typed consumers). */
+export function eventDataSchema(type: EventType): z.ZodType {
+  return ENTRIES.find((e) => e.type === type)!.schema;
+}
+
+export interface EventTypeInfo {
+  type: EventType;
+  description: string;
+  data_schema: Record<string, unknown>;
+}
+
+function jsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const s = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  delete s.$schema;
+  return s;
+}
+
+/** The catalog as GET /v1/webhooks/event-types answers it. */
+export const EVENT_CATALOG: { data: EventTypeInfo[] } = {
+  data: ENTRIES.map((e) => ({ type: e.type, description: e.description, data_schema: jsonSchema(e.schema) })),
+};

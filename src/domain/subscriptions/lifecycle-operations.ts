@@ -1,0 +1,113 @@
+// Subscription lifecycle (the spec's states table): cancel at period end, reactivate,
+// switch options, switch, cancel a scheduled switch. The state change is SQL
+// (billing_api.subscription_cancel and its siblings); the provider call (Stripe;
+// nothing for the sandbox) follows in the same transaction, so a provider failure
+// undoes the change.
+import { z } from 'zod';
+import { ApiError } from '../../core/errors';
+import type { SubscriptionRef } from '../checkout/payment-port';
+import { idParam } from '../fields';
+import { defineOperation, OpContext, Operation } from '../operation';
+import { subscription, switchOption } from './subscription-schema';
+
+const params = z.object({ id: idParam('Subscription id (sub_...)') });
+
+type WithProvider = Record<string, unknown> & { _provider: SubscriptionRef; _changed?: boolean };
+
+/** Runs the provider call for a Stripe subscription; strips the SQL's private facts. */
+async function withProvider(ctx: OpContext, out: WithProvider, call: (ref: SubscriptionRef) => Promise<void>): Promise<Record<string, unknown>> {
+  const { _provider: ref, _changed: changed, ...body } = out;
+  if (changed !== false && ref.provider !== 'sandbox') {
+    const provider = ctx.services.payments.provider(ref.provider);
+    if (!provider.ready()) throw new ApiError('payment_config_inactive', 'The payment provider of this subscription is not configured on this deployment.');
+    await call(ref);
+  }
+  return body;
+}
+
+function provider(ctx: OpContext, ref: SubscriptionRef) {
+  return ctx.services.payments.provider(ref.provider);
+}
+
+export const lifecycleOperations: Operation[] = [
+  defineOperation({
+    name: 'cancel_subscription',
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/cancel',
+    scope: 'subscriptions:write',
+    tag: 'Subscriptions',
+    summary: 'Cancel at the end of the current period',
+    description: 'Access is kept until the current period ends. A repeat on a cancelling subscription answers 202 again without a second provider call.',
+    params,
+    response: z.object({ status: z.literal('cancelling') }),
+    status: 202,
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const out = await ctx.call<WithProvider>('subscription_cancel', input);
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelAtPeriodEnd(ref));
+    },
+  }),
+  defineOperation({
+    name: 'reactivate_subscription',
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/reactivate',
+    scope: 'subscriptions:write',
+    tag: 'Subscriptions',
+    summary: 'Undo a period-end cancellation',
+    description: '409 conflict unless the subscription is cancelling.',
+    params,
+    response: subscription,
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const out = await ctx.call<WithProvider>('subscription_reactivate', input);
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).reactivate(ref));
+    },
+  }),
+  defineOperation({
+    name: 'get_switch_options',
+    method: 'GET',
+    path: '/v1/subscriptions/{id}/switch-options',
+    scope: 'subscriptions:read',
+    tag: 'Subscriptions',
+    summary: 'Plans this subscription can switch to, grouped by tier rank',
+    description: '409 conflict unless the subscription is active or trialing.',
+    params,
+    response: z.object({ same_tier: z.array(switchOption), upgrades: z.array(switchOption), downgrades: z.array(switchOption) }),
+    sql: 'subscription_switch_options',
+  }),
+  defineOperation({
+    name: 'switch_subscription',
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/switch',
+    scope: 'subscriptions:write',
+    tag: 'Subscriptions',
+    summary: 'Switch to another plan',
+    description: 'A same-tier plan or an upgrade applies now with proration; a downgrade is scheduled for the period end '
+      + '(scheduled_plan_id, scheduled_at). A plan that is not among the switch options answers 422 invalid_request.',
+    params,
+    body: z.object({ plan_id: z.string().min(1).max(100).describe('A plan_id from the switch options') }),
+    response: subscription,
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const out = await ctx.call<WithProvider>('subscription_switch', input);
+      const body = await withProvider(ctx, out, (ref) => provider(ctx, ref).switchPlan(ref));
+      return body;
+    },
+  }),
+  defineOperation({
+    name: 'cancel_scheduled_switch',
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/cancel-scheduled-switch',
+    scope: 'subscriptions:write',
+    tag: 'Subscriptions',
+    summary: 'Remove a scheduled period-end plan change',
+    description: '409 conflict when nothing is scheduled.',
+    params,
+    response: subscription,
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const out = await ctx.call<WithProvider>('subscription_cancel_scheduled_switch', input);
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelScheduledSwitch(ref));
+    },
+  }),
+];

@@ -1,0 +1,23 @@
+// /healthz (the process answers) and /readyz (the database answers and has every
+// committed migration): for load balancers and orchestrators, no key needed.
+import type express from 'express';
+import type pg from 'pg';
+import { ApiError } from '../core/errors';
+import { committedMigrations, pendingMigrations } from '../db/migration-status';
+
+export function mountHealthRoutes(app: express.Express, ownerPool: pg.Pool): void {
+  app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
+  const committed = committedMigrations();
+  app.get('/readyz', async (_req, res) => {
+    const unavailable = (detail: string) =>
+      res.status(503).type('application/problem+json').send(JSON.stringify(new ApiError('service_unavailable', detail).toProblem()));
+    let pending: string[];
+    try {
+      pending = await pendingMigrations(ownerPool, committed);
+    } catch {
+      return unavailable('The database is not reachable.');
+    }
+    if (pending.length > 0) return unavailable(`The database lacks migrations: ${pending.join(', ')}.`);
+    res.json({ status: 'ready' });
+  });
+}

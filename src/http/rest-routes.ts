@@ -1,0 +1,98 @@
+// The REST adapter: /v1 routes generated from the operations registry, the OpenAPI
+// document, and the answer to every request no other route took. It translates HTTP
+// to Executor.run and outcomes to JSON; it holds no business rule.
+import express, { NextFunction, Request, Response } from 'express';
+import { API_VERSION } from '../core/api-version';
+import { ApiError } from '../core/errors';
+import type { Operation } from '../domain/operation';
+import { operations } from '../operations';
+import { Executor, problemOutcome } from '../operations/executor';
+import { callerOf, sendOutcome } from '../web/express-io';
+import { buildOpenApi } from './openapi';
+
+/** Route order: literal segments before parameters (/members/lookup before /members/{id}). */
+function routeOrder(a: Operation, b: Operation): number {
+  const sa = a.path.split('/');
+  const sb = b.path.split('/');
+  for (let i = 0; i < Math.min(sa.length, sb.length); i++) {
+    const pa = sa[i].startsWith('{');
+    const pb = sb[i].startsWith('{');
+    if (pa !== pb) return pa ? 1 : -1;
+  }
+  return sa.length - sb.length;
+}
+
+/**
+ * Mounts /v1 and, after it, the not-found answer and the error handler of the whole
+ * app, so mount it last. seenAt(url) learns the base URL requests arrive at.
+ */
+export function mountRestApi(app: express.Express, executor: Executor, seenAt: (baseUrl: string) => void): void {
+  // Version pinning: a request may send Api-Version; an unknown one is refused.
+  app.use('/v1', async (req, res, next) => {
+    const pinned = req.header('api-version');
+    if (pinned !== undefined && pinned !== API_VERSION) {
+      return fail(req, res, new ApiError('invalid_request', `Unknown Api-Version "${pinned}"; this server speaks ${API_VERSION}.`, { status: 400, extra: { param: 'Api-Version' } }), null);
+    }
+    next();
+  });
+
+  app.use('/v1', express.json({ limit: '100kb', type: () => true, strict: false }));
+
+  async function fail(req: Request, res: Response, err: ApiError, scope: string | null) {
+    try {
+      const auth = await executor.authenticateOnly(callerOf(req), scope);
+      if ('status' in auth) return sendOutcome(res, auth);
+      return sendOutcome(res, problemOutcome(err, auth));
+    } catch {
+      return sendOutcome(res, problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.')));
+    }
+  }
+
+  const openapi = buildOpenApi(operations);
+  for (const op of [...operations].sort(routeOrder)) {
+    const route = op.path.replace(/\{(\w+)\}/g, ':$1');
+    const method = op.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
+    app[method](route, async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        seenAt(`${req.protocol}://${req.get('host')}`);
+        const idempotencyKey = req.header('idempotency-key');
+        if (idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > 255)) {
+          return fail(req, res, new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 characters.', { status: 400, extra: { param: 'Idempotency-Key' } }), op.scope);
+        }
+        const hasBody = req.body !== undefined && !(typeof req.body === 'object' && req.body !== null && Object.keys(req.body).length === 0 && (req.headers['content-length'] ?? '0') === '0');
+        const outcome = await executor.run(op, callerOf(req), {
+          params: req.params as Record<string, unknown>,
+          query: req.query as Record<string, unknown>,
+          body: hasBody ? req.body : undefined,
+          idempotencyKey,
+        });
+        sendOutcome(res, outcome);
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
+
+  app.get('/v1/openapi.json', (_req, res) => { res.json(openapi); });
+
+  app.use((req: Request, res: Response) => {
+    void fail(req, res, new ApiError('not_found', `No route ${req.method} ${req.path}.`), null);
+  });
+
+  // Body parser failures and anything unexpected: never a bare 500 page.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const e = err as { type?: string; status?: number };
+    if (e?.type === 'entity.parse.failed' || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+      return void fail(req, res, new ApiError('invalid_request', 'The request body is not valid JSON.', { status: 400 }), null);
+    }
+    if (e?.type === 'entity.too.large') {
+      return void fail(req, res, new ApiError('invalid_request', 'The request body is larger than 100 kB.', { status: 400 }), null);
+    }
+    if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+      return void fail(req, res, new ApiError('invalid_request', 'The request could not be read.', { status: 400 }), null);
+    }
+    process.stderr.write(`[api] ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}\n`);
+    sendOutcome(res, problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.')));
+  });
+
+}

@@ -1,0 +1,277 @@
+// Runs one operation for one caller: validation, authentication, rate limiting,
+// tenant setup, idempotency and the operation itself. REST and MCP both call this,
+// so every door gets the same guarantees.
+import crypto from 'node:crypto';
+import type pg from 'pg';
+import { z } from 'zod';
+import type { Config } from '../core/config';
+import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
+import { hashKey, KEY_PATTERN } from '../core/ids';
+import type { Operation, OpContext, Services } from '../domain/operation';
+
+export interface Caller {
+  /** The bearer key as sent, or null when missing or malformed. */
+  key: string | null;
+  ip: string;
+}
+
+export interface RawInput {
+  params?: Record<string, unknown>;
+  query?: Record<string, unknown>;
+  body?: unknown;
+  idempotencyKey?: string;
+}
+
+export interface RateLimitInfo {
+  limit: number;
+  remaining: number;
+  reset: number;
+  retry_after: number;
+}
+
+export interface Outcome {
+  status: number;
+  body: unknown;
+  problem: boolean;
+  rateLimit?: RateLimitInfo;
+  replayed?: boolean;
+}
+
+interface AuthResult {
+  ok: boolean;
+  error?: 'unauthorized' | 'rate_limited';
+  community_id?: string;
+  key_id?: string;
+  scopes?: string[];
+  rl: RateLimitInfo;
+  replayed?: boolean;
+  result?: unknown;
+  error_detail?: never;
+}
+
+type SqlOutcome = AuthResult & { error?: unknown };
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function problemOutcome(err: ApiError, rateLimit?: RateLimitInfo): Outcome {
+  return { status: err.status, body: err.toProblem(), problem: true, rateLimit };
+}
+
+/** Names the field and the rule that failed, e.g. "limit: must be at most 100". */
+export function validationError(error: z.ZodError, source: 'query' | 'body' | 'params', raw: unknown = {}): ApiError {
+  const issue = error.issues[0];
+  let field = issue.path.map(String).join('.');
+  let message = issue.message;
+  if (issue.code === 'unrecognized_keys') {
+    field = [...issue.path.map(String), issue.keys[0]].filter(Boolean).join('.');
+    message = `unknown field ${field}`;
+    return new ApiError('invalid_request', `Unknown field "${field}" in the request ${source}.`, { status: 422, extra: { param: field } });
+  }
+  let at: unknown = raw;
+  for (const key of issue.path) at = at && typeof at === 'object' ? (at as Record<PropertyKey, unknown>)[key as PropertyKey] : undefined;
+  const missing = issue.code === 'invalid_type' && at === undefined;
+  const badCursor = (issue as { params?: { status?: number } }).params?.status === 400;
+  const status = source === 'query' && (missing || badCursor) ? 400 : source === 'params' ? 404 : 422;
+  if (status === 404) return new ApiError('not_found', 'No such resource.');
+  const detail = missing ? `Missing required ${source === 'query' ? 'query parameter' : 'field'} "${field}".` : `Invalid ${field || source}: ${message}`;
+  return new ApiError('invalid_request', detail, { status, extra: field ? { param: field } : {} });
+}
+
+export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Record<string, unknown> } | { ok: false; error: ApiError } {
+  const input: Record<string, unknown> = {};
+  if (op.params) {
+    const r = op.params.safeParse(raw.params ?? {});
+    if (!r.success) return { ok: false, error: validationError(r.error, 'params', raw.params) };
+    Object.assign(input, r.data);
+  }
+  if (op.query) {
+    const r = op.query.safeParse(raw.query ?? {});
+    if (!r.success) return { ok: false, error: validationError(r.error, 'query', raw.query) };
+    Object.assign(input, r.data);
+  }
+  const body = raw.body;
+  if (op.body) {
+    if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
+      return { ok: false, error: new ApiError('invalid_request', 'The request body must be a JSON object.', { status: 400 }) };
+    }
+    const r = op.body.strict().safeParse(body ?? {});
+    if (!r.success) return { ok: false, error: validationError(r.error, 'body', body) };
+    Object.assign(input, r.data);
+  } else if (body !== undefined && !(body && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0)) {
+    const first = body && typeof body === 'object' && !Array.isArray(body) ? Object.keys(body)[0] : null;
+    return {
+      ok: false,
+      error: first
+        ? new ApiError('invalid_request', `Unknown field "${first}" in the request body: this operation takes no body.`, { status: 422, extra: { param: first } })
+        : new ApiError('invalid_request', 'This operation takes no request body.', { status: 400 }),
+    };
+  }
+  return { ok: true, input };
+}
+
+export class Executor {
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly config: Config,
+    readonly services: Services,
+    readonly baseUrl: () => string,
+  ) {}
+
+  private keyHash(caller: Caller): string | null {
+    return caller.key && KEY_PATTERN.test(caller.key) ? hashKey(caller.key) : null;
+  }
+
+  /** Authenticates and takes a rate token without running anything (error paths). */
+  async authenticateOnly(caller: Caller, scope: string | null): Promise<Outcome | RateLimitInfo> {
+    const { rows } = await this.pool.query<{ r: SqlOutcome }>(
+      'select billing.api_call($1, $2, $3, $4, null, null) as r',
+      [this.keyHash(caller), caller.ip, this.config.rateLimits, scope],
+    );
+    const auth = rows[0].r;
+    const failed = this.authFailure(auth);
+    if (failed) return failed;
+    if (auth.error) return this.mapSqlOutcome(auth, 200);
+    return auth.rl;
+  }
+
+  private authFailure(auth: SqlOutcome): Outcome | null {
+    if (auth.ok) return null;
+    if (auth.error === 'rate_limited') {
+      const err = new ApiError('rate_limited', `Too many requests; retry after ${auth.rl.retry_after} seconds.`);
+      return problemOutcome(err, auth.rl);
+    }
+    return problemOutcome(new ApiError('unauthorized', UNAUTHORIZED_DETAIL), auth.rl);
+  }
+
+  private mapSqlOutcome(out: SqlOutcome, successStatus: number): Outcome {
+    const rl = out.rl;
+    const replayed = out.replayed === true;
+    const err = out.error as { sqlstate?: string; message?: string; detail?: string | null } | undefined;
+    const problem = (out as { problem?: ProblemBody }).problem;
+    if (problem) return { status: problem.status, body: problem, problem: true, rateLimit: rl, replayed };
+    if (err && typeof err === 'object') {
+      const apiError = fromSqlState(err.sqlstate ?? '', err.message ?? '', err.detail) ?? new ApiError('internal_error', 'An unexpected error occurred.');
+      return { ...problemOutcome(apiError, rl), replayed };
+    }
+    return { status: successStatus, body: out.result, problem: false, rateLimit: rl, replayed };
+  }
+
+  async run(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
+    const parsed = parseInput(op, raw);
+    if (!parsed.ok) {
+      const auth = await this.authenticateOnly(caller, op.scope);
+      if ('status' in auth) return auth;
+      return problemOutcome(parsed.error, auth);
+    }
+    const idem = op.idempotent && raw.idempotencyKey !== undefined
+      ? { endpoint: `${op.method} ${op.path}`, key: raw.idempotencyKey, hash: crypto.createHash('sha256').update(canonical({ params: raw.params ?? {}, body: raw.body ?? {} })).digest('hex') }
+      : null;
+    const status = op.status ?? 200;
+    if (op.sql) {
+      const { rows } = await this.pool.query<{ r: SqlOutcome }>(
+        'select billing.api_call($1, $2, $3, $4, $5, $6, $7) as r',
+        [this.keyHash(caller), caller.ip, this.config.rateLimits, op.scope, op.sql, parsed.input, idem],
+      );
+      const out = rows[0].r;
+      return this.authFailure(out) ?? this.mapSqlOutcome(out, status);
+    }
+    return this.runHandler(op, caller, parsed.input, idem, status);
+  }
+
+  private async runHandler(op: Operation, caller: Caller, input: Record<string, unknown>,
+    idem: { endpoint: string; key: string; hash: string } | null, status: number): Promise<Outcome> {
+    const client = await this.pool.connect();
+    let open = false;
+    let released = false;
+    try {
+      await client.query('begin');
+      open = true;
+      const { rows } = await client.query<{ r: SqlOutcome }>('select billing.api_auth($1, $2, $3) as r',
+        [this.keyHash(caller), caller.ip, this.config.rateLimits]);
+      const auth = rows[0].r;
+      const failed = this.authFailure(auth);
+      if (failed) {
+        await client.query('commit');
+        open = false;
+        return failed;
+      }
+      const rl = auth.rl;
+      if (op.scope && !auth.scopes?.includes(op.scope)) {
+        await client.query('commit');
+        open = false;
+        return problemOutcome(new ApiError('missing_scope', `This key lacks the scope ${op.scope}.`, { extra: { required_scope: op.scope } }), rl);
+      }
+      if (idem) {
+        const replay = await client.query<{ r: { body: SqlOutcome } | null }>('select billing.idempotency_begin($1, $2, $3) as r', [idem.endpoint, idem.key, idem.hash]);
+        const stored = replay.rows[0].r;
+        if (stored) {
+          await client.query('commit');
+          open = false;
+          return { ...this.mapSqlOutcome({ ...stored.body, rl, ok: true }, status), replayed: true };
+        }
+      }
+      const ctx: OpContext = {
+        query: (text, values) => client.query(text, values as unknown[]),
+        call: async <T>(fn: string, args: unknown) => {
+          const r = await client.query<{ r: T }>(`select billing_api.${fn.replace(/[^a-z0-9_]/g, '')}($1) as r`, [args]);
+          return r.rows[0].r;
+        },
+        communityId: auth.community_id!,
+        keyId: auth.key_id!,
+        config: this.config,
+        baseUrl: this.baseUrl(),
+        services: this.services,
+        afterCommit: (fn) => {
+          if (idem) throw new Error(`operation ${op.name} is idempotent and cannot answer after commit`);
+          afterCommit = fn;
+        },
+      };
+      let afterCommit: (() => Promise<unknown>) | null = null;
+      let stored: Record<string, unknown>;
+      let outcome: Outcome;
+      await client.query('savepoint op');
+      try {
+        const result = await op.handler!(ctx, input);
+        await client.query('release savepoint op');
+        stored = { result };
+        outcome = { status, body: result, problem: false, rateLimit: rl };
+      } catch (err) {
+        const apiError = toApiError(err);
+        if (apiError.code === 'internal_error') throw err;
+        await client.query('rollback to savepoint op');
+        stored = { problem: apiError.toProblem() };
+        // A handler's own limit (e.g. webhook test pings) sets Retry-After through extra.retry_after.
+        const retryAfter = apiError.extra.retry_after;
+        outcome = problemOutcome(apiError, typeof retryAfter === 'number' ? { ...rl, retry_after: retryAfter } : rl);
+      }
+      if (idem) {
+        await client.query('select billing.idempotency_finish($1, $2, $3, 0, $4)', [idem.endpoint, idem.key, idem.hash, stored]);
+      }
+      await client.query('commit');
+      open = false;
+      if (afterCommit && !outcome.problem) {
+        // Slow outside work (e.g. a synchronous webhook ping) runs without holding the
+        // transaction or, once released below, the connection.
+        client.release();
+        released = true;
+        return { ...outcome, body: await (afterCommit as () => Promise<unknown>)() };
+      }
+      return outcome;
+    } catch (err) {
+      if (open) await client.query('rollback').catch(() => {});
+      const apiError = toApiError(err);
+      if (apiError.code === 'internal_error') throw err;
+      return problemOutcome(apiError);
+    } finally {
+      if (!released) client.release();
+    }
+  }
+}
+

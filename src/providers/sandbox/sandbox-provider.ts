@@ -1,0 +1,137 @@
+// The built-in sandbox provider: its checkout page is served by this service
+// ({baseUrl}/sandbox/checkout/{cs_id}?t=<token>). GET shows what is being bought and a
+// Pay button; POST to the same url pays it, with the same effect as a provider's
+// "checkout completed" webhook (billing.complete_checkout), then redirects the buyer
+// to return_url with checkout_id appended, or to the service's return page.
+import crypto from 'node:crypto';
+import express, { Request, Response } from 'express';
+import type pg from 'pg';
+import { inCommunity } from '../../db/community-transaction';
+import { checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
+import { returnTarget } from '../../domain/checkout/payment-port';
+import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext } from '../../domain/checkout/payment-port';
+
+export class SandboxProvider implements PaymentProvider {
+  readonly name = 'sandbox' as const;
+  ready(): boolean { return true; }
+
+  async createCheckout(ctx: ProviderContext, checkout: CheckoutInfo) {
+    return { url: `${ctx.baseUrl}/sandbox/checkout/${checkout.checkout_id}?t=${checkout.access_token}`, expires_at: checkout.expires_at };
+  }
+
+  async createPortal(ctx: ProviderContext, portal: PortalInfo) {
+    return { url: `${ctx.baseUrl}/sandbox/portal/${portal.id}?t=${portal.access_token}` };
+  }
+
+  // The sandbox keeps all subscription state in the database: nothing to call.
+  async cancelAtPeriodEnd(): Promise<void> {}
+  async reactivate(): Promise<void> {}
+  async switchPlan(): Promise<void> {}
+  async cancelScheduledSwitch(): Promise<void> {}
+}
+
+function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+export function formatMoney(cents: number, currency: string): string {
+  return `${(cents / 100).toFixed(2)} ${currency.toUpperCase()}`;
+}
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}
+dl{display:grid;grid-template-columns:auto 1fr;gap:.4rem 1rem}dt{color:#555}button{font-size:1.1rem;padding:.6rem 1.4rem}
+.note{color:#777;font-size:.9rem}</style></head><body>${body}</body></html>`;
+}
+
+function sameToken(a: string | null | undefined, b: unknown): boolean {
+  if (typeof a !== 'string' || typeof b !== 'string' || a.length !== b.length) return false;
+  return crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<{ communityId: string; info: CheckoutInfo } | null> {
+  const communityId = await checkoutCommunity(pool, id);
+  if (!communityId) return null;
+  const info = await inCommunity(pool, communityId, async (client) => {
+    const { rows } = await client.query<{ r: CheckoutInfo }>(
+      `select billing.checkout_json(cs) as r from billing.checkout_sessions cs where cs.community_id = $1 and cs.id = $2`, [communityId, id]);
+    return rows[0]?.r ?? null;
+  });
+  if (!info || info.provider !== 'sandbox' || !sameToken(info.access_token, token)) return null;
+  return { communityId, info };
+}
+
+function checkoutPage(info: CheckoutInfo, action: string): string {
+  const price = formatMoney(info.amount_cents, info.currency);
+  const due = formatMoney(info.amount_cents - info.discount_cents, info.currency);
+  const rows = [
+    ['Tier', escapeHtml(info.tier_name)],
+    ['Plan', escapeHtml(info.plan_name ?? info.plan_id)],
+    ['Price', `${escapeHtml(price)}${info.interval ? ` per ${escapeHtml(info.interval)}` : ' once'}`],
+    ['Discount', info.discount_code ? `${escapeHtml(info.discount_code)} (−${escapeHtml(formatMoney(info.discount_cents, info.currency))})` : 'none'],
+    ['Due today', escapeHtml(info.trial_days > 0 && info.interval ? formatMoney(0, info.currency) + ` (${info.trial_days}-day trial)` : due)],
+  ];
+  let action_html: string;
+  if (info.status === 'completed') action_html = '<p><strong>This checkout is already paid.</strong></p>';
+  else if (info.expired) action_html = '<p><strong>This checkout has expired.</strong></p>';
+  else {
+    const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${due}`;
+    action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit">${escapeHtml(label)}</button></form>`;
+  }
+  return page(`Checkout: ${info.tier_name}`, `<h1>Sandbox checkout</h1>
+<dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
+${action_html}
+<p class="note">Sandbox payment provider: no money moves. Checkout ${escapeHtml(info.checkout_id)}, open until ${escapeHtml(info.expires_at)}.</p>`);
+}
+
+export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl: (req: Request) => string): void {
+  const router = express.Router();
+
+  router.get('/checkout/:id', async (req: Request, res: Response) => {
+    const found = await loadCheckout(pool, String(req.params.id), req.query.t);
+    if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
+    res.type('html').send(checkoutPage(found.info, req.originalUrl));
+  });
+
+  router.post('/checkout/:id', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
+    const found = await loadCheckout(pool, String(req.params.id), req.query.t);
+    if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
+    try {
+      await inCommunity(pool, found.communityId, (client) => completeCheckout(client, found.info.checkout_id));
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      if (e.code === 'BL409' || e.code === 'BLNEL') {
+        return void res.status(409).type('html').send(page('Cannot pay', `<h1>Cannot pay this checkout</h1><p>${escapeHtml(e.message)}</p>`));
+      }
+      throw err;
+    }
+    res.redirect(303, returnTarget(found.info, baseUrl(req)));
+  });
+
+  router.get('/return', (req: Request, res: Response) => {
+    res.type('html').send(page('Thank you', `<h1>Thank you</h1><p>Checkout ${escapeHtml(req.query.checkout_id)} is being processed.
+Reaching this page is not a payment confirmation: your access appears once the payment is recorded.</p>`));
+  });
+
+  router.get('/portal/:id', async (req: Request, res: Response) => {
+    const { rows } = await pool.query<{ community_id: string; member_id: string; access_token: string; expires_at: Date; return_url: string | null }>(
+      'select community_id, member_id, access_token, expires_at, return_url from billing.portal_sessions where id = $1', [String(req.params.id)]);
+    const ps = rows[0];
+    if (!ps || !sameToken(ps.access_token, req.query.t)) return void res.status(404).type('html').send(page('Not found', '<h1>No such portal session</h1>'));
+    const body = await inCommunity(pool, ps.community_id, async (client) => {
+      const live = await client.query<{ expired: boolean }>('select $1::timestamptz <= billing.now() as expired', [ps.expires_at]);
+      if (live.rows[0].expired) return null;
+      const subs = await client.query<{ j: { id: string; status: string; tier_name: string | null; amount_cents: number; currency: string; interval: string | null; current_period_end: string | null } }>(
+        `select billing.subscription_json(s) as j from billing.subscriptions s where s.community_id = $1 and s.member_id = $2 order by s.id desc`,
+        [ps.community_id, ps.member_id]);
+      return subs.rows.map(({ j }) => `<li>${escapeHtml(j.tier_name)}: ${escapeHtml(formatMoney(j.amount_cents, j.currency))}${j.interval ? ' per ' + escapeHtml(j.interval) : ''}, ${escapeHtml(j.status)}${j.current_period_end ? ', period ends ' + escapeHtml(j.current_period_end) : ''}</li>`).join('');
+    });
+    if (body === null) return void res.status(410).type('html').send(page('Expired', '<h1>This portal link has expired</h1>'));
+    res.type('html').send(page('Your subscriptions', `<h1>Your subscriptions</h1><ul>${body || '<li>none</li>'}</ul>${ps.return_url ? `<p><a href="${escapeHtml(ps.return_url)}">Back</a></p>` : ''}`));
+  });
+
+  // Express 5 passes a rejected handler's error to the app's error handler.
+  app.use('/sandbox', router);
+}

@@ -1,0 +1,323 @@
+// The Stripe provider: the real SDK for Checkout Sessions (subscription and payment
+// mode), Billing Portal sessions and subscription updates (cancel at period end,
+// reactivate, switch with proration, period-end downgrades through a subscription
+// schedule), and the inbound webhook route POST /webhooks/stripe/{communityId}.
+//
+// Keys come from STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET; without them a stripe
+// community answers 409 payment_config_inactive. STRIPE_API_HOST/PORT/PROTOCOL point
+// the SDK at a Stripe-compatible server (tests).
+import express, { Request, Response } from 'express';
+import type pg from 'pg';
+import Stripe from 'stripe';
+import type { Config } from '../../core/config';
+import { ApiError } from '../../core/errors';
+import { inCommunity } from '../../db/community-transaction';
+import { completeCheckout } from '../../domain/checkout/checkout-completion';
+import { returnTarget } from '../../domain/checkout/payment-port';
+import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext, SubscriptionRef } from '../../domain/checkout/payment-port';
+
+/** What the inbound webhook route needs: the keys, and an owner pool to apply events with. */
+export interface StripeWebhookDeps {
+  config: Config;
+  ownerPool: pg.Pool;
+}
+
+type StripeClient = Stripe.Stripe;
+
+export function createStripeClient(config: Config): StripeClient | null {
+  if (!config.stripeSecretKey) return null;
+  return new Stripe(config.stripeSecretKey, {
+    maxNetworkRetries: 1,
+    timeout: 20000,
+    telemetry: false,
+    ...(config.stripeApiHost ? { host: config.stripeApiHost } : {}),
+    ...(config.stripeApiPort ? { port: config.stripeApiPort } : {}),
+    ...(config.stripeApiProtocol ? { protocol: config.stripeApiProtocol } : {}),
+  });
+}
+
+/** Stripe refusing a request is a conflict with the provider's state; Stripe unreachable is 503. */
+export function stripeFailure(err: unknown): never {
+  if (err instanceof ApiError) throw err;
+  const e = err as { type?: string; message?: string; statusCode?: number };
+  if (e?.type === 'StripeConnectionError' || e?.type === 'StripeAPIError' || e?.type === 'StripeRateLimitError' || (e?.statusCode ?? 0) >= 500) {
+    throw new ApiError('service_unavailable', 'Stripe could not be reached; nothing was changed. Retry later.');
+  }
+  if (typeof e?.type === 'string' && e.type.startsWith('Stripe')) {
+    throw new ApiError('conflict', `Stripe refused the change: ${e.message ?? e.type}`);
+  }
+  throw err;
+}
+
+const iso = (unix: number | null | undefined) => (typeof unix === 'number' ? new Date(unix * 1000).toISOString() : null);
+const unix = (isoTime: string) => Math.floor(new Date(isoTime).getTime() / 1000);
+
+export class StripeProvider implements PaymentProvider {
+  readonly name = 'stripe' as const;
+  private client: StripeClient | null;
+
+  constructor(config: Config) {
+    this.client = createStripeClient(config);
+  }
+
+  ready(): boolean { return this.client !== null; }
+
+  private stripe(): StripeClient {
+    if (!this.client) throw new ApiError('payment_config_inactive', 'Stripe is not configured on this deployment (STRIPE_SECRET_KEY).');
+    return this.client;
+  }
+
+  async createCheckout(ctx: ProviderContext, checkout: CheckoutInfo) {
+    try {
+      return await this.createCheckoutNow(ctx, checkout);
+    } catch (err) {
+      return stripeFailure(err);
+    }
+  }
+
+  private async createCheckoutNow(ctx: ProviderContext, checkout: CheckoutInfo) {
+    const stripe = this.stripe();
+    const recurring = checkout.interval !== null;
+    const lineItem = checkout.stripe_price_id
+      ? { price: checkout.stripe_price_id, quantity: 1 }
+      : {
+          quantity: 1,
+          price_data: {
+            currency: checkout.currency,
+            unit_amount: checkout.amount_cents,
+            product_data: { name: checkout.plan_name ? `${checkout.tier_name} (${checkout.plan_name})` : checkout.tier_name },
+            ...(recurring ? { recurring: { interval: checkout.interval as 'month' | 'year' } } : {}),
+          },
+        };
+    let discounts: { coupon: string }[] | undefined;
+    if (checkout.discount) {
+      const d = checkout.discount;
+      const coupon = await stripe.coupons.create({
+        ...(d.value_type === 'percent' ? { percent_off: Number(d.percent_off) } : { amount_off: d.amount_off_cents ?? 0, currency: checkout.currency }),
+        duration: d.duration as 'once' | 'repeating' | 'forever',
+        ...(d.duration === 'repeating' && d.duration_months ? { duration_in_months: d.duration_months } : {}),
+        max_redemptions: 1,
+        metadata: { discount_id: d.id, checkout_id: checkout.checkout_id },
+      }, { idempotencyKey: `coupon-${checkout.checkout_id}` });
+      discounts = [{ coupon: coupon.id }];
+    }
+    const metadata = { checkout_id: checkout.checkout_id, community_id: ctx.communityId, member_id: checkout.member_id };
+    const done = returnTarget(checkout, ctx.baseUrl);
+    const session = await stripe.checkout.sessions.create({
+      mode: recurring ? 'subscription' : 'payment',
+      line_items: [lineItem],
+      client_reference_id: checkout.checkout_id,
+      metadata,
+      success_url: done,
+      cancel_url: done,
+      ...(discounts ? { discounts } : {}),
+      ...(recurring
+        ? { subscription_data: { metadata, ...(checkout.trial_days > 0 ? { trial_period_days: checkout.trial_days } : {}) } }
+        : { payment_intent_data: { metadata }, customer_creation: 'always' as const }),
+    }, { idempotencyKey: `checkout-${checkout.checkout_id}` });
+    if (!session.url) throw new Error('Stripe returned a checkout session without a url');
+    return { url: session.url, provider_ref: session.id, expires_at: iso(session.expires_at) ?? undefined };
+  }
+
+  async createPortal(_ctx: ProviderContext, portal: PortalInfo) {
+    try {
+      return await this.createPortalNow(_ctx, portal);
+    } catch (err) {
+      return stripeFailure(err);
+    }
+  }
+
+  private async createPortalNow(_ctx: ProviderContext, portal: PortalInfo) {
+    if (!portal.customer_ref) throw new ApiError('conflict', 'This member has no Stripe customer yet: the portal opens after a first Stripe checkout.');
+    const session = await this.stripe().billingPortal.sessions.create({
+      customer: portal.customer_ref,
+      ...(portal.return_url ? { return_url: portal.return_url } : {}),
+    });
+    return { url: session.url };
+  }
+
+  private ref(sub: SubscriptionRef): string {
+    if (!sub.provider_ref) throw new ApiError('conflict', 'This subscription has no Stripe subscription yet.');
+    return sub.provider_ref;
+  }
+
+  async cancelAtPeriodEnd(sub: SubscriptionRef) {
+    try {
+      return await this.cancelAtPeriodEndNow(sub);
+    } catch (err) {
+      return stripeFailure(err);
+    }
+  }
+
+  private async cancelAtPeriodEndNow(sub: SubscriptionRef) {
+    await this.stripe().subscriptions.update(this.ref(sub), { cancel_at_period_end: true });
+  }
+
+  async reactivate(sub: SubscriptionRef) {
+    try {
+      return await this.reactivateNow(sub);
+    } catch (err) {
+      return stripeFailure(err);
+    }
+  }
+
+  private async reactivateNow(sub: SubscriptionRef) {
+    await this.stripe().subscriptions.update(this.ref(sub), { cancel_at_period_end: false });
+  }
+
+  async switchPlan(sub: SubscriptionRef) {
+    try {
+      return await this.switchPlanNow(sub);
+    } catch (err) {
+      return stripeFailure(err);
+    }
+  }
+
+  private async switchPlanNow(sub: SubscriptionRef) {
+    const stripe = this.stripe();
+    const ref = this.ref(sub);
+    if (!sub.new_stripe_price_id) throw new ApiError('conflict', `Plan ${sub.new_plan_id} has no Stripe price (stripe_price_id) to switch to.`);
+    const current = await stripe.subscriptions.retrieve(ref);
+    const item = current.items.data[0];
+    if (sub.kind === 'immediate') {
+      await stripe.subscriptions.update(ref, {
+        items: [{ id: item.id, price: sub.new_stripe_price_id }],
+        proration_behavior: 'create_prorations',
+      });
+      return;
+    }
+    // Downgrade: a schedule keeps the current price to the period end, then the new one.
+    const scheduleId = typeof current.schedule === 'string' ? current.schedule : current.schedule?.id
+      ?? (await stripe.subscriptionSchedules.create({ from_subscription: ref })).id;
+    const schedule = await stripe.subscriptionSchedules.retrieve(scheduleId);
+    const start = schedule.phases[0]?.start_date ?? Math.floor(Date.now() / 1000);
+    const end = sub.current_period_end ? unix(sub.current_period_end) : undefined;
+    await stripe.subscriptionSchedules.update(scheduleId, {
+      end_behavior: 'release',
+      phases: [
+        { items: [{ price: item.price.id, quantity: 1 }], start_date: start, ...(end ? { end_date: end } : {}) },
+        { items: [{ price: sub.new_stripe_price_id, quantity: 1 }] },
+      ],
+    });
+  }
+
+  async cancelScheduledSwitch(sub: SubscriptionRef) {
+    try {
+      return await this.cancelScheduledSwitchNow(sub);
+    } catch (err) {
+      return stripeFailure(err);
+    }
+  }
+
+  private async cancelScheduledSwitchNow(sub: SubscriptionRef) {
+    const stripe = this.stripe();
+    const current = await stripe.subscriptions.retrieve(this.ref(sub));
+    const scheduleId = typeof current.schedule === 'string' ? current.schedule : current.schedule?.id;
+    if (scheduleId) await stripe.subscriptionSchedules.release(scheduleId);
+  }
+}
+
+// ---- inbound webhooks -----------------------------------------------------------------
+
+/** Stripe's subscription object in our terms (billing.apply_provider_subscription). */
+export function subscriptionState(sub: Stripe.Subscription, eventCreated: number): Record<string, unknown> {
+  const item = sub.items?.data?.[0] as (Stripe.SubscriptionItem & { current_period_start?: number; current_period_end?: number }) | undefined;
+  const legacy = sub as unknown as { current_period_start?: number; current_period_end?: number };
+  const cancelling = sub.cancel_at_period_end || (sub.cancel_at !== null && sub.cancel_at !== undefined);
+  const status = (() => {
+    switch (sub.status) {
+      case 'active': return cancelling ? 'cancelling' : 'active';
+      case 'trialing': return cancelling ? 'cancelling' : 'trialing';
+      case 'past_due': case 'unpaid': return 'past_due';
+      case 'canceled': case 'incomplete_expired': return 'cancelled';
+      case 'paused': return 'paused';
+      default: return null; // incomplete: no state of ours yet
+    }
+  })();
+  const periodEnd = item?.current_period_end ?? legacy.current_period_end;
+  const state: Record<string, unknown> = {
+    provider_ref: sub.id,
+    status,
+    stripe_price_id: item?.price?.id ?? null,
+    period_start: iso(item?.current_period_start ?? legacy.current_period_start),
+    period_end: iso(periodEnd),
+    trial_end: iso(sub.trial_end),
+    cancel_at: cancelling ? iso(sub.cancel_at ?? periodEnd) : null,
+    customer_ref: typeof sub.customer === 'string' ? sub.customer : sub.customer?.id ?? null,
+    ended_at: iso(sub.ended_at),
+    provider_updated_at: iso(eventCreated),
+  };
+  if (status === null) delete state.status;
+  return state;
+}
+
+type Outcome = { status: number; body: Record<string, unknown> };
+
+async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: Stripe.Event): Promise<Outcome> {
+  return inCommunity(deps.ownerPool, communityId, async (client) => {
+    const { rows } = await client.query<{ fresh: boolean }>('select billing.record_provider_event($1, $2, $3) as fresh', ['stripe', event.id, event.type]);
+    if (!rows[0].fresh) return { status: 200, body: { received: true, duplicate: true } };
+    const object = event.data.object as unknown as Record<string, unknown>;
+    if (event.type === 'checkout.session.completed' || event.type === 'checkout.session.async_payment_succeeded') {
+      const session = object as unknown as Stripe.Checkout.Session;
+      const checkoutId = session.metadata?.checkout_id ?? session.client_reference_id;
+      if (!checkoutId) return { status: 200, body: { received: true, ignored: 'no checkout_id' } };
+      if (session.payment_status === 'unpaid' && session.mode === 'payment') return { status: 200, body: { received: true, ignored: 'unpaid' } };
+      const subRef = typeof session.subscription === 'string' ? session.subscription : session.subscription?.id ?? null;
+      const paymentRef = typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id ?? null;
+      const customerRef = typeof session.customer === 'string' ? session.customer : session.customer?.id ?? null;
+      const owned = await client.query('select 1 from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
+      if (owned.rowCount === 0) return { status: 200, body: { received: true, ignored: 'unknown checkout' } };
+      await completeCheckout(client, checkoutId, { paid: true, provider_ref: subRef ?? paymentRef, customer_ref: customerRef });
+      return { status: 200, body: { received: true } };
+    }
+    if (event.type === 'checkout.session.expired') {
+      const session = object as unknown as Stripe.Checkout.Session;
+      const checkoutId = session.metadata?.checkout_id ?? session.client_reference_id;
+      if (checkoutId) await client.query('select billing.expire_checkout($1)', [checkoutId]);
+      return { status: 200, body: { received: true } };
+    }
+    if (event.type === 'charge.refunded') {
+      const charge = object as unknown as Stripe.Charge;
+      const paymentRef = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id ?? null;
+      if (paymentRef && charge.refunded) await client.query('select billing.refund_purchase($1)', [paymentRef]);
+      return { status: 200, body: { received: true } };
+    }
+    if (event.type.startsWith('customer.subscription.')) {
+      const sub = object as unknown as Stripe.Subscription;
+      const state = subscriptionState(sub, event.created);
+      const applied = await client.query<{ id: string | null }>('select billing.apply_provider_subscription($1) as id', [state]);
+      if (applied.rows[0].id) return { status: 200, body: { received: true } };
+      // Subscription events may arrive before checkout.session.completed: create it now.
+      const checkoutId = sub.metadata?.checkout_id;
+      if (!checkoutId || state.status === undefined) return { status: 200, body: { received: true, ignored: 'unknown subscription' } };
+      const owned = await client.query('select 1 from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
+      if (owned.rowCount === 0) return { status: 200, body: { received: true, ignored: 'unknown checkout' } };
+      await completeCheckout(client, checkoutId, { ...state, paid: true });
+      await client.query('select billing.apply_provider_subscription($1)', [state]);
+      return { status: 200, body: { received: true } };
+    }
+    return { status: 200, body: { received: true, ignored: event.type } };
+  });
+}
+
+/** POST /webhooks/stripe/{communityId}: raw body, signature verified, each event once. */
+export function mountStripeWebhook(app: express.Express, deps: StripeWebhookDeps): void {
+  const verifier = new Stripe(deps.config.stripeSecretKey ?? 'sk_unused');
+  app.post('/webhooks/stripe/:communityId', express.raw({ type: () => true, limit: '1mb' }), async (req: Request, res: Response) => {
+    const secret = deps.config.stripeWebhookSecret;
+    if (!secret) return void res.status(503).json({ error: 'Stripe webhooks are not configured (STRIPE_WEBHOOK_SECRET).' });
+    let event: Stripe.Event;
+    try {
+      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.from('');
+      event = verifier.webhooks.constructEvent(body, req.header('stripe-signature') ?? '', secret);
+    } catch {
+      return void res.status(400).json({ error: 'Invalid Stripe signature.' });
+    }
+    const communityId = String(req.params.communityId);
+    const { rows } = await deps.ownerPool.query<{ payment_provider: string | null }>('select payment_provider from billing.communities where id = $1', [communityId]);
+    if (!rows[0] || rows[0].payment_provider !== 'stripe') return void res.status(404).json({ error: 'No Stripe community with this id.' });
+    const outcome = await applyEvent(deps, communityId, event);
+    res.status(outcome.status).json(outcome.body);
+  });
+}
