@@ -1,4 +1,4 @@
--- db/migrations sha256:00206f2e96e6841a19f64ddc75626bee84d4ae65357576e0615d46d5db9169c2 (regenerate with npm run db:schema)
+-- db/migrations sha256:38e0b0bb1306a3b05f05484b5b56a617791d6e6794df021a5723f06fe87369c1 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --

@@ -148,10 +148,12 @@ async function main() {
   let url: string;
   let key: string;
   if (process.env.BENCH_REUSE_DB === '1') {
-    // Development shortcut: keep the seeded database, reapply the API and read functions, new key.
+    // Development shortcut: keep the seeded database, re-run every (idempotent) fixture
+    // of db/migrations/fixtures so changed functions apply, then make a new key.
     url = withDatabase(SERVER, DB);
-    for (const file of ['004-api.sql', '040-reads.sql']) {
-      execFileSync('psql', ['-q', '-v', 'ON_ERROR_STOP=1', '-d', url, '-f', path.join(__dirname, '../../db/migrations/current', file)], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const fixtures = path.join(__dirname, '../../db/migrations/fixtures');
+    for (const file of fs.readdirSync(fixtures).filter((f) => f.endsWith('.sql')).sort()) {
+      execFileSync('psql', ['-q', '-v', 'ON_ERROR_STOP=1', '-d', url, '-f', path.join(fixtures, file)], { stdio: ['ignore', 'ignore', 'inherit'] });
     }
     const owner = new pg.Pool({ connectionString: url, max: 1 });
     const { rows } = await owner.query<{ id: string }>(`select id from billing.communities where name = 'Bench community'`);

@@ -2,7 +2,7 @@
 // the TypeScript list the API serves, and every door into webhook_endpoints checks
 // against it (db/migrations/fixtures/70-webhooks.sql).
 import pg from 'pg';
-import { EVENT_TYPES } from '../../src/events/catalog';
+import { EVENT_TYPES } from '../../src/domain/events/event-types';
 import { createTenant, TEST_DB, Tenant } from '../support/app';
 import { createOwnerPool } from '../../src/db/pool';
 
@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => owner.end());
 
-test('billing_private.event_types lists exactly the EVENT_TYPES of src/events/catalog.ts', async () => {
+test('billing_private.event_types lists exactly the EVENT_TYPES of src/domain/events/event-types.ts', async () => {
   const { rows } = await owner.query<{ type: string }>('select type from billing_private.event_types order by type');
   expect(rows.map((r) => r.type)).toEqual([...EVENT_TYPES].sort());
 });
