@@ -1,4 +1,4 @@
--- db/migrations sha256:38e0b0bb1306a3b05f05484b5b56a617791d6e6794df021a5723f06fe87369c1 (regenerate with npm run db:schema)
+-- db/migrations sha256:0ba1c8d78ec465ba115439c8ff1cf03a2f4c35d2f1d4bd5de2452bcc1b6ea556 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -225,39 +225,24 @@ CREATE FUNCTION billing.apply_due(p_community_id text) RETURNS jsonb
     AS $$
 declare
   v_now timestamptz;
-  v_sub billing.subscriptions;
-  v_plan billing.plans;
+  v_id text;
   v_n integer := 0;
   v_expired integer;
-  v_new_start timestamptz;
 begin
   perform set_config('app.community_id', p_community_id, true);
   v_now := billing.now();
   v_expired := billing.expire_checkouts();
-  for v_sub in
-    select * from billing.subscriptions s
+  for v_id in
+    select s.id from billing.subscriptions s
     where s.community_id = p_community_id and s.provider = 'sandbox'
-      and s.status in ('active', 'trialing', 'past_due', 'cancelling') and s.current_period_end <= v_now
-    order by s.id
-    for update
+      and s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
+    union
+    select i.subscription_id from billing.invoices i
+    where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
+      and i.next_attempt_at <= v_now and i.subscription_id is not null
+    order by 1
   loop
-    while v_sub.status <> 'cancelled' and v_sub.current_period_end <= v_now loop
-      if v_sub.status = 'cancelling' then
-        update billing.subscriptions s set status = 'cancelled', cancelled_at = s.current_period_end, updated_at = now()
-        where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
-      else
-        select * into v_plan from billing.plans p
-        where p.community_id = v_sub.community_id and p.id = coalesce(v_sub.scheduled_plan_id, v_sub.plan_id);
-        v_new_start := v_sub.current_period_end;
-        update billing.subscriptions s set status = 'active', plan_id = v_plan.id,
-          scheduled_plan_id = null, scheduled_at = null,
-          current_period_start = v_new_start,
-          current_period_end = v_new_start + billing.plan_interval(v_plan.interval),
-          updated_at = now()
-        where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
-      end if;
-      v_n := v_n + 1;
-    end loop;
+    v_n := v_n + billing.subscription_advance(v_id, v_now);
   end loop;
   perform billing.ledger_sweep(p_community_id);
   return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'expired_checkouts', v_expired);
@@ -282,6 +267,68 @@ begin
   end loop;
   perform set_config('app.community_id', '', true);
   return v_n;
+end
+$$;
+
+
+--
+-- Name: apply_provider_invoice(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.apply_provider_invoice(p_state jsonb) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_inv billing.invoices;
+  v_at timestamptz := (p_state->>'provider_updated_at')::timestamptz;
+  v_status text := p_state->>'status';
+  v_lines jsonb := coalesce(p_state->'lines', '[]');
+  v_gap bigint;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.provider_ref = p_state->>'subscription_ref';
+  if v_sub.id is null then
+    return null;
+  end if;
+  select * into v_inv from billing.invoices i
+  where i.community_id = v_sub.community_id and i.provider_ref = p_state->>'provider_ref' for update;
+  if v_inv.id is null then
+    -- What the lines do not explain (Stripe's discounts, or tax) becomes one line, so
+    -- the lines always add up to Stripe's total.
+    v_gap := (p_state->>'total_cents')::bigint - billing.invoice_lines_sum(v_lines, null);
+    if v_gap < 0 then
+      v_lines := v_lines || jsonb_build_object('type', 'discount', 'description', 'Discount', 'amount_cents', v_gap,
+        'period_start', p_state->>'period_start', 'period_end', p_state->>'period_end');
+    elsif v_gap > 0 then
+      v_lines := v_lines || jsonb_build_object('type', 'plan', 'description', 'Tax and other charges', 'amount_cents', v_gap,
+        'period_start', p_state->>'period_start', 'period_end', p_state->>'period_end');
+    end if;
+    v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id,
+      coalesce(nullif(p_state->>'billing_reason', ''), 'subscription_cycle'), p_state->>'currency', v_lines,
+      (p_state->>'period_start')::timestamptz, (p_state->>'period_end')::timestamptz, 'stripe',
+      coalesce((p_state->>'created_at')::timestamptz, v_at), null, p_state->>'provider_ref');
+    update billing.invoices i set provider_updated_at = v_at where i.community_id = v_inv.community_id and i.id = v_inv.id
+    returning * into v_inv;
+  elsif v_inv.status in ('paid', 'void', 'uncollectible')
+        or (v_inv.provider_updated_at is not null and v_at < v_inv.provider_updated_at) then
+    return v_inv.id;
+  end if;
+  if v_status = 'paid' then
+    perform billing.invoice_mark_paid(v_inv, coalesce((p_state->>'paid_at')::timestamptz, v_at), p_state->>'payment_ref');
+  elsif coalesce((p_state->>'failed')::boolean, false) then
+    perform billing.invoice_mark_failed(v_inv, v_at, 'The payment failed (Stripe).', (p_state->>'next_attempt_at')::timestamptz);
+  elsif v_status in ('void', 'uncollectible') then
+    update billing.invoices i set status = v_status, next_attempt_at = null
+    where i.community_id = v_inv.community_id and i.id = v_inv.id;
+  elsif p_state ? 'next_attempt_at' then
+    update billing.invoices i set next_attempt_at = (p_state->>'next_attempt_at')::timestamptz
+    where i.community_id = v_inv.community_id and i.id = v_inv.id
+      and i.next_attempt_at is distinct from (p_state->>'next_attempt_at')::timestamptz;
+  end if;
+  update billing.invoices i set provider_updated_at = greatest(i.provider_updated_at, v_at)
+  where i.community_id = v_inv.community_id and i.id = v_inv.id;
+  return v_inv.id;
 end
 $$;
 
@@ -675,9 +722,13 @@ declare
   v_tier billing.tiers;
   v_now timestamptz := billing.now();
   v_paid boolean := coalesce((p_details->>'paid')::boolean, false);
+  v_sub billing.subscriptions;
   v_sub_id text;
   v_pur_id text;
   v_trial_end timestamptz;
+  v_lines jsonb;
+  v_code text;
+  v_inv billing.invoices;
 begin
   select * into v_cs from billing.checkout_sessions cs
   where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
@@ -696,6 +747,7 @@ begin
   if not v_paid then
     perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
   end if;
+  select d.code into v_code from billing.discount_codes d where d.community_id = v_cs.community_id and d.id = v_cs.discount_id;
 
   if v_plan.interval is not null then
     if p_details->>'provider_ref' is not null then
@@ -707,28 +759,55 @@ begin
         case when v_plan.trial_days > 0 and p_details->>'status' is null then v_now + make_interval(days => v_plan.trial_days) end);
       insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start,
         current_period_end, trial_end, cancel_at, client_reference_id, checkout_id, provider, provider_ref,
-        provider_customer_ref, provider_updated_at)
+        provider_customer_ref, provider_updated_at, billing_anchor, discount_id, created_at)
       values (v_cs.community_id, v_cs.member_id, v_plan.id,
         coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
         coalesce((p_details->>'period_start')::timestamptz, v_now),
         coalesce((p_details->>'period_end')::timestamptz, v_trial_end, v_now + billing.plan_interval(v_plan.interval)),
         v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
-        p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz)
-      returning id into v_sub_id;
+        p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz,
+        coalesce(v_trial_end, (p_details->>'period_start')::timestamptz, v_now), v_cs.discount_id, v_now)
+      returning * into v_sub;
+      v_sub_id := v_sub.id;
+      if v_cs.provider = 'sandbox' then
+        if v_trial_end is not null then
+          v_lines := jsonb_build_array(billing.plan_line(v_plan, 0, v_sub.current_period_start, v_trial_end,
+            'Trial period for ' || v_tier.name || coalesce(' (' || v_plan.name || ')', '')));
+        else
+          v_lines := jsonb_build_array(billing.plan_line(v_plan, v_cs.amount_cents, v_sub.current_period_start,
+            v_sub.current_period_end));
+          if v_cs.discount_cents > 0 then
+            v_lines := v_lines || billing.discount_line(v_code, v_cs.discount_cents, v_sub.current_period_start,
+              v_sub.current_period_end);
+          end if;
+        end if;
+        v_inv := billing.invoice_open(v_sub.id, null, v_cs.member_id, 'subscription_create', v_cs.currency, v_lines,
+          v_sub.current_period_start, v_sub.current_period_end, v_cs.provider, v_now, v_cs.id);
+        perform billing.invoice_mark_paid(v_inv, v_now, 'sandbox_ch_' || substr(md5(v_inv.id), 1, 16));
+      end if;
     else
       update billing.subscriptions s set checkout_id = v_cs.id,
         client_reference_id = coalesce(s.client_reference_id, v_cs.client_reference_id),
-        provider_customer_ref = coalesce(s.provider_customer_ref, p_details->>'customer_ref')
+        provider_customer_ref = coalesce(s.provider_customer_ref, p_details->>'customer_ref'),
+        discount_id = coalesce(s.discount_id, v_cs.discount_id)
       where s.community_id = v_cs.community_id and s.id = v_sub_id
-        and (s.checkout_id is distinct from v_cs.id or s.client_reference_id is null and v_cs.client_reference_id is not null);
+        and (s.checkout_id is distinct from v_cs.id or s.client_reference_id is null and v_cs.client_reference_id is not null
+          or s.discount_id is null and v_cs.discount_id is not null);
     end if;
   else
     insert into billing.purchases (community_id, member_id, plan_id, status, amount_cents, currency,
-      access_expires_at, paid_at, client_reference_id, checkout_id, provider_ref)
+      access_expires_at, paid_at, client_reference_id, checkout_id, provider_ref, created_at)
     values (v_cs.community_id, v_cs.member_id, v_plan.id, 'completed', v_cs.amount_cents - v_cs.discount_cents,
       v_cs.currency, case when v_plan.access_days is not null then v_now + make_interval(days => v_plan.access_days) end,
-      v_now, v_cs.client_reference_id, v_cs.id, p_details->>'provider_ref')
+      v_now, v_cs.client_reference_id, v_cs.id, p_details->>'provider_ref', v_now)
     returning id into v_pur_id;
+    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_cs.amount_cents, v_now, null));
+    if v_cs.discount_cents > 0 then
+      v_lines := v_lines || billing.discount_line(v_code, v_cs.discount_cents, v_now, null);
+    end if;
+    v_inv := billing.invoice_open(null, v_pur_id, v_cs.member_id, 'purchase', v_cs.currency, v_lines, v_now, null,
+      v_cs.provider, v_now, v_cs.id, case when v_cs.provider = 'stripe' then p_details->>'provider_ref' end);
+    perform billing.invoice_mark_paid(v_inv, v_now, p_details->>'provider_ref');
   end if;
 
   update billing.checkout_sessions cs set status = 'completed', completed_at = v_now,
@@ -828,6 +907,51 @@ CREATE FUNCTION billing.discount_json(p_d billing.discount_codes) RETURNS jsonb
       where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'pending'),
     'created_at', billing.iso(p_d.created_at))
 $$;
+
+
+--
+-- Name: discount_line(text, bigint, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.discount_line(p_code text, p_amount bigint, p_start timestamp with time zone, p_end timestamp with time zone) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select jsonb_build_object('type', 'discount', 'description', 'Discount ' || coalesce(p_code, ''),
+    'amount_cents', -p_amount, 'period_start', billing.iso(p_start), 'period_end', billing.iso(p_end))
+$$;
+
+
+--
+-- Name: dunning_next_attempt(text, timestamp with time zone, integer); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.dunning_next_attempt(p_community_id text, p_due timestamp with time zone, p_attempt integer) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+  select p_due + make_interval(days => (c.dunning->'retry_days'->>(p_attempt - 1))::integer)
+  from billing.communities c where c.id = p_community_id
+$$;
+
+
+--
+-- Name: dunning_valid(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.dunning_valid(p jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+  select jsonb_typeof(p) = 'object'
+    and p ?& array['retry_days', 'final_action']
+    and (select array_agg(k order by k) from jsonb_object_keys(p) k) <@ array['final_action', 'retry_days']
+    and p->>'final_action' in ('cancel')
+    and jsonb_typeof(p->'retry_days') = 'array'
+    and jsonb_array_length(p->'retry_days') between 1 and 8
+    and not exists (
+      select 1 from jsonb_array_elements(p->'retry_days') with ordinality e(v, i)
+      where jsonb_typeof(e.v) <> 'number' or (e.v)::text !~ '^[0-9]+$'
+        or (e.v)::integer not between 1 and 28
+        or (i > 1 and (e.v)::integer <= (p->'retry_days'->>(i::integer - 2))::integer))
+$_$;
 
 
 --
@@ -981,6 +1105,186 @@ $$;
 
 
 --
+-- Name: invoice_lines_sum(jsonb, text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_lines_sum(p_lines jsonb, p_types text[]) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select coalesce(sum((l->>'amount_cents')::bigint), 0)::bigint
+  from jsonb_array_elements(p_lines) l
+  where p_types is null or l->>'type' = any (p_types)
+$$;
+
+
+--
+-- Name: invoice_lines_valid(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_lines_valid(p_lines jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+  select jsonb_typeof(p_lines) = 'array'
+    and not exists (
+      select 1 from jsonb_array_elements(p_lines) l
+      where jsonb_typeof(l) <> 'object'
+        or l->>'type' is null or l->>'type' not in ('plan', 'proration', 'discount')
+        or jsonb_typeof(l->'description') <> 'string' or length(l->>'description') = 0
+        or jsonb_typeof(l->'amount_cents') <> 'number' or (l->>'amount_cents') !~ '^-?[0-9]+$'
+        or (l->>'type' = 'plan' and (l->>'amount_cents')::bigint < 0)
+        or (l->>'type' = 'discount' and (l->>'amount_cents')::bigint > 0))
+$_$;
+
+
+--
+-- Name: invoices; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.invoices (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('inv'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    subscription_id text COLLATE pg_catalog."C",
+    purchase_id text COLLATE pg_catalog."C",
+    checkout_id text COLLATE pg_catalog."C",
+    status text NOT NULL,
+    billing_reason text NOT NULL,
+    currency text NOT NULL,
+    lines jsonb DEFAULT '[]'::jsonb NOT NULL,
+    subtotal_cents bigint NOT NULL,
+    discount_cents bigint NOT NULL,
+    total_cents bigint NOT NULL,
+    amount_paid_cents bigint DEFAULT 0 NOT NULL,
+    amount_refunded_cents bigint DEFAULT 0 NOT NULL,
+    attempt_count integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    period_start timestamp with time zone,
+    period_end timestamp with time zone,
+    paid_at timestamp with time zone,
+    provider text NOT NULL,
+    provider_ref text,
+    provider_updated_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT invoices_amount_paid_cents_check CHECK ((amount_paid_cents >= 0)),
+    CONSTRAINT invoices_amount_refunded_cents_check CHECK ((amount_refunded_cents >= 0)),
+    CONSTRAINT invoices_attempt_count_check CHECK ((attempt_count >= 0)),
+    CONSTRAINT invoices_billing_reason_check CHECK ((billing_reason = ANY (ARRAY['subscription_create'::text, 'subscription_cycle'::text, 'subscription_update'::text, 'purchase'::text]))),
+    CONSTRAINT invoices_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    CONSTRAINT invoices_discount_cents_check CHECK ((discount_cents >= 0)),
+    CONSTRAINT invoices_discount_is_lines CHECK ((discount_cents = (- billing.invoice_lines_sum(lines, ARRAY['discount'::text])))),
+    CONSTRAINT invoices_lines_check CHECK (billing.invoice_lines_valid(lines)),
+    CONSTRAINT invoices_one_owner CHECK ((num_nonnulls(subscription_id, purchase_id) = 1)),
+    CONSTRAINT invoices_paid_in_full CHECK ((((status = 'paid'::text) = (paid_at IS NOT NULL)) AND ((status = 'paid'::text) OR (amount_paid_cents = 0)) AND ((status <> 'paid'::text) OR (amount_paid_cents = total_cents)))),
+    CONSTRAINT invoices_period CHECK (((period_end IS NULL) OR (period_start <= period_end))),
+    CONSTRAINT invoices_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
+    CONSTRAINT invoices_refund_at_most_paid CHECK ((amount_refunded_cents <= amount_paid_cents)),
+    CONSTRAINT invoices_retry_only_open CHECK (((next_attempt_at IS NULL) OR (status = 'open'::text))),
+    CONSTRAINT invoices_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'open'::text, 'paid'::text, 'void'::text, 'uncollectible'::text]))),
+    CONSTRAINT invoices_subtotal_is_lines CHECK ((subtotal_cents = billing.invoice_lines_sum(lines, ARRAY['plan'::text, 'proration'::text]))),
+    CONSTRAINT invoices_total CHECK ((total_cents = (subtotal_cents - discount_cents))),
+    CONSTRAINT invoices_total_cents_check CHECK ((total_cents >= 0))
+);
+
+ALTER TABLE ONLY billing.invoices FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: invoice_json(billing.invoices); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_json(p_inv billing.invoices) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
+    'id', p_inv.id,
+    'status', p_inv.status,
+    'billing_reason', p_inv.billing_reason,
+    'member_id', p_inv.member_id,
+    'subscription_id', p_inv.subscription_id,
+    'purchase_id', p_inv.purchase_id,
+    'currency', p_inv.currency,
+    'subtotal_cents', p_inv.subtotal_cents,
+    'discount_cents', p_inv.discount_cents,
+    'total_cents', p_inv.total_cents,
+    'amount_paid_cents', p_inv.amount_paid_cents,
+    'amount_refunded_cents', p_inv.amount_refunded_cents,
+    'lines', p_inv.lines,
+    'period_start', billing.iso(p_inv.period_start),
+    'period_end', billing.iso(p_inv.period_end),
+    'attempt_count', p_inv.attempt_count,
+    'next_attempt_at', billing.iso(p_inv.next_attempt_at),
+    'paid_at', billing.iso(p_inv.paid_at),
+    'created_at', billing.iso(p_inv.created_at))
+$$;
+
+
+--
+-- Name: invoice_mark_failed(billing.invoices, timestamp with time zone, text, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_mark_failed(p_inv billing.invoices, p_at timestamp with time zone, p_message text, p_next_attempt_at timestamp with time zone) RETURNS billing.invoices
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_inv billing.invoices;
+begin
+  insert into billing.payment_attempts (community_id, invoice_id, status, amount_cents, failure_message, provider, attempted_at)
+  values (p_inv.community_id, p_inv.id, 'failed', p_inv.total_cents, p_message, p_inv.provider, p_at);
+  update billing.invoices i set attempt_count = i.attempt_count + 1, next_attempt_at = p_next_attempt_at
+  where i.community_id = p_inv.community_id and i.id = p_inv.id
+  returning * into v_inv;
+  return v_inv;
+end
+$$;
+
+
+--
+-- Name: invoice_mark_paid(billing.invoices, timestamp with time zone, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_mark_paid(p_inv billing.invoices, p_at timestamp with time zone, p_provider_ref text DEFAULT NULL::text) RETURNS billing.invoices
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_inv billing.invoices;
+begin
+  insert into billing.payment_attempts (community_id, invoice_id, status, amount_cents, provider, provider_ref, attempted_at)
+  values (p_inv.community_id, p_inv.id, 'succeeded', p_inv.total_cents, p_inv.provider, p_provider_ref, p_at);
+  update billing.invoices i set status = 'paid', amount_paid_cents = i.total_cents, paid_at = p_at,
+    attempt_count = i.attempt_count + 1, next_attempt_at = null
+  where i.community_id = p_inv.community_id and i.id = p_inv.id
+  returning * into v_inv;
+  return v_inv;
+end
+$$;
+
+
+--
+-- Name: invoice_open(text, text, text, text, text, jsonb, timestamp with time zone, timestamp with time zone, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text DEFAULT NULL::text, p_provider_ref text DEFAULT NULL::text) RETURNS billing.invoices
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_inv billing.invoices;
+  v_subtotal bigint := billing.invoice_lines_sum(p_lines, array['plan', 'proration']);
+  v_discount bigint := -billing.invoice_lines_sum(p_lines, array['discount']);
+begin
+  insert into billing.invoices (community_id, member_id, subscription_id, purchase_id, checkout_id, status,
+    billing_reason, currency, lines, subtotal_cents, discount_cents, total_cents, period_start, period_end,
+    provider, provider_ref, created_at)
+  values (billing.current_community_id(), p_member_id, p_sub_id, p_pur_id, p_checkout_id, 'open', p_reason,
+    p_currency, p_lines, v_subtotal, v_discount, v_subtotal - v_discount, p_start, p_end, p_provider,
+    p_provider_ref, p_at)
+  returning * into v_inv;
+  return v_inv;
+end
+$$;
+
+
+--
 -- Name: iso(timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1061,7 +1365,8 @@ CREATE FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_
     from billing.subscriptions s
     join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
     where s.community_id = p_community_id and s.member_id = p_member_id
-      and (s.status in ('active', 'trialing', 'past_due')
+      and (s.status in ('active', 'trialing')
+        or (s.status = 'past_due' and billing.subscription_retry_open(s.community_id, s.id))
         or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)))
     union all
     select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
@@ -1292,11 +1597,25 @@ CREATE TABLE billing.subscriptions (
     proration_credit_cents integer,
     proration_charge_cents integer,
     prorated_at timestamp with time zone,
+    billing_anchor timestamp with time zone,
+    discount_id uuid,
+    cancellation_reason text,
+    cancel_requested_at timestamp with time zone,
+    credit_cents bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT subscriptions_cancellation_reason_check CHECK ((cancellation_reason = ANY (ARRAY['cancellation_requested'::text, 'payment_failed'::text]))),
+    CONSTRAINT subscriptions_credit_cents_check CHECK ((credit_cents >= 0)),
     CONSTRAINT subscriptions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
     CONSTRAINT subscriptions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text, 'cancelled'::text, 'paused'::text])))
 );
 
 ALTER TABLE ONLY billing.subscriptions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: COLUMN subscriptions.billing_anchor; Type: COMMENT; Schema: billing; Owner: -
+--
+
+COMMENT ON COLUMN billing.subscriptions.billing_anchor IS 'Start of the first paid period; every period end is billing_anchor + n intervals (31 Jan -> 28 Feb -> 31 Mar), as Stripe keeps its billing cycle anchor.';
 
 
 --
@@ -1453,6 +1772,33 @@ $$;
 
 
 --
+-- Name: next_period_end(timestamp with time zone, text, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.next_period_end(p_anchor timestamp with time zone, p_interval text, p_end timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_months integer := case p_interval when 'month' then 1 when 'year' then 12 end;
+  v_n integer;
+begin
+  if v_months is null then
+    return null;
+  end if;
+  v_n := greatest(1, ((extract(year from p_end at time zone 'UTC') - extract(year from p_anchor at time zone 'UTC')) * 12
+    + extract(month from p_end at time zone 'UTC') - extract(month from p_anchor at time zone 'UTC'))::integer / v_months);
+  while p_anchor + make_interval(months => v_months * v_n) > p_end and v_n > 1 loop
+    v_n := v_n - 1;
+  end loop;
+  while p_anchor + make_interval(months => v_months * v_n) <= p_end loop
+    v_n := v_n + 1;
+  end loop;
+  return p_anchor + make_interval(months => v_months * v_n);
+end
+$$;
+
+
+--
 -- Name: now(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1486,6 +1832,38 @@ $$;
 CREATE FUNCTION billing.plan_interval(p_interval text) RETURNS interval
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ select case p_interval when 'month' then interval '1 month' when 'year' then interval '1 year' end $$;
+
+
+--
+-- Name: plan_line(billing.plans, bigint, timestamp with time zone, timestamp with time zone, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.plan_line(p_plan billing.plans, p_amount bigint, p_start timestamp with time zone, p_end timestamp with time zone, p_description text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('type', 'plan',
+    'description', coalesce(p_description, coalesce(t.name, 'Plan') || coalesce(' (' || p_plan.name || ')', '')
+      || case p_plan.interval when 'month' then ', 1 month' when 'year' then ', 1 year' else '' end),
+    'amount_cents', p_amount, 'plan_id', p_plan.id,
+    'period_start', billing.iso(p_start), 'period_end', billing.iso(p_end))
+  from (select 1) one
+  left join billing.tiers t on t.community_id = p_plan.community_id and t.id = p_plan.tier_id
+$$;
+
+
+--
+-- Name: provider_retries_exhausted(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.provider_retries_exhausted(p_subscription_ref text) RETURNS void
+    LANGUAGE sql
+    AS $$
+  update billing.invoices i set next_attempt_at = null
+  from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.provider_ref = p_subscription_ref
+    and i.community_id = s.community_id and i.subscription_id = s.id and i.status = 'open'
+    and i.next_attempt_at is not null
+$$;
 
 
 --
@@ -1724,6 +2102,187 @@ $$;
 
 
 --
+-- Name: sandbox_charge_succeeds(billing.invoices); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.sandbox_charge_succeeds(p_inv billing.invoices) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select p_inv.total_cents = 0 or not coalesce((select c.declines from billing.sandbox_cards c
+    where c.community_id = p_inv.community_id and c.subscription_id = p_inv.subscription_id), false)
+$$;
+
+
+--
+-- Name: sandbox_collect(billing.invoices, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.sandbox_collect(p_inv billing.invoices, p_at timestamp with time zone) RETURNS billing.invoices
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if billing.sandbox_charge_succeeds(p_inv) then
+    return billing.invoice_mark_paid(p_inv, p_at, 'sandbox_ch_' || substr(md5(p_inv.id || p_at::text), 1, 16));
+  end if;
+  return billing.invoice_mark_failed(p_inv, p_at, 'Your card was declined (sandbox).',
+    billing.dunning_next_attempt(p_inv.community_id, p_inv.created_at, p_inv.attempt_count + 1));
+end
+$$;
+
+
+--
+-- Name: sandbox_set_card(text, boolean); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.sandbox_set_card(p_subscription_id text, p_declines boolean) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_subscription_id;
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || p_subscription_id || '.');
+  elsif v_sub.provider <> 'sandbox' then
+    perform billing.raise('BL409', 'Subscription ' || p_subscription_id || ' is not a sandbox subscription.');
+  end if;
+  insert into billing.sandbox_cards (community_id, subscription_id, declines) values (v_sub.community_id, v_sub.id, p_declines)
+  on conflict (community_id, subscription_id) do update set declines = excluded.declines, updated_at = now();
+  return jsonb_build_object('subscription_id', v_sub.id, 'declines', p_declines);
+end
+$$;
+
+
+--
+-- Name: subscription_advance(text, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_advance(p_sub_id text, p_now timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_plan billing.plans;
+  v_inv billing.invoices;
+  v_at timestamptz;
+  v_end timestamptz;
+  v_anchor timestamptz;
+  v_discount bigint;
+  v_code text;
+  v_lines jsonb;
+  v_credit bigint;
+  v_steps integer := 0;
+begin
+  loop
+    select * into v_sub from billing.subscriptions s
+    where s.community_id = billing.current_community_id() and s.id = p_sub_id for update;
+    exit when v_sub.id is null or v_steps >= 1000;
+    if v_sub.status = 'past_due' then
+      select * into v_inv from billing.invoices i
+      where i.community_id = v_sub.community_id and i.subscription_id = v_sub.id and i.status = 'open'
+        and i.next_attempt_at is not null
+      order by i.next_attempt_at limit 1 for update;
+      exit when v_inv.id is null or v_inv.next_attempt_at > p_now;
+      v_at := v_inv.next_attempt_at;
+      -- The subscription changes first, so access never flickers: a paid retry makes
+      -- it active before its invoice stops being retried; a last failed retry ends it
+      -- (the ledger revokes with reason payment_failed) before the invoice is given up.
+      if billing.sandbox_charge_succeeds(v_inv) then
+        update billing.subscriptions s set status = 'active', updated_at = now()
+        where s.community_id = v_sub.community_id and s.id = v_sub.id;
+        perform billing.sandbox_collect(v_inv, v_at);
+      elsif billing.dunning_next_attempt(v_inv.community_id, v_inv.created_at, v_inv.attempt_count + 1) is not null then
+        perform billing.sandbox_collect(v_inv, v_at);
+      else
+        -- The last retry failed: the community's final action (cancel).
+        update billing.subscriptions s set status = 'cancelled', cancelled_at = v_at,
+          cancellation_reason = 'payment_failed', cancel_at = null, scheduled_plan_id = null, scheduled_at = null,
+          updated_at = now()
+        where s.community_id = v_sub.community_id and s.id = v_sub.id;
+        v_inv := billing.sandbox_collect(v_inv, v_at);
+        update billing.invoices i set status = 'uncollectible'
+        where i.community_id = v_inv.community_id and i.id = v_inv.id;
+      end if;
+    elsif v_sub.status in ('active', 'trialing', 'cancelling') and v_sub.current_period_end <= p_now then
+      v_at := v_sub.current_period_end;
+      if v_sub.status = 'cancelling' then
+        update billing.subscriptions s set status = 'cancelled', cancelled_at = v_at, updated_at = now()
+        where s.community_id = v_sub.community_id and s.id = v_sub.id;
+      else
+        select * into v_plan from billing.plans p
+        where p.community_id = v_sub.community_id and p.id = coalesce(v_sub.scheduled_plan_id, v_sub.plan_id);
+        -- A trial's end, or a scheduled switch to another interval, starts a new anchor.
+        v_anchor := case when v_sub.status = 'trialing' or v_sub.billing_anchor is null
+                           or v_plan.id <> v_sub.plan_id and v_plan.interval is distinct from
+                             (select p.interval from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id)
+                         then v_at else v_sub.billing_anchor end;
+        v_end := billing.next_period_end(v_anchor, v_plan.interval, v_at);
+        v_discount := billing.subscription_discount_cents(v_sub, v_plan.amount_cents, v_at);
+        v_lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, v_at, v_end));
+        if v_discount > 0 then
+          select d.code into v_code from billing.discount_codes d where d.community_id = v_sub.community_id and d.id = v_sub.discount_id;
+          v_lines := v_lines || billing.discount_line(v_code, v_discount, v_at, v_end);
+        end if;
+        -- Credit left from a plan change pays what it can of this invoice.
+        v_credit := least(v_sub.credit_cents, v_plan.amount_cents - v_discount);
+        if v_credit > 0 then
+          v_lines := v_lines || jsonb_build_object('type', 'proration', 'description', 'Credit from an earlier plan change',
+            'amount_cents', -v_credit, 'period_start', billing.iso(v_at), 'period_end', billing.iso(v_end));
+        end if;
+        v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id, 'subscription_cycle', v_plan.currency,
+          v_lines, v_at, v_end, v_sub.provider, v_at);
+        v_inv := billing.sandbox_collect(v_inv, v_at);
+        update billing.subscriptions s set
+          status = case when v_inv.status = 'paid' then 'active' else 'past_due' end,
+          plan_id = v_plan.id, scheduled_plan_id = null, scheduled_at = null,
+          current_period_start = v_at, current_period_end = v_end, billing_anchor = v_anchor,
+          credit_cents = s.credit_cents - greatest(v_credit, 0),
+          trial_end = case when s.status = 'trialing' then coalesce(s.trial_end, v_at) else s.trial_end end,
+          updated_at = now()
+        where s.community_id = v_sub.community_id and s.id = v_sub.id;
+      end if;
+    else
+      exit;
+    end if;
+    v_steps := v_steps + 1;
+  end loop;
+  return v_steps;
+end
+$$;
+
+
+--
+-- Name: subscription_discount_cents(billing.subscriptions, bigint, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_d billing.discount_codes;
+begin
+  if p_sub.discount_id is null or p_amount <= 0 then
+    return 0;
+  end if;
+  select * into v_d from billing.discount_codes d where d.community_id = p_sub.community_id and d.id = p_sub.discount_id;
+  if v_d.id is null then
+    return 0;
+  end if;
+  if v_d.duration = 'once' and exists (select 1 from billing.invoices i
+      where i.community_id = p_sub.community_id and i.subscription_id = p_sub.id and i.discount_cents > 0) then
+    return 0;
+  elsif v_d.duration = 'repeating'
+      and p_start >= p_sub.created_at + make_interval(months => coalesce(v_d.duration_months, 1)) then
+    return 0;
+  end if;
+  return least(p_amount, case v_d.value_type when 'percent' then round(p_amount * v_d.percent_off / 100)::bigint
+                              else coalesce(v_d.amount_off_cents, 0) end);
+end
+$$;
+
+
+--
 -- Name: subscription_event_json(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1799,6 +2358,19 @@ $$;
 
 
 --
+-- Name: subscription_retry_open(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_retry_open(p_community_id text, p_subscription_id text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select exists (select 1 from billing.invoices i
+    where i.community_id = p_community_id and i.subscription_id = p_subscription_id
+      and i.status = 'open' and i.next_attempt_at is not null)
+$$;
+
+
+--
 -- Name: switch_options(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1806,7 +2378,7 @@ CREATE FUNCTION billing.switch_options(p_sub billing.subscriptions) RETURNS json
     LANGUAGE sql STABLE
     AS $$
   with cur as (
-    select t.id as tier_id, t.rank from billing.plans p
+    select t.id as tier_id, t.rank, p.currency from billing.plans p
     join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
     where p.community_id = p_sub.community_id and p.id = p_sub.plan_id),
   opts as (
@@ -1819,7 +2391,7 @@ CREATE FUNCTION billing.switch_options(p_sub billing.subscriptions) RETURNS json
     join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
     cross join cur
     where p.community_id = p_sub.community_id and p.active and t.active and t.kind = 'subscription'
-      and p.interval is not null and p.id <> p_sub.plan_id)
+      and p.interval is not null and p.id <> p_sub.plan_id and p.currency = cur.currency)
   select jsonb_build_object(
     'same_tier', coalesce((select jsonb_agg(j order by amount_cents, id) from opts where grp = 'same_tier'), '[]'),
     'upgrades', coalesce((select jsonb_agg(j order by rank, amount_cents, id) from opts where grp = 'upgrades'), '[]'),
@@ -1922,6 +2494,70 @@ begin
     perform billing.member_changed(new.community_id, new.member_id, jsonb_build_object(
       'kind', 'external_subject_attached', 'namespace', new.namespace,
       'external_user_id', new.external_user_id));
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_invoices__immutable(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_invoices__immutable() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if old.status <> 'draft' and (new.lines is distinct from old.lines or new.subtotal_cents <> old.subtotal_cents
+      or new.discount_cents <> old.discount_cents or new.total_cents <> old.total_cents
+      or new.currency <> old.currency or new.member_id <> old.member_id
+      or new.subscription_id is distinct from old.subscription_id or new.purchase_id is distinct from old.purchase_id) then
+    raise exception using errcode = 'BL409', message = 'Invoice ' || old.id || ' is finalized: its lines and amounts cannot change.';
+  end if;
+  if old.status in ('paid', 'void', 'uncollectible') and new.status <> old.status then
+    raise exception using errcode = 'BL409', message = 'Invoice ' || old.id || ' is ' || old.status || ' and cannot become ' || new.status || '.';
+  end if;
+  new.updated_at := now();
+  return new;
+end
+$$;
+
+
+--
+-- Name: tg_invoices__outbox_and_ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_invoices__outbox_and_ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_type text;
+  v_event_id text;
+  v_reason text;
+begin
+  if tg_op = 'INSERT' then
+    v_type := 'invoice.created';
+  elsif new.status = 'paid' and old.status <> 'paid' then
+    v_type := 'invoice.paid';
+  elsif new.attempt_count > old.attempt_count and new.status <> 'paid' then
+    v_type := 'invoice.payment_failed';
+  end if;
+  if v_type is not null then
+    v_event_id := billing.emit_event(new.community_id, v_type, jsonb_build_object(
+      'invoice', billing.invoice_json(new),
+      'previous_attributes', case when tg_op = 'UPDATE' then billing.jsonb_changed(
+        billing.invoice_json(old) - 'lines', billing.invoice_json(new)) end));
+  end if;
+  -- Only a past_due subscription's access depends on its invoices (sandbox dunning
+  -- changes the subscription itself first; this serves mirrored Stripe invoices).
+  if new.subscription_id is not null and (tg_op = 'INSERT' or new.status <> old.status
+      or new.next_attempt_at is distinct from old.next_attempt_at)
+     and exists (select 1 from billing.subscriptions s where s.community_id = new.community_id
+                 and s.id = new.subscription_id and s.status = 'past_due') then
+    v_reason := case when new.status = 'paid' then 'invoice_paid'
+                     when new.status = 'open' and new.next_attempt_at is not null then 'payment_retry_scheduled'
+                     else 'payment_failed' end;
+    perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
   end if;
   return null;
 end
@@ -2094,11 +2730,13 @@ begin
     v_type := case when new.status = 'cancelled' and old.status <> 'cancelled'
       then 'subscription.cancelled' else 'subscription.updated' end;
     v_reason := case
+      when new.status = 'cancelled' and new.cancellation_reason = 'payment_failed' then 'payment_failed'
       when new.plan_id <> old.plan_id then 'plan_changed'
       when new.status = old.status then 'subscription_updated'
       when new.status = 'cancelled' then 'subscription_ended'
       when new.status = 'paused' then 'subscription_paused'
       when new.status = 'cancelling' then 'subscription_cancelling'
+      when new.status = 'past_due' then 'payment_failed'
       when old.status in ('cancelled', 'paused') then 'subscription_activated'
       else 'subscription_updated' end;
   end if;
@@ -2600,6 +3238,54 @@ $$;
 
 
 --
+-- Name: invoices_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.invoices_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_inv billing.invoices;
+begin
+  perform billing.require_scope('invoices:read');
+  select * into v_inv from billing.invoices i
+  where i.community_id = billing.current_community_id() and i.id = p_args->>'id';
+  if v_inv.id is null then
+    perform billing.raise('BL404', 'No invoice ' || (p_args->>'id') || '.');
+  end if;
+  return billing.invoice_json(v_inv);
+end
+$$;
+
+
+--
+-- Name: invoices_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.invoices_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_ids text[];
+  v_items jsonb[];
+begin
+  perform billing.require_scope('invoices:read');
+  select array_agg(i.id order by i.id desc), array_agg(billing.invoice_json(i) order by i.id desc)
+    into v_ids, v_items
+  from (select * from billing.invoices i
+        where i.community_id = billing.current_community_id()
+          and i.id < coalesce(p_args->>'cursor', chr(1114111))
+          and (p_args->>'member_id' is null or i.member_id = p_args->>'member_id')
+          and (p_args->>'subscription_id' is null or i.subscription_id = p_args->>'subscription_id')
+          and (p_args->>'status' is null or i.status = p_args->>'status')
+        order by i.id desc limit v_limit + 1) i;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
 -- Name: link_code_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -2889,7 +3575,8 @@ begin
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is already cancelled.');
   end if;
   update billing.subscriptions s set status = 'cancelling', cancel_at = s.current_period_end,
-    scheduled_plan_id = null, scheduled_at = null, updated_at = now()
+    scheduled_plan_id = null, scheduled_at = null, cancel_requested_at = billing.now(),
+    cancellation_reason = 'cancellation_requested', updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id
   returning * into v_sub;
   return jsonb_build_object('status', 'cancelling', '_changed', true, '_provider', billing.subscription_provider(v_sub));
@@ -2936,7 +3623,7 @@ begin
   end if;
   update billing.subscriptions s set
     status = case when s.trial_end is not null and s.trial_end > billing.now() then 'trialing' else 'active' end,
-    cancel_at = null, updated_at = now()
+    cancel_at = null, cancel_requested_at = null, cancellation_reason = null, updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id
   returning * into v_sub;
   return billing.subscription_json(v_sub) || jsonb_build_object('_provider', billing.subscription_provider(v_sub));
@@ -2953,19 +3640,15 @@ CREATE FUNCTION billing_api.subscription_switch(p_args jsonb) RETURNS jsonb
     AS $$
 declare
   v_sub billing.subscriptions;
-  v_opts jsonb;
   v_grp text;
   v_old billing.plans;
   v_new billing.plans;
-  v_now timestamptz := billing.now();
-  v_frac numeric;
   v_prov jsonb;
 begin
   perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   perform billing.require_switchable(v_sub);
-  v_opts := billing.switch_options(v_sub);
-  select g into v_grp from jsonb_each(v_opts) e(g, arr), jsonb_array_elements(arr) o
+  select g into v_grp from jsonb_each(billing.switch_options(v_sub)) e(g, arr), jsonb_array_elements(arr) o
   where o->>'plan_id' = p_args->>'plan_id';
   if v_grp is null then
     perform billing.raise('BL422', 'plan_id ' || coalesce(p_args->>'plan_id', '') || ' is not among this subscription''s switch options.', 'plan_id');
@@ -2977,15 +3660,7 @@ begin
     update billing.subscriptions s set scheduled_plan_id = v_new.id, scheduled_at = s.current_period_end, updated_at = now()
     where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
   else
-    v_frac := case when v_sub.status = 'trialing' or v_sub.current_period_end is null
-                     or v_sub.current_period_end <= v_sub.current_period_start then 0
-                   else greatest(0, least(1, extract(epoch from (v_sub.current_period_end - v_now))
-                     / extract(epoch from (v_sub.current_period_end - v_sub.current_period_start)))) end;
-    update billing.subscriptions s set plan_id = v_new.id, scheduled_plan_id = null, scheduled_at = null,
-      proration_credit_cents = round(v_old.amount_cents * v_frac)::integer,
-      proration_charge_cents = round(v_new.amount_cents * v_frac)::integer,
-      prorated_at = v_now, updated_at = now()
-    where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+    v_sub := billing_private.subscription_switch_now(v_sub.id, v_new.id);
   end if;
   return billing.subscription_json(v_sub) || jsonb_build_object('_provider', v_prov || jsonb_build_object(
     'kind', case when v_grp = 'downgrades' then 'scheduled' else 'immediate' end,
@@ -3407,6 +4082,84 @@ $$;
 
 
 --
+-- Name: subscription_switch_now(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.subscription_switch_now(p_subscription_id text, p_plan_id text) RETURNS billing.subscriptions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_old billing.plans;
+  v_new billing.plans;
+  v_now timestamptz := billing.now();
+  v_frac numeric;
+  v_new_period boolean;
+  v_start timestamptz;
+  v_end timestamptz;
+  v_charge bigint;
+  v_credit bigint;
+  v_applied bigint;
+  v_lines jsonb;
+  v_inv billing.invoices;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_subscription_id for update;
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || coalesce(p_subscription_id, '') || '.');
+  end if;
+  perform billing.require_switchable(v_sub);
+  if not exists (select 1 from jsonb_each(billing.switch_options(v_sub)) e(g, arr), jsonb_array_elements(arr) o
+                 where g in ('same_tier', 'upgrades') and o->>'plan_id' = p_plan_id) then
+    perform billing.raise('BL422', 'plan_id ' || coalesce(p_plan_id, '') || ' is not an immediate switch option of this subscription.', 'plan_id');
+  end if;
+  select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_plan_id;
+  v_frac := case when v_sub.current_period_end is null or v_sub.current_period_end <= v_sub.current_period_start then 0
+                 else greatest(0, least(1, extract(epoch from (v_sub.current_period_end - v_now))
+                   / extract(epoch from (v_sub.current_period_end - v_sub.current_period_start)))) end;
+  v_new_period := v_sub.status <> 'trialing' and v_new.interval is distinct from v_old.interval;
+  v_start := case when v_new_period then v_now else v_sub.current_period_start end;
+  v_end := case when v_new_period then v_now + billing.plan_interval(v_new.interval) else v_sub.current_period_end end;
+  if v_sub.status = 'trialing' then
+    v_charge := 0;
+    v_credit := 0;
+  else
+    v_charge := case when v_new_period then v_new.amount_cents else round(v_new.amount_cents * v_frac)::bigint end;
+    v_credit := round(v_old.amount_cents * v_frac)::bigint;
+  end if;
+  v_applied := least(v_credit, v_charge);
+  if v_sub.provider = 'sandbox' and v_charge > 0 then
+    v_lines := jsonb_build_array(jsonb_build_object('type', 'proration',
+      'description', 'Remaining time on ' || coalesce(v_new.name, v_new.id), 'amount_cents', v_charge,
+      'plan_id', v_new.id, 'period_start', billing.iso(v_now), 'period_end', billing.iso(v_end)));
+    if v_applied > 0 then
+      v_lines := v_lines || jsonb_build_object('type', 'proration',
+        'description', 'Unused time on ' || coalesce(v_old.name, v_old.id), 'amount_cents', -v_applied,
+        'plan_id', v_old.id, 'period_start', billing.iso(v_now), 'period_end', billing.iso(v_sub.current_period_end));
+    end if;
+    v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id, 'subscription_update', v_new.currency, v_lines,
+      v_now, v_end, 'sandbox', v_now);
+    if not billing.sandbox_charge_succeeds(v_inv) then
+      raise exception using errcode = 'BLPAY',
+        message = 'The payment of ' || v_inv.total_cents || ' ' || v_inv.currency
+          || ' for this plan change was declined; the subscription is unchanged.';
+    end if;
+    perform billing.invoice_mark_paid(v_inv, v_now, 'sandbox_ch_' || substr(md5(v_inv.id), 1, 16));
+  end if;
+  update billing.subscriptions s set plan_id = v_new.id, scheduled_plan_id = null, scheduled_at = null,
+    current_period_start = v_start, current_period_end = v_end,
+    billing_anchor = case when v_new_period then v_start else s.billing_anchor end,
+    credit_cents = s.credit_cents + case when s.provider = 'sandbox' then v_credit - v_applied else 0 end,
+    proration_credit_cents = v_credit, proration_charge_cents = v_charge, prorated_at = v_now, updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  return v_sub;
+end
+$$;
+
+
+--
 -- Name: take_key_token(jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -3788,12 +4541,13 @@ CREATE VIEW analytics.mrr WITH (security_invoker='true') AS
     p.currency,
     (round(sum(
         CASE
-            WHEN (p."interval" = 'year'::text) THEN ((p.amount_cents)::numeric / 12.0)
-            ELSE (p.amount_cents)::numeric
+            WHEN (p."interval" = 'year'::text) THEN (((p.amount_cents - d.cents))::numeric / 12.0)
+            ELSE ((p.amount_cents - d.cents))::numeric
         END)))::bigint AS mrr_cents,
     count(*) AS billing_subscriptions
-   FROM (billing.subscriptions s
+   FROM ((billing.subscriptions s
      JOIN billing.plans p ON (((p.community_id = s.community_id) AND (p.id = s.plan_id))))
+     CROSS JOIN LATERAL ( SELECT billing.subscription_discount_cents(s.*, (p.amount_cents)::bigint, GREATEST(s.current_period_end, billing.community_now(s.community_id))) AS cents) d)
   WHERE (s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text]))
   GROUP BY s.community_id, p.currency;
 
@@ -3809,6 +4563,8 @@ CREATE TABLE billing.communities (
     payment_config jsonb DEFAULT '{}'::jsonb NOT NULL,
     clock_offset interval DEFAULT '00:00:00'::interval NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    dunning jsonb DEFAULT '{"retry_days": [1, 3, 5], "final_action": "cancel"}'::jsonb NOT NULL,
+    CONSTRAINT communities_dunning_valid CHECK (billing.dunning_valid(dunning)),
     CONSTRAINT communities_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
     CONSTRAINT communities_payment_provider_check CHECK ((payment_provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
 );
@@ -3829,7 +4585,7 @@ CREATE VIEW analytics.recent_activity WITH (security_invoker='true') AS
           WHERE ((s.community_id = c.id) AND (s.created_at > (billing.now() - '30 days'::interval)) AND (s.created_at <= billing.now()))) AS recent_signups,
     ( SELECT count(*) AS count
            FROM billing.subscriptions s
-          WHERE ((s.community_id = c.id) AND (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text])) AND (COALESCE(s.cancelled_at, s.updated_at) > (billing.now() - '30 days'::interval)) AND (COALESCE(s.cancelled_at, s.updated_at) <= billing.now()))) AS recent_cancels
+          WHERE ((s.community_id = c.id) AND (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text])) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) > (billing.now() - '30 days'::interval)) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) <= billing.now()))) AS recent_cancels
    FROM billing.communities c;
 
 
@@ -3964,6 +4720,30 @@ ALTER TABLE ONLY billing.members FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: payment_attempts; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.payment_attempts (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('pay'::text) NOT NULL COLLATE pg_catalog."C",
+    invoice_id text NOT NULL COLLATE pg_catalog."C",
+    status text NOT NULL,
+    amount_cents bigint NOT NULL,
+    failure_message text,
+    provider text NOT NULL,
+    provider_ref text,
+    attempted_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT payment_attempts_amount_cents_check CHECK ((amount_cents >= 0)),
+    CONSTRAINT payment_attempts_failure_explained CHECK (((status = 'failed'::text) = (failure_message IS NOT NULL))),
+    CONSTRAINT payment_attempts_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
+    CONSTRAINT payment_attempts_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY billing.payment_attempts FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: platform_configs; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -4012,6 +4792,20 @@ CREATE TABLE billing.provider_events (
 );
 
 ALTER TABLE ONLY billing.provider_events FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: sandbox_cards; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.sandbox_cards (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    subscription_id text NOT NULL COLLATE pg_catalog."C",
+    declines boolean NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing.sandbox_cards FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -4222,6 +5016,14 @@ ALTER TABLE ONLY billing.idempotency_keys
 
 
 --
+-- Name: invoices invoices_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.invoices
+    ADD CONSTRAINT invoices_pkey PRIMARY KEY (community_id, id);
+
+
+--
 -- Name: link_codes link_codes_community_id_code_key; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -4278,6 +5080,14 @@ ALTER TABLE ONLY billing.members
 
 
 --
+-- Name: payment_attempts payment_attempts_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.payment_attempts
+    ADD CONSTRAINT payment_attempts_pkey PRIMARY KEY (community_id, id);
+
+
+--
 -- Name: plans plans_community_id_key_key; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -4331,6 +5141,14 @@ ALTER TABLE ONLY billing.provider_events
 
 ALTER TABLE ONLY billing.purchases
     ADD CONSTRAINT purchases_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: sandbox_cards sandbox_cards_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.sandbox_cards
+    ADD CONSTRAINT sandbox_cards_pkey PRIMARY KEY (community_id, subscription_id);
 
 
 --
@@ -4480,6 +5298,41 @@ CREATE INDEX events_type ON billing.events USING btree (community_id, type, id);
 
 
 --
+-- Name: invoices_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX invoices_member ON billing.invoices USING btree (community_id, member_id, id);
+
+
+--
+-- Name: invoices_provider_ref; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX invoices_provider_ref ON billing.invoices USING btree (community_id, provider_ref) WHERE (provider_ref IS NOT NULL);
+
+
+--
+-- Name: invoices_retry; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX invoices_retry ON billing.invoices USING btree (community_id, next_attempt_at) WHERE ((status = 'open'::text) AND (next_attempt_at IS NOT NULL));
+
+
+--
+-- Name: invoices_status; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX invoices_status ON billing.invoices USING btree (community_id, status, id);
+
+
+--
+-- Name: invoices_subscription; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX invoices_subscription ON billing.invoices USING btree (community_id, subscription_id, id);
+
+
+--
 -- Name: link_codes_member; Type: INDEX; Schema: billing; Owner: -
 --
 
@@ -4498,6 +5351,20 @@ CREATE INDEX member_entitlements_entitlement ON billing.member_entitlements USIN
 --
 
 CREATE INDEX member_entitlements_next_check ON billing.member_entitlements USING btree (community_id, next_check_at) WHERE ((status = 'active'::text) AND (next_check_at IS NOT NULL));
+
+
+--
+-- Name: payment_attempts_invoice; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX payment_attempts_invoice ON billing.payment_attempts USING btree (community_id, invoice_id, id);
+
+
+--
+-- Name: payment_attempts_one_success; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX payment_attempts_one_success ON billing.payment_attempts USING btree (community_id, invoice_id) WHERE (status = 'succeeded'::text);
 
 
 --
@@ -4606,6 +5473,13 @@ CREATE TRIGGER _100_check_event_types BEFORE INSERT OR UPDATE OF event_types ON 
 
 
 --
+-- Name: invoices _100_immutable; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _100_immutable BEFORE UPDATE ON billing.invoices FOR EACH ROW EXECUTE FUNCTION billing.tg_invoices__immutable();
+
+
+--
 -- Name: plans _100_one_time_rules; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -4701,6 +5575,13 @@ CREATE TRIGGER _500_outbox AFTER INSERT ON billing.members FOR EACH ROW EXECUTE 
 --
 
 CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billing.external_subjects FOR EACH ROW EXECUTE FUNCTION billing.tg_external_subjects__outbox_and_ledger();
+
+
+--
+-- Name: invoices _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR UPDATE ON billing.invoices FOR EACH ROW EXECUTE FUNCTION billing.tg_invoices__outbox_and_ledger();
 
 
 --
@@ -4828,6 +5709,30 @@ ALTER TABLE ONLY billing.idempotency_keys
 
 
 --
+-- Name: invoices invoices_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.invoices
+    ADD CONSTRAINT invoices_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: invoices invoices_community_id_purchase_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.invoices
+    ADD CONSTRAINT invoices_community_id_purchase_id_fkey FOREIGN KEY (community_id, purchase_id) REFERENCES billing.purchases(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: invoices invoices_community_id_subscription_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.invoices
+    ADD CONSTRAINT invoices_community_id_subscription_id_fkey FOREIGN KEY (community_id, subscription_id) REFERENCES billing.subscriptions(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: link_codes link_codes_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -4865,6 +5770,14 @@ ALTER TABLE ONLY billing.member_identities
 
 ALTER TABLE ONLY billing.members
     ADD CONSTRAINT members_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: payment_attempts payment_attempts_community_id_invoice_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.payment_attempts
+    ADD CONSTRAINT payment_attempts_community_id_invoice_id_fkey FOREIGN KEY (community_id, invoice_id) REFERENCES billing.invoices(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -4913,6 +5826,14 @@ ALTER TABLE ONLY billing.purchases
 
 ALTER TABLE ONLY billing.purchases
     ADD CONSTRAINT purchases_community_id_plan_id_fkey FOREIGN KEY (community_id, plan_id) REFERENCES billing.plans(community_id, id) ON DELETE RESTRICT;
+
+
+--
+-- Name: sandbox_cards sandbox_cards_community_id_subscription_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.sandbox_cards
+    ADD CONSTRAINT sandbox_cards_community_id_subscription_id_fkey FOREIGN KEY (community_id, subscription_id) REFERENCES billing.subscriptions(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -5066,6 +5987,12 @@ ALTER TABLE billing.external_subjects ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.idempotency_keys ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: invoices; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.invoices ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: link_codes; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -5153,6 +6080,13 @@ CREATE POLICY owner_access ON billing.idempotency_keys TO postgres USING (true) 
 
 
 --
+-- Name: invoices owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.invoices TO postgres USING (true) WITH CHECK (true);
+
+
+--
 -- Name: link_codes owner_access; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -5178,6 +6112,13 @@ CREATE POLICY owner_access ON billing.member_identities TO postgres USING (true)
 --
 
 CREATE POLICY owner_access ON billing.members TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: payment_attempts owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.payment_attempts TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -5213,6 +6154,13 @@ CREATE POLICY owner_access ON billing.provider_events TO postgres USING (true) W
 --
 
 CREATE POLICY owner_access ON billing.purchases TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: sandbox_cards owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.sandbox_cards TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -5258,6 +6206,12 @@ CREATE POLICY owner_access ON billing.webhook_endpoints TO postgres USING (true)
 
 
 --
+-- Name: payment_attempts; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.payment_attempts ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: plans; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -5286,6 +6240,12 @@ ALTER TABLE billing.provider_events ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.purchases ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: sandbox_cards; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.sandbox_cards ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: subscriptions; Type: ROW SECURITY; Schema: billing; Owner: -
@@ -5357,6 +6317,13 @@ CREATE POLICY tenant ON billing.idempotency_keys USING ((community_id = ( SELECT
 
 
 --
+-- Name: invoices tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.invoices USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
 -- Name: link_codes tenant; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -5382,6 +6349,13 @@ CREATE POLICY tenant ON billing.member_identities USING ((community_id = ( SELEC
 --
 
 CREATE POLICY tenant ON billing.members USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: payment_attempts tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.payment_attempts USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -5417,6 +6391,13 @@ CREATE POLICY tenant ON billing.provider_events USING ((community_id = ( SELECT 
 --
 
 CREATE POLICY tenant ON billing.purchases USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: sandbox_cards tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.sandbox_cards USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -5631,6 +6612,13 @@ REVOKE ALL ON FUNCTION billing.apply_due_all() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION apply_provider_invoice(p_state jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.apply_provider_invoice(p_state jsonb) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION apply_provider_subscription(p_state jsonb); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -5768,6 +6756,28 @@ GRANT ALL ON FUNCTION billing.discount_json(p_d billing.discount_codes) TO billi
 
 
 --
+-- Name: FUNCTION discount_line(p_code text, p_amount bigint, p_start timestamp with time zone, p_end timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.discount_line(p_code text, p_amount bigint, p_start timestamp with time zone, p_end timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION dunning_next_attempt(p_community_id text, p_due timestamp with time zone, p_attempt integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.dunning_next_attempt(p_community_id text, p_due timestamp with time zone, p_attempt integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION dunning_valid(p jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.dunning_valid(p jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.dunning_valid(p jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION emit_event(p_community_id text, p_type text, p_data jsonb); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -5826,6 +6836,58 @@ GRANT ALL ON FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_h
 
 REVOKE ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_lines_sum(p_lines jsonb, p_types text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_lines_sum(p_lines jsonb, p_types text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_lines_sum(p_lines jsonb, p_types text[]) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_lines_valid(p_lines jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_lines_valid(p_lines jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_lines_valid(p_lines jsonb) TO billing_api;
+
+
+--
+-- Name: TABLE invoices; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.invoices TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_json(p_inv billing.invoices); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_json(p_inv billing.invoices) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_json(p_inv billing.invoices) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_mark_failed(p_inv billing.invoices, p_at timestamp with time zone, p_message text, p_next_attempt_at timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_mark_failed(p_inv billing.invoices, p_at timestamp with time zone, p_message text, p_next_attempt_at timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION invoice_mark_paid(p_inv billing.invoices, p_at timestamp with time zone, p_provider_ref text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_mark_paid(p_inv billing.invoices, p_at timestamp with time zone, p_provider_ref text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text, p_provider_ref text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text, p_provider_ref text) FROM PUBLIC;
 
 
 --
@@ -5958,6 +7020,13 @@ GRANT ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text)
 
 
 --
+-- Name: FUNCTION next_period_end(p_anchor timestamp with time zone, p_interval text, p_end timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.next_period_end(p_anchor timestamp with time zone, p_interval text, p_end timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION now(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -5978,6 +7047,20 @@ GRANT ALL ON FUNCTION billing.page_json(p_ids text[], p_items jsonb[], p_limit i
 --
 
 REVOKE ALL ON FUNCTION billing.plan_interval(p_interval text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION plan_line(p_plan billing.plans, p_amount bigint, p_start timestamp with time zone, p_end timestamp with time zone, p_description text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.plan_line(p_plan billing.plans, p_amount bigint, p_start timestamp with time zone, p_end timestamp with time zone, p_description text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION provider_retries_exhausted(p_subscription_ref text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.provider_retries_exhausted(p_subscription_ref text) FROM PUBLIC;
 
 
 --
@@ -6073,6 +7156,42 @@ REVOKE ALL ON FUNCTION billing.sandbox_advance(p_community_id text, p_days numer
 
 
 --
+-- Name: FUNCTION sandbox_charge_succeeds(p_inv billing.invoices); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.sandbox_charge_succeeds(p_inv billing.invoices) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION sandbox_collect(p_inv billing.invoices, p_at timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.sandbox_collect(p_inv billing.invoices, p_at timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION sandbox_set_card(p_subscription_id text, p_declines boolean); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.sandbox_set_card(p_subscription_id text, p_declines boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION subscription_advance(p_sub_id text, p_now timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_advance(p_sub_id text, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) TO billing_api;
+
+
+--
 -- Name: FUNCTION subscription_event_json(p_sub billing.subscriptions); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -6102,6 +7221,14 @@ GRANT ALL ON FUNCTION billing.subscription_json(p_sub billing.subscriptions, p_p
 
 REVOKE ALL ON FUNCTION billing.subscription_provider(p_sub billing.subscriptions) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.subscription_provider(p_sub billing.subscriptions) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_retry_open(p_community_id text, p_subscription_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_retry_open(p_community_id text, p_subscription_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.subscription_retry_open(p_community_id text, p_subscription_id text) TO billing_api;
 
 
 --
@@ -6145,6 +7272,20 @@ REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__ledger_insert() FROM PUB
 --
 
 REVOKE ALL ON FUNCTION billing.tg_external_subjects__outbox_and_ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_invoices__immutable(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_invoices__immutable() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_invoices__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_invoices__outbox_and_ledger() FROM PUBLIC;
 
 
 --
@@ -6324,6 +7465,22 @@ GRANT ALL ON FUNCTION billing_api.events_list(p_args jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing_api.external_subjects_attach(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.external_subjects_attach(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoices_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.invoices_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.invoices_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoices_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.invoices_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.invoices_list(p_args jsonb) TO billing_api;
 
 
 --
@@ -6573,6 +7730,14 @@ REVOKE ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interv
 
 
 --
+-- Name: FUNCTION subscription_switch_now(p_subscription_id text, p_plan_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.subscription_switch_now(p_subscription_id text, p_plan_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.subscription_switch_now(p_subscription_id text, p_plan_id text) TO billing_api;
+
+
+--
 -- Name: FUNCTION take_key_token(p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -6745,6 +7910,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.members TO billing_api;
 
 
 --
+-- Name: TABLE payment_attempts; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
+
+
+--
 -- Name: TABLE platform_configs; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -6763,6 +7935,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.portal_sessions TO billing_ap
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.provider_events TO billing_api;
+
+
+--
+-- Name: TABLE sandbox_cards; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.sandbox_cards TO billing_api;
 
 
 --

@@ -1,6 +1,7 @@
 // billing sandbox complete CHECKOUT_ID
 // billing sandbox advance --community ID --days N
-import { sandboxAdvance, sandboxComplete } from '../domain/checkout/checkout-completion';
+// billing sandbox decline|accept --subscription SUB_ID
+import { sandboxAdvance, sandboxComplete, sandboxSetCard } from '../domain/checkout/checkout-completion';
 import { defineCommand, defineGroup, requireString, UsageError } from './command';
 
 export default defineGroup({
@@ -35,6 +36,30 @@ export default defineGroup({
         return sandboxAdvance(await ctx.ownerPool(), community, days);
       },
       print: (r: { now: string }) => `The sandbox clock now reads ${r.now}`,
+    }),
+    defineCommand({
+      name: 'decline',
+      summary: 'makes a sandbox subscription\'s future charges fail (renewals, retries, plan changes)',
+      options: {
+        subscription: { type: 'string', required: true, value: 'SUB_ID', description: 'a sandbox subscription' },
+      },
+      async run(ctx, input) {
+        return sandboxSetCard(await ctx.ownerPool(), requireString(input, 'subscription'), true);
+      },
+      print: (r: { subscription_id: string; declines: boolean }) =>
+        `Future charges of ${r.subscription_id} will ${r.declines ? 'be declined' : 'succeed'}`,
+    }),
+    defineCommand({
+      name: 'accept',
+      summary: 'makes a sandbox subscription\'s future charges succeed again',
+      options: {
+        subscription: { type: 'string', required: true, value: 'SUB_ID', description: 'a sandbox subscription' },
+      },
+      async run(ctx, input) {
+        return sandboxSetCard(await ctx.ownerPool(), requireString(input, 'subscription'), false);
+      },
+      print: (r: { subscription_id: string; declines: boolean }) =>
+        `Future charges of ${r.subscription_id} will ${r.declines ? 'be declined' : 'succeed'}`,
     }),
   ],
 });

@@ -8,7 +8,7 @@ export type ErrorCode =
   | 'unauthorized' | 'missing_scope' | 'not_found' | 'invalid_request' | 'conflict'
   | 'payment_config_inactive' | 'not_eligible' | 'request_in_flight' | 'plan_required'
   | 'platform_not_connected' | 'idempotency_key_reuse' | 'endpoint_limit' | 'discount_invalid'
-  | 'rate_limited' | 'internal_error' | 'service_unavailable';
+  | 'rate_limited' | 'internal_error' | 'service_unavailable' | 'payment_failed';
 
 const TITLES: Record<ErrorCode, string> = {
   unauthorized: 'Unauthorized',
@@ -27,13 +27,14 @@ const TITLES: Record<ErrorCode, string> = {
   rate_limited: 'Rate limited',
   internal_error: 'Internal error',
   service_unavailable: 'Service unavailable',
+  payment_failed: 'Payment failed',
 };
 
 const DEFAULT_STATUS: Record<ErrorCode, number> = {
   unauthorized: 401, missing_scope: 403, not_found: 404, invalid_request: 422, conflict: 409,
   payment_config_inactive: 409, not_eligible: 409, request_in_flight: 409, plan_required: 422,
   platform_not_connected: 422, idempotency_key_reuse: 422, endpoint_limit: 422, discount_invalid: 422,
-  rate_limited: 429, internal_error: 500, service_unavailable: 503,
+  rate_limited: 429, internal_error: 500, service_unavailable: 503, payment_failed: 402,
 };
 
 const SQLSTATES: Record<string, [ErrorCode, number]> = {
@@ -53,6 +54,7 @@ const SQLSTATES: Record<string, [ErrorCode, number]> = {
   BLRIF: ['request_in_flight', 409],
   BL429: ['rate_limited', 429],
   BL503: ['service_unavailable', 503],
+  BLPAY: ['payment_failed', 402],
 };
 
 export const PROBLEM_BASE = 'https://docs.billing.example/errors';

@@ -17,6 +17,13 @@ export const DISCOUNT_DURATIONS = ['once', 'repeating', 'forever'] as const;
 /** First-party platforms of member identities and link codes. */
 export const PLATFORMS = ['discord', 'telegram'] as const;
 export const PAYMENT_PROVIDERS = ['sandbox', 'stripe'] as const;
+/** Invoices (Stripe's statuses), why each was written, its line types, its attempts. */
+export const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
+export const INVOICE_BILLING_REASONS = ['subscription_create', 'subscription_cycle', 'subscription_update', 'purchase'] as const;
+export const INVOICE_LINE_TYPES = ['plan', 'proration', 'discount'] as const;
+export const PAYMENT_ATTEMPT_STATUSES = ['succeeded', 'failed'] as const;
+/** Why a subscription ended (billing.subscriptions.cancellation_reason). */
+export const CANCELLATION_REASONS = ['cancellation_requested', 'payment_failed'] as const;
 
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 export type Platform = (typeof PLATFORMS)[number];

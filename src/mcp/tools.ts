@@ -1,4 +1,5 @@
-// The MCP tool table: exactly the tools of the spec's "MCP tool endpoint" section.
+// The MCP tool table: the tools of the spec's "MCP tool endpoint" section, plus the
+// additive invoice tools (list_invoices, get_invoice; issue 11).
 // Each tool names the registry operation it runs; the tool only reshapes its flat,
 // agent-friendly input into the operation's REST input ({params, query, body}).
 // Scope, validation rules and the work itself stay in the operation, so a tool
@@ -162,6 +163,30 @@ export const tools: readonly ToolDef[] = [
     description: `List one-time purchases (id, status, plan_id, tier_id, member_id, amount_cents, currency, access_expires_at, paid_at). ${PAGE_NOTE}`,
     input: z.strictObject({ cursor: cursor.optional(), limit }),
     map: (i) => ({ query: pick(i, ['cursor', 'limit']) }),
+  },
+  {
+    name: 'list_invoices',
+    title: 'List invoices',
+    operation: 'list_invoices',
+    readOnly: true,
+    description: `List invoices, newest first (id, status, billing_reason, member_id, subscription_id or purchase_id, currency, subtotal_cents, discount_cents, total_cents, amount_paid_cents, lines, attempt_count, next_attempt_at, paid_at). Every charge is an invoice; an open one with next_attempt_at is being retried. Filter by member_id, subscription_id or status. ${PAGE_NOTE}`,
+    input: z.strictObject({
+      member_id: opField('list_invoices', 'query', 'member_id').describe('Member id (mem_...): only this member\'s invoices.'),
+      subscription_id: opField('list_invoices', 'query', 'subscription_id').describe('Subscription id (sub_...): only its invoices.'),
+      status: opField('list_invoices', 'query', 'status').describe('Only invoices in this status: draft, open (being collected), paid, void or uncollectible.'),
+      cursor: cursor.optional(),
+      limit,
+    }),
+    map: (i) => ({ query: pick(i, ['member_id', 'subscription_id', 'status', 'cursor', 'limit']) }),
+  },
+  {
+    name: 'get_invoice',
+    title: 'Get an invoice',
+    operation: 'get_invoice',
+    readOnly: true,
+    description: 'Get one invoice by id (inv_...): its status, amounts, lines (each type, description, amount_cents, period) and payment attempts count.',
+    input: z.strictObject({ invoice_id: opField('get_invoice', 'params', 'id').describe('Invoice id (inv_...), as returned by list_invoices.') }),
+    path: ['invoice_id'],
   },
   {
     name: 'get_analytics_summary',

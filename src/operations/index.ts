@@ -11,6 +11,7 @@ import { memberOperations } from '../domain/members/member-operations';
 import { memberSessionOperations } from '../domain/members/member-session-operations';
 import { planOperations } from '../domain/plans/plan-operations';
 import { purchaseOperations } from '../domain/purchases/purchase-operations';
+import { invoiceOperations } from '../domain/invoices/invoice-operations';
 import { lifecycleOperations } from '../domain/subscriptions/lifecycle-operations';
 import { subscriptionOperations } from '../domain/subscriptions/subscription-operations';
 import { webhookOperations } from '../domain/webhooks/webhook-operations';
@@ -20,6 +21,7 @@ export const operations: readonly Operation[] = [
   ...memberOperations,
   ...subscriptionOperations,
   ...purchaseOperations,
+  ...invoiceOperations,
   ...discountOperations,
   ...analyticsOperations,
   ...entitlementOperations,

@@ -134,12 +134,13 @@ test('cancel calls Stripe once (cancel_at_period_end); reactivate undoes it', as
   expect(mock.requestsTo('POST', `/v1/subscriptions/${ref}`).at(-1)!.form).toEqual({ cancel_at_period_end: 'false' });
 });
 
-test('switches: an upgrade updates the item with proration; a downgrade goes through a subscription schedule', async () => {
+test('switches: an upgrade updates the item, invoicing the proration at once (pending if unpaid); a downgrade goes through a subscription schedule', async () => {
   const { subscriptionId, ref } = await stripeSubscribe();
   const up = await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/switch`, { key: shop.key, body: { plan_id: shop.ids.plans['gold-monthly'] } });
   expect(up.status).toBe(200);
   expect(mock.requestsTo('POST', `/v1/subscriptions/${ref}`).at(-1)!.form).toEqual({
-    'items[0][id]': `si_${ref}`, 'items[0][price]': 'price_gold_m', proration_behavior: 'create_prorations' });
+    'items[0][id]': `si_${ref}`, 'items[0][price]': 'price_gold_m', proration_behavior: 'always_invoice',
+    payment_behavior: 'pending_if_incomplete' });
   const down = await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/switch`, { key: shop.key, body: { plan_id: shop.ids.plans['silver-monthly'] } });
   expect(down.status).toBe(200);
   expect(down.body.scheduled_plan_id).toBe(shop.ids.plans['silver-monthly']);

@@ -34,6 +34,10 @@ afterAll(() => pool.end());
 
 const AGREEMENTS: [string, readonly string[]][] = [
   ['billing.subscriptions.status', lists.SUBSCRIPTION_STATUSES],
+  ['billing.subscriptions.cancellation_reason', lists.CANCELLATION_REASONS],
+  ['billing.invoices.status', lists.INVOICE_STATUSES],
+  ['billing.invoices.billing_reason', lists.INVOICE_BILLING_REASONS],
+  ['billing.payment_attempts.status', lists.PAYMENT_ATTEMPT_STATUSES],
   ['billing.purchases.status', lists.PURCHASE_STATUSES],
   ['billing.checkout_sessions.status', lists.CHECKOUT_STATUSES],
   ['billing.checkout_sessions.subject_kind', lists.CHECKOUT_SUBJECT_KINDS],

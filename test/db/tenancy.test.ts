@@ -29,8 +29,12 @@ async function seedEverything(communityId: string) {
     const discount = await q(`insert into billing.discount_codes (community_id, code, value_type, percent_off) values ($1, 'TEN', 'percent', 10) returning id`, [communityId]);
     const cs = await q(`insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency, subject_kind, provider, discount_id) values ($1, $2, $3, $4, 1500, 'usd', 'member', 'sandbox', $5) returning id`, [communityId, member.id, tier.id, plan.id, discount.id]);
     await q(`insert into billing.discount_redemptions (community_id, discount_id, checkout_id, member_id, status) values ($1, $2, $3, $4, 'pending')`, [communityId, discount.id, cs.id, member.id]);
-    await q(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_end) values ($1, $2, $3, 'active', now() + interval '30 days')`, [communityId, member.id, plan.id]);
+    const sub = await q(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_end) values ($1, $2, $3, 'active', now() + interval '30 days') returning id`, [communityId, member.id, plan.id]);
     await q(`insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency) values ($1, $2, $3, 900, 'usd')`, [communityId, member.id, plan.id]);
+    const inv = await q(`insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines, subtotal_cents, discount_cents, total_cents, provider, created_at)
+      values ($1, $2, $3, 'open', 'subscription_cycle', 'usd', '[{"type": "plan", "description": "Gold", "amount_cents": 1500}]', 1500, 0, 1500, 'sandbox', now()) returning id`, [communityId, member.id, sub.id]);
+    await q(`insert into billing.payment_attempts (community_id, invoice_id, status, amount_cents, failure_message, provider, attempted_at) values ($1, $2, 'failed', 1500, 'declined', 'sandbox', now())`, [communityId, inv.id]);
+    await q(`insert into billing.sandbox_cards (community_id, subscription_id, declines) values ($1, $2, true)`, [communityId, sub.id]);
     await q(`insert into billing.portal_sessions (community_id, member_id, url, expires_at) values ($1, $2, 'https://x', now())`, [communityId, member.id]);
     await q(`insert into billing.link_codes (community_id, member_id, code, intended_platform, expires_at) values ($1, $2, $3, 'discord', now())`, [communityId, member.id, `code-${communityId}`]);
     await q(`insert into billing.member_entitlements (community_id, member_id, entitlement_id, status) values ($1, $2, $3, 'active') on conflict do nothing`, [communityId, member.id, ent.id]);

@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import { createOwnerPool, createApiPool } from '../../src/db/pool';
 import { TEST_DB } from '../support/app';
-import { eventsSince, ledgerRows, seedWorld, World } from './world';
+import { ENTITLEMENT_EVENT, eventsSince, ledgerRows, seedWorld, World } from './world';
 
 let owner: pg.Pool;
 let api: pg.Pool;
@@ -90,12 +90,28 @@ test('cancelling keeps access until the period ends; the sweep revokes it then, 
   expect((await eventsSince(owner, w.communityId, before)).map((e) => e.type)).toEqual(['subscription.cancelled']);
 });
 
-test('paused and cancelled subscriptions grant nothing; past_due and trialing do; a refund revokes a purchase', async () => {
-  const w = await seedWorld(owner, { members: 4 });
+test('paused and cancelled subscriptions grant nothing; trialing does, past_due only while a retry is scheduled; a refund revokes a purchase', async () => {
+  const w = await seedWorld(owner, { members: 5 });
   for (const [m, status] of [[0, 'paused'], [1, 'cancelled'], [2, 'past_due'], [3, 'trialing']] as const) await subscribe(w, m, 2, status);
-  const rows = await ledgerRows(owner, w.communityId);
-  expect([0, 1, 2, 3].map((m) => rows.get(`${w.members[m]}/${w.entitlements[2]}`)?.status ?? 'none'))
-    .toEqual(['none', 'none', 'active', 'active']);
+  // Member 4: past_due with an open invoice whose retry is scheduled.
+  const retrying = await subscribe(w, 4, 2, 'active');
+  await owner.query(
+    `insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines,
+       subtotal_cents, discount_cents, total_cents, attempt_count, next_attempt_at, provider, created_at)
+     values ($1, $2, $3, 'open', 'subscription_cycle', 'usd',
+       '[{"type": "plan", "description": "Plan 2", "amount_cents": 1500}]', 1500, 0, 1500, 1, now() + interval '1 day', 'sandbox', now())`,
+    [w.communityId, w.members[4], retrying]);
+  await owner.query(`update billing.subscriptions set status = 'past_due' where id = $1`, [retrying]);
+  let rows = await ledgerRows(owner, w.communityId);
+  expect([0, 1, 2, 3, 4].map((m) => rows.get(`${w.members[m]}/${w.entitlements[2]}`)?.status ?? 'none'))
+    .toEqual(['none', 'none', 'none', 'active', 'active']);
+  // The retry given up (no next attempt): access ends, with the reason payment_failed.
+  const beforeGiveUp = await lastEventId(w);
+  await owner.query(`update billing.invoices set next_attempt_at = null where subscription_id = $1`, [retrying]);
+  rows = await ledgerRows(owner, w.communityId);
+  expect(rows.get(`${w.members[4]}/${w.entitlements[2]}`)?.status).toBe('inactive');
+  expect((await eventsSince(owner, w.communityId, beforeGiveUp)).filter((e) => ENTITLEMENT_EVENT.test(e.type))
+    .map((e) => [e.type, e.data.reason])).toEqual([['member.entitlement.revoked', 'payment_failed']]);
   const purId = await purchase(w, 0, 2, null);
   expect((await ledgerRows(owner, w.communityId)).get(`${w.members[0]}/${w.entitlements[2]}`)?.status).toBe('active');
   const since = await lastEventId(w);

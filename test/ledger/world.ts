@@ -79,9 +79,10 @@ export async function ledgerRows(db: pg.Pool | pg.PoolClient, communityId: strin
 
 /**
  * The grant rules, written independently of the SQL: for each (member, entitlement),
- * the ids of the sources that support it now. Subscriptions grant when active,
- * trialing or past_due, or cancelling before their period end; completed purchases
- * grant until access_expires_at (or forever).
+ * the ids of the sources that support it now. Subscriptions grant when active or
+ * trialing, past_due while one of their open invoices still has a retry scheduled, or
+ * cancelling before their period end; completed purchases grant until
+ * access_expires_at (or forever).
  */
 export async function expectedSupport(db: pg.Pool | pg.PoolClient, communityId: string): Promise<Map<string, string[]>> {
   const { rows: [{ now }] } = await db.query<{ now: Date }>('select billing.community_now($1) as now', [communityId]);
@@ -95,9 +96,14 @@ export async function expectedSupport(db: pg.Pool | pg.PoolClient, communityId: 
      where u.community_id = $1`, [communityId]);
   const { rows: links } = await db.query<{ tier_id: string; entitlement_id: string }>(
     'select tier_id, entitlement_id from billing.tier_entitlements where community_id = $1', [communityId]);
+  const { rows: retrying } = await db.query<{ subscription_id: string }>(
+    `select distinct subscription_id from billing.invoices
+     where community_id = $1 and status = 'open' and next_attempt_at is not null and subscription_id is not null`, [communityId]);
+  const retryOpen = new Set(retrying.map((r) => r.subscription_id));
   const grants: { id: string; member_id: string; tier_id: string }[] = [];
   for (const s of subs) {
-    const ok = ['active', 'trialing', 'past_due'].includes(s.status)
+    const ok = ['active', 'trialing'].includes(s.status)
+      || (s.status === 'past_due' && retryOpen.has(s.id))
       || (s.status === 'cancelling' && (s.current_period_end === null || s.current_period_end > now));
     if (ok) grants.push(s);
   }

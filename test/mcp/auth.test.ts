@@ -57,6 +57,8 @@ const VALID_ARGS: Record<string, Record<string, unknown>> = {
   get_member_entitlements: { member_id: 'mem_00000000000000000000000000' },
   check_entitlement: { platform: 'discord', platform_uid: '1' },
   list_purchases: {},
+  list_invoices: { status: 'paid' },
+  get_invoice: { invoice_id: 'inv_00000000000000000000000000' },
   get_analytics_summary: {},
   list_events: { types: ['member.entitlement.granted'] },
   list_webhook_endpoints: {},
@@ -71,7 +73,7 @@ test('a key lacking a tool\'s scope gets a tool error naming the missing scope (
   const client = await connect(app.url, narrow.key);
   try {
     const listed = (await client.listTools()).tools;
-    expect(listed).toHaveLength(14);
+    expect(listed).toHaveLength(16); // the spec's 14, plus list_invoices and get_invoice (issue 11)
     for (const tool of listed) {
       const scope = /Requires the API key scope (\S+)\./.exec(tool.description ?? '')?.[1];
       expect({ tool: tool.name, scope }).toEqual({ tool: tool.name, scope: expect.stringMatching(/^[a-z]+:(read|write)$/) });

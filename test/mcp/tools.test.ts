@@ -7,7 +7,8 @@ import { createTenant, startApp, TestApp } from '../support/app';
 import { tools } from '../../src/mcp/tools';
 import { connect } from './client';
 
-// The spec's tool table: inputs (required ones marked) and the scope of the REST twin.
+// The spec's tool table, plus the additive invoice tools of issue 11: inputs (required
+// ones marked) and the scope of the REST twin.
 const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string; write?: true }> = {
   list_subscriptions: { inputs: ['status', 'plan_id', 'member_id', 'cursor', 'limit'], required: [], scope: 'subscriptions:read' },
   get_subscription: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
@@ -17,6 +18,8 @@ const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string
   get_member_entitlements: { inputs: ['member_id'], required: ['member_id'], scope: 'members:read' },
   check_entitlement: { inputs: ['platform', 'platform_uid', 'namespace', 'external_user_id', 'tier_id'], required: [], scope: 'members:read' },
   list_purchases: { inputs: ['cursor', 'limit'], required: [], scope: 'purchases:read' },
+  list_invoices: { inputs: ['member_id', 'subscription_id', 'status', 'cursor', 'limit'], required: [], scope: 'invoices:read' },
+  get_invoice: { inputs: ['invoice_id'], required: ['invoice_id'], scope: 'invoices:read' },
   get_analytics_summary: { inputs: [], required: [], scope: 'analytics:read' },
   list_events: { inputs: ['types', 'after_id', 'limit'], required: [], scope: 'events:read' },
   list_webhook_endpoints: { inputs: [], required: [], scope: 'webhooks:read' },

@@ -45,7 +45,7 @@ export interface StripeMock {
   env: Record<string, string>;
   /** A Stripe subscription object as the API returns it (also stored for GET). */
   subscription(opts: { id: string; customer?: string; price: string; status?: string; metadata?: Record<string, string>;
-    periodStart?: number; periodEnd?: number; cancelAtPeriodEnd?: boolean; trialEnd?: number | null }): Obj;
+    periodStart?: number; periodEnd?: number; cancelAtPeriodEnd?: boolean; trialEnd?: number | null; declines?: boolean }): Obj;
   /** A signed webhook: body and Stripe-Signature header. */
   signedEvent(type: string, object: Obj, opts?: { id?: string; created?: number }): { payload: string; header: string; id: string };
   requestsTo(method: string, pathPrefix: string): RecordedRequest[];
@@ -88,6 +88,10 @@ export async function startStripeMock(): Promise<StripeMock> {
       if (method === 'POST') {
         if (form.cancel_at_period_end !== undefined) sub.cancel_at_period_end = form.cancel_at_period_end === 'true';
         const items = body.items as Obj[] | undefined;
+        if (items?.[0]?.price && form.payment_behavior === 'pending_if_incomplete' && sub.declines) {
+          // The proration invoice was not paid: the change stays pending (Stripe's pending_update).
+          return json(res, 200, { ...sub, pending_update: { subscription_items: items, expires_at: now() + 82800 } });
+        }
         if (items?.[0]?.price) {
           const item = (sub.items as { data: Obj[] }).data[0];
           item.price = { id: items[0].price, object: 'price' };
@@ -150,7 +154,8 @@ export async function startStripeMock(): Promise<StripeMock> {
       const sub: Obj = {
         id: opts.id, object: 'subscription', status: opts.status ?? 'active', customer: opts.customer ?? 'cus_mock',
         cancel_at_period_end: opts.cancelAtPeriodEnd ?? false, cancel_at: null, canceled_at: null, ended_at: null,
-        trial_end: opts.trialEnd ?? null, schedule: null, metadata: opts.metadata ?? {},
+        trial_end: opts.trialEnd ?? null, schedule: null, metadata: opts.metadata ?? {}, pending_update: null,
+        ...(opts.declines ? { declines: true } : {}),
         items: { object: 'list', data: [{ id: `si_${opts.id}`, object: 'subscription_item', price: { id: opts.price, object: 'price' },
           current_period_start: start, current_period_end: end }] },
       };

@@ -117,8 +117,19 @@ const discount = z.strictObject({
   members: list(discountMember).optional(),
 });
 
+// Retries of a failed renewal: days after the due time, ascending, 1 to 28 each
+// (billing.dunning_valid holds the same rule in SQL); what happens when the last fails.
+const dunning = z.strictObject({
+  retry_days: z.array(z.number({ error: 'expected whole days from 1 to 28' }).int({ error: 'expected whole days from 1 to 28' })
+    .min(1, { error: 'expected whole days from 1 to 28' }).max(28, { error: 'expected whole days from 1 to 28' }), { error: 'expected an array of days' })
+    .min(1, { error: 'expected 1 to 8 retry days' }).max(8, { error: 'expected 1 to 8 retry days' })
+    .refine((d) => d.every((v, i) => i === 0 || v > d[i - 1]), { error: 'expected ascending retry days' }),
+  final_action: oneOf(['cancel'] as const),
+});
+
 const catalogSchema = z.strictObject({
   payment_provider: paymentProvider.optional(),
+  dunning: dunning.optional(),
   platforms: list(platform).optional(),
   entitlements: list(entitlement).optional(),
   tiers: list(tier).optional(),
@@ -479,6 +490,10 @@ export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: 
     const community = await db.query('select id from billing.communities where id = $1 for update', [communityId]);
     if (community.rowCount === 0) throw new Error(`no community ${communityId}`);
     await applyPaymentProvider(db, communityId, catalog.payment_provider);
+    if (catalog.dunning) {
+      await db.query('update billing.communities set dunning = $2::jsonb where id = $1 and dunning is distinct from $2::jsonb',
+        [communityId, JSON.stringify(catalog.dunning)]);
+    }
     const platformIds = await existingKeys(db, 'billing.platform_configs', communityId);
     await applyPlatforms(db, communityId, catalog, platformIds, out);
     const entitlementIds = await existingKeys(db, 'billing.entitlements', communityId);

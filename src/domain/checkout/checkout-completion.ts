@@ -41,3 +41,16 @@ export async function sandboxAdvance(pool: pg.Pool, communityId: string, days: n
   const { rows } = await pool.query<{ r: { now: string } }>('select billing.sandbox_advance($1, $2) as r', [communityId, days]);
   return { now: rows[0].r.now };
 }
+
+/**
+ * The CLI's `sandbox decline` / `sandbox accept`: whether a sandbox subscription's
+ * future charges fail (billing.sandbox_set_card).
+ */
+export async function sandboxSetCard(pool: pg.Pool, subscriptionId: string, declines: boolean): Promise<{ subscription_id: string; declines: boolean }> {
+  const { rows } = await pool.query<{ community_id: string }>('select community_id from billing.subscriptions where id = $1', [subscriptionId]);
+  if (!rows[0]) throw new ApiError('not_found', `No subscription ${subscriptionId}.`);
+  return inCommunity(pool, rows[0].community_id, async (client) => {
+    const r = await client.query<{ r: { subscription_id: string; declines: boolean } }>('select billing.sandbox_set_card($1, $2) as r', [subscriptionId, declines]);
+    return r.rows[0].r;
+  });
+}

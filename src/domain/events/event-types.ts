@@ -10,6 +10,7 @@ import { entitlementBenefit, memberEntitlement } from '../entitlements/entitleme
 import { timestamp } from '../fields';
 import { member } from '../members/member-schema';
 import { purchase } from '../purchases/purchase-schema';
+import { invoice } from '../invoices/invoice-schema';
 import { subscription } from '../subscriptions/subscription-schema';
 import { webhookEndpoint } from '../webhooks/webhook-schema';
 
@@ -51,6 +52,8 @@ const memberData = z.looseObject({
     .describe('what changed: kind identity_linked, identity_unlinked, identity_updated, external_subject_attached or external_subject_removed, with the identity or subject; null on member.created'),
 });
 
+const invoiceData = z.looseObject({ invoice: invoice.loose(), previous_attributes: previous });
+
 const webhookEndpointDisabledData = z.looseObject({
   endpoint: webhookEndpoint.loose(),
   reason: z.string().describe('failing: every delivery attempt failed for 5 days'),
@@ -78,6 +81,9 @@ const ENTRIES = [
   { type: 'checkout.expired', description: 'A checkout session expired unpaid. No entitlement changes.', schema: checkoutData },
   { type: 'member.created', description: 'A member was created.', schema: memberData },
   { type: 'member.updated', description: 'A member\'s platform identities or external subjects changed.', schema: memberData },
+  { type: 'invoice.created', description: 'An invoice was written (every charge is one: checkout, trial start, renewal, plan change, one-time purchase).', schema: invoiceData },
+  { type: 'invoice.paid', description: 'An invoice was paid in full.', schema: invoiceData },
+  { type: 'invoice.payment_failed', description: 'An attempt to collect an invoice failed; next_attempt_at says when it is retried (null: no retry left). A subscription whose renewal failed is past_due (subscription.updated).', schema: invoiceData },
   { type: 'webhook_endpoint.disabled', description: 'A webhook endpoint was disabled because every delivery to it failed for 5 days.', schema: webhookEndpointDisabledData },
 ] as const satisfies readonly CatalogEntry[];
 

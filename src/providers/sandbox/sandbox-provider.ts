@@ -78,7 +78,9 @@ function checkoutPage(info: CheckoutInfo, action: string): string {
   else if (info.expired) action_html = '<p><strong>This checkout has expired.</strong></p>';
   else {
     const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${due}`;
-    action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit">${escapeHtml(label)}</button></form>`;
+    // The second button simulates a card that declines (issue 11): nothing is recorded.
+    action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
+<button type="submit" name="card" value="decline">Use a card that declines</button></form>`;
   }
   return page(`Checkout: ${info.tier_name}`, `<h1>Sandbox checkout</h1>
 <dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
@@ -98,6 +100,11 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
   router.post('/checkout/:id', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
     if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
+    if ((req.body as Record<string, unknown> | undefined)?.card === 'decline' && found.info.status === 'open' && !found.info.expired) {
+      // As Stripe Checkout: a declined card creates nothing; the buyer may try again.
+      return void res.status(402).type('html').send(page('Card declined', `<h1>Your card was declined</h1>
+<p>Nothing was charged and nothing was created. <a href="${escapeHtml(req.originalUrl)}">Try again</a>.</p>`));
+    }
     try {
       await inCommunity(pool, found.communityId, (client) => completeCheckout(client, found.info.checkout_id));
     } catch (err) {

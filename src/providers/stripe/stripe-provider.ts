@@ -180,10 +180,16 @@ export class StripeProvider implements PaymentProvider {
     const current = await stripe.subscriptions.retrieve(ref);
     const item = current.items.data[0];
     if (sub.kind === 'immediate') {
-      await stripe.subscriptions.update(ref, {
+      // Paid before it grants: Stripe invoices the proration now and applies the new
+      // price only once that invoice is paid; otherwise the update stays pending.
+      const updated = await stripe.subscriptions.update(ref, {
         items: [{ id: item.id, price: sub.new_stripe_price_id }],
-        proration_behavior: 'create_prorations',
+        proration_behavior: 'always_invoice',
+        payment_behavior: 'pending_if_incomplete',
       });
+      if (updated.pending_update) {
+        throw new ApiError('payment_failed', 'Stripe could not collect the payment for this plan change; the subscription is unchanged.');
+      }
       return;
     }
     // Downgrade: a schedule keeps the current price to the period end, then the new one.
@@ -228,6 +234,7 @@ export function subscriptionState(sub: Stripe.Subscription, eventCreated: number
     switch (sub.status) {
       case 'active': return cancelling ? 'cancelling' : 'active';
       case 'trialing': return cancelling ? 'cancelling' : 'trialing';
+      // unpaid: Stripe stopped retrying; past_due with no retry left never entitles.
       case 'past_due': case 'unpaid': return 'past_due';
       case 'canceled': case 'incomplete_expired': return 'cancelled';
       case 'paused': return 'paused';
@@ -249,6 +256,47 @@ export function subscriptionState(sub: Stripe.Subscription, eventCreated: number
   };
   if (status === null) delete state.status;
   return state;
+}
+
+/** Stripe's invoice object in our terms (billing.apply_provider_invoice). */
+export function invoiceState(inv: Stripe.Invoice, event: Stripe.Event): Record<string, unknown> {
+  const raw = inv as unknown as {
+    subscription?: string | { id: string } | null;
+    parent?: { subscription_details?: { subscription?: string | { id: string } | null } | null } | null;
+    payment_intent?: string | { id: string } | null;
+  };
+  const subRef = raw.parent?.subscription_details?.subscription ?? raw.subscription ?? null;
+  const reasons = ['subscription_create', 'subscription_cycle', 'subscription_update'];
+  const lines = (inv.lines?.data ?? []).map((l) => {
+    const line = l as unknown as { amount: number; description: string | null; period?: { start: number; end: number };
+      proration?: boolean; parent?: { subscription_item_details?: { proration?: boolean } | null } | null };
+    const proration = line.proration ?? line.parent?.subscription_item_details?.proration ?? false;
+    return {
+      type: proration || line.amount < 0 ? 'proration' : 'plan',
+      description: line.description || (proration ? 'Proration' : 'Subscription'),
+      amount_cents: line.amount,
+      period_start: iso(line.period?.start),
+      period_end: iso(line.period?.end),
+    };
+  });
+  return {
+    provider_ref: inv.id,
+    subscription_ref: typeof subRef === 'string' ? subRef : subRef?.id ?? null,
+    status: inv.status,
+    billing_reason: reasons.includes(String(inv.billing_reason)) ? inv.billing_reason : 'subscription_update',
+    currency: inv.currency,
+    lines,
+    total_cents: inv.total,
+    attempt_count: inv.attempt_count,
+    next_attempt_at: iso(inv.next_payment_attempt),
+    paid_at: iso(inv.status_transitions?.paid_at),
+    created_at: iso(inv.created),
+    period_start: iso(inv.period_start),
+    period_end: iso(inv.period_end),
+    provider_updated_at: iso(event.created),
+    failed: event.type === 'invoice.payment_failed',
+    payment_ref: typeof raw.payment_intent === 'string' ? raw.payment_intent : raw.payment_intent?.id ?? null,
+  };
 }
 
 type Outcome = { status: number; body: Record<string, unknown> };
@@ -283,11 +331,31 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
       if (paymentRef && charge.refunded) await client.query('select billing.refund_purchase($1)', [paymentRef]);
       return { status: 200, body: { received: true } };
     }
+    if (['invoice.finalized', 'invoice.paid', 'invoice.payment_failed', 'invoice.voided', 'invoice.marked_uncollectible'].includes(event.type)) {
+      const state = invoiceState(object as unknown as Stripe.Invoice, event);
+      if (!state.subscription_ref) return { status: 200, body: { received: true, ignored: 'not a subscription invoice' } };
+      const applied = await client.query<{ id: string | null }>('select billing.apply_provider_invoice($1) as id', [state]);
+      if (applied.rows[0].id) return { status: 200, body: { received: true } };
+      // An invoice may arrive before checkout.session.completed: complete the checkout
+      // its subscription was made for, then mirror the invoice.
+      const meta = (object as { parent?: { subscription_details?: { metadata?: Record<string, string> | null } | null } | null })
+        .parent?.subscription_details?.metadata ?? (object as { subscription_details?: { metadata?: Record<string, string> } }).subscription_details?.metadata;
+      const checkoutId = meta?.checkout_id;
+      if (!checkoutId) return { status: 200, body: { received: true, ignored: 'unknown subscription' } };
+      const owned = await client.query('select 1 from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
+      if (owned.rowCount === 0) return { status: 200, body: { received: true, ignored: 'unknown checkout' } };
+      await completeCheckout(client, checkoutId, { paid: true, provider_ref: state.subscription_ref });
+      await client.query('select billing.apply_provider_invoice($1)', [state]);
+      return { status: 200, body: { received: true } };
+    }
     if (event.type.startsWith('customer.subscription.')) {
       const sub = object as unknown as Stripe.Subscription;
       const state = subscriptionState(sub, event.created);
       const applied = await client.query<{ id: string | null }>('select billing.apply_provider_subscription($1) as id', [state]);
-      if (applied.rows[0].id) return { status: 200, body: { received: true } };
+      if (applied.rows[0].id) {
+        if (sub.status === 'unpaid') await client.query('select billing.provider_retries_exhausted($1)', [sub.id]);
+        return { status: 200, body: { received: true } };
+      }
       // Subscription events may arrive before checkout.session.completed: create it now.
       const checkoutId = sub.metadata?.checkout_id;
       if (!checkoutId || state.status === undefined) return { status: 200, body: { received: true, ignored: 'unknown subscription' } };

@@ -1,0 +1,36 @@
+// The invoice, as billing.invoice_json builds it (db/migrations/fixtures/46-invoices.sql):
+// every charge is one, its lines add up to its total (database constraints), and it
+// is paid at most once.
+import { z } from 'zod';
+import { INVOICE_BILLING_REASONS, INVOICE_LINE_TYPES, INVOICE_STATUSES } from '../../core/statuses';
+import { timestamp } from '../fields';
+
+export const invoiceLine = z.object({
+  type: z.enum(INVOICE_LINE_TYPES).describe('plan: a period of a plan; proration: a plan change (credit is negative); discount: negative'),
+  description: z.string(),
+  amount_cents: z.number().int(),
+  period_start: timestamp.nullable(),
+  period_end: timestamp.nullable(),
+}).loose();
+
+export const invoice = z.object({
+  id: z.string().describe('inv_...'),
+  status: z.enum(INVOICE_STATUSES),
+  billing_reason: z.enum(INVOICE_BILLING_REASONS),
+  member_id: z.string(),
+  subscription_id: z.string().nullable(),
+  purchase_id: z.string().nullable(),
+  currency: z.string(),
+  subtotal_cents: z.number().int().describe('sum of the plan and proration lines'),
+  discount_cents: z.number().int().min(0).describe('minus the sum of the discount lines'),
+  total_cents: z.number().int().min(0).describe('subtotal_cents - discount_cents'),
+  amount_paid_cents: z.number().int().min(0),
+  amount_refunded_cents: z.number().int().min(0),
+  lines: z.array(invoiceLine),
+  period_start: timestamp.nullable(),
+  period_end: timestamp.nullable(),
+  attempt_count: z.number().int().min(0),
+  next_attempt_at: timestamp.nullable().describe('when the next payment retry is due; null when none is planned'),
+  paid_at: timestamp.nullable(),
+  created_at: timestamp,
+});
