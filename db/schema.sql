@@ -1,4 +1,4 @@
--- db/migrations sha256:0ba1c8d78ec465ba115439c8ff1cf03a2f4c35d2f1d4bd5de2452bcc1b6ea556 (regenerate with npm run db:schema)
+-- db/migrations sha256:ecae314f92b8e0bfca64f48f9d662905cfdd851d5801acac32b053320f78714f (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -44,6 +44,15 @@ CREATE SCHEMA billing_api;
 --
 
 CREATE SCHEMA billing_private;
+
+
+--
+-- Name: add_utc(timestamp with time zone, interval); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval interval) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ select ((p_ts at time zone 'UTC') + p_interval) at time zone 'UTC' $$;
 
 
 --
@@ -763,7 +772,7 @@ begin
       values (v_cs.community_id, v_cs.member_id, v_plan.id,
         coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
         coalesce((p_details->>'period_start')::timestamptz, v_now),
-        coalesce((p_details->>'period_end')::timestamptz, v_trial_end, v_now + billing.plan_interval(v_plan.interval)),
+        coalesce((p_details->>'period_end')::timestamptz, v_trial_end, billing.add_utc(v_now, billing.plan_interval(v_plan.interval))),
         v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
         p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz,
         coalesce(v_trial_end, (p_details->>'period_start')::timestamptz, v_now), v_cs.discount_id, v_now)
@@ -1367,7 +1376,8 @@ CREATE FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_
     where s.community_id = p_community_id and s.member_id = p_member_id
       and (s.status in ('active', 'trialing')
         or (s.status = 'past_due' and billing.subscription_retry_open(s.community_id, s.id))
-        or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)))
+        or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)
+            and not billing.subscription_unpaid(s.community_id, s.id)))
     union all
     select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
       u.access_expires_at, u.access_expires_at is not null
@@ -1787,13 +1797,13 @@ begin
   end if;
   v_n := greatest(1, ((extract(year from p_end at time zone 'UTC') - extract(year from p_anchor at time zone 'UTC')) * 12
     + extract(month from p_end at time zone 'UTC') - extract(month from p_anchor at time zone 'UTC'))::integer / v_months);
-  while p_anchor + make_interval(months => v_months * v_n) > p_end and v_n > 1 loop
+  while billing.add_utc(p_anchor, make_interval(months => v_months * v_n)) > p_end and v_n > 1 loop
     v_n := v_n - 1;
   end loop;
-  while p_anchor + make_interval(months => v_months * v_n) <= p_end loop
+  while billing.add_utc(p_anchor, make_interval(months => v_months * v_n)) <= p_end loop
     v_n := v_n + 1;
   end loop;
-  return p_anchor + make_interval(months => v_months * v_n);
+  return billing.add_utc(p_anchor, make_interval(months => v_months * v_n));
 end
 $$;
 
@@ -2178,18 +2188,24 @@ begin
     select * into v_sub from billing.subscriptions s
     where s.community_id = billing.current_community_id() and s.id = p_sub_id for update;
     exit when v_sub.id is null or v_steps >= 1000;
-    if v_sub.status = 'past_due' then
+    -- A retry that is due comes first: past_due, or cancelling (cancelled at period
+    -- end while a renewal was still unpaid; retries go on until the period ends).
+    v_inv := null;
+    if v_sub.status in ('past_due', 'cancelling') then
       select * into v_inv from billing.invoices i
       where i.community_id = v_sub.community_id and i.subscription_id = v_sub.id and i.status = 'open'
         and i.next_attempt_at is not null
       order by i.next_attempt_at limit 1 for update;
-      exit when v_inv.id is null or v_inv.next_attempt_at > p_now;
+    end if;
+    if v_inv.id is not null and v_inv.next_attempt_at <= p_now
+       and (v_sub.status = 'past_due' or v_inv.next_attempt_at < v_sub.current_period_end) then
       v_at := v_inv.next_attempt_at;
       -- The subscription changes first, so access never flickers: a paid retry makes
       -- it active before its invoice stops being retried; a last failed retry ends it
       -- (the ledger revokes with reason payment_failed) before the invoice is given up.
       if billing.sandbox_charge_succeeds(v_inv) then
-        update billing.subscriptions s set status = 'active', updated_at = now()
+        update billing.subscriptions s set status = case when s.status = 'past_due' then 'active' else s.status end,
+          updated_at = now()
         where s.community_id = v_sub.community_id and s.id = v_sub.id;
         perform billing.sandbox_collect(v_inv, v_at);
       elsif billing.dunning_next_attempt(v_inv.community_id, v_inv.created_at, v_inv.attempt_count + 1) is not null then
@@ -2204,6 +2220,8 @@ begin
         update billing.invoices i set status = 'uncollectible'
         where i.community_id = v_inv.community_id and i.id = v_inv.id;
       end if;
+    elsif v_sub.status = 'past_due' then
+      exit;
     elsif v_sub.status in ('active', 'trialing', 'cancelling') and v_sub.current_period_end <= p_now then
       v_at := v_sub.current_period_end;
       if v_sub.status = 'cancelling' then
@@ -2273,7 +2291,7 @@ begin
       where i.community_id = p_sub.community_id and i.subscription_id = p_sub.id and i.discount_cents > 0) then
     return 0;
   elsif v_d.duration = 'repeating'
-      and p_start >= p_sub.created_at + make_interval(months => coalesce(v_d.duration_months, 1)) then
+      and p_start >= billing.add_utc(p_sub.created_at, make_interval(months => coalesce(v_d.duration_months, 1))) then
     return 0;
   end if;
   return least(p_amount, case v_d.value_type when 'percent' then round(p_amount * v_d.percent_off / 100)::bigint
@@ -2367,6 +2385,19 @@ CREATE FUNCTION billing.subscription_retry_open(p_community_id text, p_subscript
   select exists (select 1 from billing.invoices i
     where i.community_id = p_community_id and i.subscription_id = p_subscription_id
       and i.status = 'open' and i.next_attempt_at is not null)
+$$;
+
+
+--
+-- Name: subscription_unpaid(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_unpaid(p_community_id text, p_subscription_id text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select exists (select 1 from billing.invoices i
+    where i.community_id = p_community_id and i.subscription_id = p_subscription_id
+      and i.status = 'open' and i.next_attempt_at is null)
 $$;
 
 
@@ -3622,7 +3653,9 @@ begin
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not cancelling: nothing to reactivate.');
   end if;
   update billing.subscriptions s set
-    status = case when s.trial_end is not null and s.trial_end > billing.now() then 'trialing' else 'active' end,
+    -- Back to what it was: past_due while a renewal is still being retried.
+    status = case when billing.subscription_retry_open(s.community_id, s.id) then 'past_due'
+                  when s.trial_end is not null and s.trial_end > billing.now() then 'trialing' else 'active' end,
     cancel_at = null, cancel_requested_at = null, cancellation_reason = null, updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id
   returning * into v_sub;
@@ -4121,7 +4154,7 @@ begin
                    / extract(epoch from (v_sub.current_period_end - v_sub.current_period_start)))) end;
   v_new_period := v_sub.status <> 'trialing' and v_new.interval is distinct from v_old.interval;
   v_start := case when v_new_period then v_now else v_sub.current_period_start end;
-  v_end := case when v_new_period then v_now + billing.plan_interval(v_new.interval) else v_sub.current_period_end end;
+  v_end := case when v_new_period then billing.add_utc(v_now, billing.plan_interval(v_new.interval)) else v_sub.current_period_end end;
   if v_sub.status = 'trialing' then
     v_charge := 0;
     v_credit := 0;
@@ -6566,6 +6599,14 @@ GRANT USAGE ON SCHEMA billing_private TO billing_api;
 
 
 --
+-- Name: FUNCTION add_utc(p_ts timestamp with time zone, p_interval interval); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval interval) TO billing_api;
+
+
+--
 -- Name: FUNCTION api_auth(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -7229,6 +7270,14 @@ GRANT ALL ON FUNCTION billing.subscription_provider(p_sub billing.subscriptions)
 
 REVOKE ALL ON FUNCTION billing.subscription_retry_open(p_community_id text, p_subscription_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.subscription_retry_open(p_community_id text, p_subscription_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_unpaid(p_community_id text, p_subscription_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_unpaid(p_community_id text, p_subscription_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.subscription_unpaid(p_community_id text, p_subscription_id text) TO billing_api;
 
 
 --

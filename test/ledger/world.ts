@@ -81,7 +81,7 @@ export async function ledgerRows(db: pg.Pool | pg.PoolClient, communityId: strin
  * The grant rules, written independently of the SQL: for each (member, entitlement),
  * the ids of the sources that support it now. Subscriptions grant when active or
  * trialing, past_due while one of their open invoices still has a retry scheduled, or
- * cancelling before their period end; completed purchases grant until
+ * cancelling before their period end unless an open invoice of theirs has no retry left; completed purchases grant until
  * access_expires_at (or forever).
  */
 export async function expectedSupport(db: pg.Pool | pg.PoolClient, communityId: string): Promise<Map<string, string[]>> {
@@ -100,11 +100,15 @@ export async function expectedSupport(db: pg.Pool | pg.PoolClient, communityId: 
     `select distinct subscription_id from billing.invoices
      where community_id = $1 and status = 'open' and next_attempt_at is not null and subscription_id is not null`, [communityId]);
   const retryOpen = new Set(retrying.map((r) => r.subscription_id));
+  const { rows: givenUp } = await db.query<{ subscription_id: string }>(
+    `select distinct subscription_id from billing.invoices
+     where community_id = $1 and status = 'open' and next_attempt_at is null and subscription_id is not null`, [communityId]);
+  const unpaid = new Set(givenUp.map((r) => r.subscription_id));
   const grants: { id: string; member_id: string; tier_id: string }[] = [];
   for (const s of subs) {
     const ok = ['active', 'trialing'].includes(s.status)
       || (s.status === 'past_due' && retryOpen.has(s.id))
-      || (s.status === 'cancelling' && (s.current_period_end === null || s.current_period_end > now));
+      || (s.status === 'cancelling' && (s.current_period_end === null || s.current_period_end > now) && !unpaid.has(s.id));
     if (ok) grants.push(s);
   }
   for (const p of purs) {

@@ -240,3 +240,21 @@ describe('the database holds the money rules', () => {
     await expect(app.api.query(`update billing.invoices set status = 'void' where id = $1`, [paid.id])).rejects.toThrow(/permission denied/);
   });
 });
+
+test('cancelling a past_due subscription keeps retrying its renewal: no free access to the period end', async () => {
+  const shop = await createShop(app);
+  const { subscriptionId, memberId } = await subscribe(app, shop, 'silver');
+  await decline(shop, subscriptionId);
+  await advance(app, shop, 30.5);
+  expect((await subscription(shop, subscriptionId)).status).toBe('past_due');
+  expect((await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/cancel`, { key: shop.key })).status).toBe(202);
+  // Reactivating brings back what it was: past_due, still being retried.
+  expect((await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/reactivate`, { key: shop.key })).body.status).toBe('past_due');
+  expect((await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/cancel`, { key: shop.key })).status).toBe(202);
+  expect(await entitled(shop, memberId)).toEqual(['member-chat']); // retries remain
+  await advance(app, shop, 6); // days 1, 3 and 5 fail
+  expect((await subscription(shop, subscriptionId)).status).toBe('cancelled');
+  expect(await entitled(shop, memberId)).toEqual([]);
+  const inv = (await invoices(shop, subscriptionId))[1];
+  expect(inv).toMatchObject({ status: 'uncollectible', attempt_count: 4 });
+});

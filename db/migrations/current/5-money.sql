@@ -1,0 +1,6 @@
+-- Money, continued: calendar arithmetic in UTC whatever the session's TimeZone; a
+-- cancelling subscription with an unpaid renewal keeps access only while it is retried.
+--!include 40-subscriptions.sql
+--!include 46-invoices.sql
+--!include 50-ledger.sql
+--!include 80-checkout.sql
