@@ -1,4 +1,4 @@
--- db/migrations sha256:ecae314f92b8e0bfca64f48f9d662905cfdd851d5801acac32b053320f78714f (regenerate with npm run db:schema)
+-- db/migrations sha256:db7a6cc03f43876b0a6c13aa585f57e8a3f487755b8c347b891b10a2acf973bd (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -244,7 +244,8 @@ begin
   for v_id in
     select s.id from billing.subscriptions s
     where s.community_id = p_community_id and s.provider = 'sandbox'
-      and s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
+      and (s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
+        or s.status = 'paused' and s.paused_until <= v_now)
     union
     select i.subscription_id from billing.invoices i
     where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
@@ -931,6 +932,41 @@ $$;
 
 
 --
+-- Name: disputes; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.disputes (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('dp'::text) NOT NULL COLLATE pg_catalog."C",
+    invoice_id text NOT NULL COLLATE pg_catalog."C",
+    amount_cents bigint NOT NULL,
+    status text NOT NULL,
+    reason text,
+    provider text NOT NULL,
+    provider_ref text,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT disputes_amount_cents_check CHECK ((amount_cents >= 0)),
+    CONSTRAINT disputes_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
+    CONSTRAINT disputes_status_check CHECK ((status = ANY (ARRAY['needs_response'::text, 'under_review'::text, 'won'::text, 'lost'::text])))
+);
+
+ALTER TABLE ONLY billing.disputes FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: dispute_json(billing.disputes); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.dispute_json(p_dp billing.disputes) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object('id', p_dp.id, 'invoice_id', p_dp.invoice_id, 'amount_cents', p_dp.amount_cents,
+    'status', p_dp.status, 'reason', p_dp.reason, 'created_at', billing.iso(p_dp.created_at))
+$$;
+
+
+--
 -- Name: dunning_next_attempt(text, timestamp with time zone, integer); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1068,6 +1104,41 @@ $$;
 
 
 --
+-- Name: grants; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.grants (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('grt'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    tier_id text NOT NULL COLLATE pg_catalog."C",
+    note text,
+    expires_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT grants_note_check CHECK ((length(note) <= 500))
+);
+
+ALTER TABLE ONLY billing.grants FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: grant_json(billing.grants); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.grant_json(p_g billing.grants) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object('id', p_g.id, 'member_id', p_g.member_id, 'tier_id', p_g.tier_id, 'note', p_g.note,
+    'expires_at', billing.iso(p_g.expires_at), 'revoked_at', billing.iso(p_g.revoked_at),
+    'status', case when p_g.revoked_at is not null then 'revoked'
+                   when p_g.expires_at is not null and p_g.expires_at <= billing.community_now(p_g.community_id) then 'expired'
+                   else 'active' end,
+    'created_at', billing.iso(p_g.created_at))
+$$;
+
+
+--
 -- Name: idempotency_begin(text, text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1110,6 +1181,21 @@ CREATE FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash t
   on conflict (community_id, endpoint, key) do update set
     request_hash = excluded.request_hash, response_status = excluded.response_status,
     response_body = excluded.response_body, created_at = now(), expires_at = excluded.expires_at
+$$;
+
+
+--
+-- Name: invoice_by_payment(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_by_payment(p_payment_ref text) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  select coalesce(
+    (select a.invoice_id from billing.payment_attempts a
+     where a.community_id = billing.current_community_id() and a.provider_ref = p_payment_ref and a.status = 'succeeded' limit 1),
+    (select i.id from billing.invoices i join billing.purchases pu on pu.community_id = i.community_id and pu.id = i.purchase_id
+     where i.community_id = billing.current_community_id() and pu.provider_ref = p_payment_ref limit 1))
 $$;
 
 
@@ -1196,6 +1282,27 @@ CREATE TABLE billing.invoices (
 );
 
 ALTER TABLE ONLY billing.invoices FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: invoice_end_access(billing.invoices, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_end_access(p_inv billing.invoices, p_cause text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if p_inv.subscription_id is not null then
+    update billing.subscriptions s set status = 'cancelled', cancelled_at = billing.now(),
+      cancellation_reason = case p_cause when 'disputed' then 'payment_disputed' else 'refunded' end,
+      cancel_at = null, scheduled_plan_id = null, scheduled_at = null, updated_at = now()
+    where s.community_id = p_inv.community_id and s.id = p_inv.subscription_id and s.status <> 'cancelled';
+  else
+    update billing.purchases pu set status = case p_cause when 'disputed' then 'disputed' else 'refunded' end
+    where pu.community_id = p_inv.community_id and pu.id = p_inv.purchase_id and pu.status = 'completed';
+  end if;
+end
+$$;
 
 
 --
@@ -1294,6 +1401,93 @@ $$;
 
 
 --
+-- Name: invoice_record_dispute(text, bigint, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_record_dispute(p_invoice_id text, p_amount bigint, p_status text, p_reason text, p_provider_ref text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_inv billing.invoices;
+  v_dp billing.disputes;
+begin
+  select * into v_inv from billing.invoices i
+  where i.community_id = billing.current_community_id() and i.id = p_invoice_id for update;
+  if v_inv.id is null then
+    perform billing.raise('BL404', 'No invoice ' || coalesce(p_invoice_id, '') || '.');
+  elsif v_inv.status <> 'paid' then
+    perform billing.raise('BL409', 'Invoice ' || v_inv.id || ' is ' || v_inv.status || ': only a paid invoice can be disputed.');
+  end if;
+  if p_provider_ref is not null then
+    select * into v_dp from billing.disputes d where d.community_id = v_inv.community_id and d.provider_ref = p_provider_ref for update;
+  end if;
+  if v_dp.id is not null then
+    -- Later news of the same dispute: its status only.
+    update billing.disputes d set status = coalesce(p_status, d.status), updated_at = now()
+    where d.community_id = v_dp.community_id and d.id = v_dp.id returning * into v_dp;
+    return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp), 'duplicate', true);
+  end if;
+  insert into billing.disputes (community_id, invoice_id, amount_cents, status, reason, provider, provider_ref, created_at)
+  values (v_inv.community_id, v_inv.id, coalesce(p_amount, v_inv.amount_paid_cents), coalesce(p_status, 'needs_response'),
+    p_reason, v_inv.provider, p_provider_ref, billing.now())
+  returning * into v_dp;
+  perform billing.invoice_end_access(v_inv, 'disputed');
+  perform billing.emit_event(v_inv.community_id, 'invoice.disputed', jsonb_build_object(
+    'invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp)));
+  return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp), 'duplicate', false);
+end
+$$;
+
+
+--
+-- Name: invoice_record_refund(text, bigint, boolean, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_record_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_inv billing.invoices;
+  v_re billing.refunds;
+  v_left bigint;
+begin
+  select * into v_inv from billing.invoices i
+  where i.community_id = billing.current_community_id() and i.id = p_invoice_id for update;
+  if v_inv.id is null then
+    perform billing.raise('BL404', 'No invoice ' || coalesce(p_invoice_id, '') || '.');
+  end if;
+  if p_provider_ref is not null then
+    select * into v_re from billing.refunds r where r.community_id = v_inv.community_id and r.provider_ref = p_provider_ref;
+    if v_re.id is not null then
+      return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re), 'duplicate', true);
+    end if;
+  end if;
+  if v_inv.status <> 'paid' then
+    perform billing.raise('BL409', 'Invoice ' || v_inv.id || ' is ' || v_inv.status || ': only a paid invoice can be refunded.');
+  end if;
+  v_left := v_inv.amount_paid_cents - v_inv.amount_refunded_cents;
+  if v_left <= 0 then
+    perform billing.raise('BL409', 'Invoice ' || v_inv.id || ' is already fully refunded.');
+  elsif p_amount is not null and (p_amount <= 0 or p_amount > v_left) then
+    perform billing.raise('BL422', 'amount_cents must be between 1 and ' || v_left || ', what is left to refund on invoice '
+      || v_inv.id || '.', 'amount_cents');
+  end if;
+  insert into billing.refunds (community_id, invoice_id, amount_cents, revoke_access, provider, provider_ref, created_at)
+  values (v_inv.community_id, v_inv.id, coalesce(p_amount, v_left), coalesce(p_revoke, false), v_inv.provider, p_provider_ref, billing.now())
+  returning * into v_re;
+  update billing.invoices i set amount_refunded_cents = i.amount_refunded_cents + v_re.amount_cents
+  where i.community_id = v_inv.community_id and i.id = v_inv.id returning * into v_inv;
+  if coalesce(p_revoke, false) then
+    perform billing.invoice_end_access(v_inv, 'refunded');
+  end if;
+  perform billing.emit_event(v_inv.community_id, 'invoice.refunded', jsonb_build_object(
+    'invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re)));
+  return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re), 'duplicate', false);
+end
+$$;
+
+
+--
 -- Name: iso(timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1379,6 +1573,11 @@ CREATE FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_
         or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)
             and not billing.subscription_unpaid(s.community_id, s.id)))
     union all
+    select 'grant', g.id, 'active', g.tier_id, null, null, g.expires_at, g.expires_at is not null
+    from billing.grants g
+    where g.community_id = p_community_id and g.member_id = p_member_id and g.revoked_at is null
+      and (g.expires_at is null or g.expires_at > p_now)
+    union all
     select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
       u.access_expires_at, u.access_expires_at is not null
     from billing.purchases u
@@ -1423,6 +1622,9 @@ CREATE FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids 
     select u.member_id from billing.purchases u
     join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
     where u.community_id = p_community_id and p.tier_id = any (p_tier_ids) and u.status = 'completed'
+    union all
+    select g.member_id from billing.grants g
+    where g.community_id = p_community_id and g.tier_id = any (p_tier_ids) and g.revoked_at is null
   ) m
 $$;
 
@@ -1612,7 +1814,7 @@ CREATE TABLE billing.subscriptions (
     cancellation_reason text,
     cancel_requested_at timestamp with time zone,
     credit_cents bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT subscriptions_cancellation_reason_check CHECK ((cancellation_reason = ANY (ARRAY['cancellation_requested'::text, 'payment_failed'::text]))),
+    CONSTRAINT subscriptions_cancellation_reason_check CHECK ((cancellation_reason = ANY (ARRAY['cancellation_requested'::text, 'payment_failed'::text, 'refunded'::text, 'payment_disputed'::text]))),
     CONSTRAINT subscriptions_credit_cents_check CHECK ((credit_cents >= 0)),
     CONSTRAINT subscriptions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
     CONSTRAINT subscriptions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text, 'cancelled'::text, 'paused'::text])))
@@ -1894,7 +2096,7 @@ CREATE TABLE billing.purchases (
     checkout_id text COLLATE pg_catalog."C",
     provider_ref text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT purchases_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'refunded'::text])))
+    CONSTRAINT purchases_status_check CHECK ((status = ANY (ARRAY['completed'::text, 'refunded'::text, 'disputed'::text])))
 );
 
 ALTER TABLE ONLY billing.purchases FORCE ROW LEVEL SECURITY;
@@ -1990,6 +2192,38 @@ CREATE FUNCTION billing.record_provider_event(p_provider text, p_event_id text, 
     values (billing.current_community_id(), p_provider, p_event_id, p_type)
     on conflict do nothing returning 1)
   select exists (select 1 from ins)
+$$;
+
+
+--
+-- Name: refunds; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.refunds (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('re'::text) NOT NULL COLLATE pg_catalog."C",
+    invoice_id text NOT NULL COLLATE pg_catalog."C",
+    amount_cents bigint NOT NULL,
+    revoke_access boolean DEFAULT false NOT NULL,
+    provider text NOT NULL,
+    provider_ref text,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT refunds_amount_cents_check CHECK ((amount_cents > 0)),
+    CONSTRAINT refunds_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
+);
+
+ALTER TABLE ONLY billing.refunds FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: refund_json(billing.refunds); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.refund_json(p_re billing.refunds) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object('id', p_re.id, 'invoice_id', p_re.invoice_id, 'amount_cents', p_re.amount_cents,
+    'revoke_access', p_re.revoke_access, 'created_at', billing.iso(p_re.created_at))
 $$;
 
 
@@ -2222,6 +2456,10 @@ begin
       end if;
     elsif v_sub.status = 'past_due' then
       exit;
+    elsif v_sub.status = 'paused' then
+      -- Resumes by itself at paused_until (no invoices while paused).
+      exit when v_sub.paused_until is null or v_sub.paused_until > p_now;
+      perform billing.subscription_resume_at(v_sub.id, v_sub.paused_until);
     elsif v_sub.status in ('active', 'trialing', 'cancelling') and v_sub.current_period_end <= p_now then
       v_at := v_sub.current_period_end;
       if v_sub.status = 'cancelling' then
@@ -2376,6 +2614,49 @@ $$;
 
 
 --
+-- Name: subscription_resume_at(text, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.subscription_resume_at(p_sub_id text, p_at timestamp with time zone) RETURNS billing.subscriptions
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_plan billing.plans;
+  v_inv billing.invoices;
+  v_end timestamptz;
+  v_lines jsonb;
+  v_discount bigint;
+  v_code text;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_sub_id for update;
+  if v_sub.status <> 'paused' then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not paused: nothing to resume.');
+  end if;
+  select * into v_plan from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  v_end := billing.next_period_end(p_at, v_plan.interval, p_at);
+  if v_sub.provider = 'sandbox' then
+    v_discount := billing.subscription_discount_cents(v_sub, v_plan.amount_cents, p_at);
+    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, p_at, v_end));
+    if v_discount > 0 then
+      select d.code into v_code from billing.discount_codes d where d.community_id = v_sub.community_id and d.id = v_sub.discount_id;
+      v_lines := v_lines || billing.discount_line(v_code, v_discount, p_at, v_end);
+    end if;
+    v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id, 'subscription_cycle', v_plan.currency, v_lines,
+      p_at, v_end, 'sandbox', p_at);
+    v_inv := billing.sandbox_collect(v_inv, p_at);
+  end if;
+  update billing.subscriptions s set
+    status = case when v_inv.id is null or v_inv.status = 'paid' then 'active' else 'past_due' end,
+    paused_until = null, current_period_start = p_at, current_period_end = v_end, billing_anchor = p_at, updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  return v_sub;
+end
+$$;
+
+
+--
 -- Name: subscription_retry_open(text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -2526,6 +2807,22 @@ begin
       'kind', 'external_subject_attached', 'namespace', new.namespace,
       'external_user_id', new.external_user_id));
   end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_grants__ledger(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_grants__ledger() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.ledger_refresh_member(new.community_id, new.member_id,
+    case when tg_op = 'INSERT' then 'grant_created' when new.revoked_at is not null and old.revoked_at is null
+         then 'grant_revoked' else 'grant_updated' end, null);
   return null;
 end
 $$;
@@ -2762,6 +3059,8 @@ begin
       then 'subscription.cancelled' else 'subscription.updated' end;
     v_reason := case
       when new.status = 'cancelled' and new.cancellation_reason = 'payment_failed' then 'payment_failed'
+      when new.status = 'cancelled' and new.cancellation_reason = 'refunded' then 'refunded'
+      when new.status = 'cancelled' and new.cancellation_reason = 'payment_disputed' then 'disputed'
       when new.plan_id <> old.plan_id then 'plan_changed'
       when new.status = old.status then 'subscription_updated'
       when new.status = 'cancelled' then 'subscription_ended'
@@ -3269,6 +3568,89 @@ $$;
 
 
 --
+-- Name: grants_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.grants_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE sql
+    AS $$
+  select billing_private.grant_create(p_args->>'id', p_args->>'tier_id', (p_args->>'expires_at')::timestamptz, p_args->>'note')
+$$;
+
+
+--
+-- Name: grants_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.grants_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_ids text[];
+  v_items jsonb[];
+begin
+  perform billing.require_scope('members:read');
+  if not exists (select 1 from billing.members m where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  select array_agg(g.id order by g.id desc), array_agg(billing.grant_json(g) order by g.id desc) into v_ids, v_items
+  from (select * from billing.grants g
+        where g.community_id = billing.current_community_id() and g.member_id = p_args->>'id'
+          and g.id < coalesce(p_args->>'cursor', chr(1114111))
+        order by g.id desc limit v_limit + 1) g;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
+-- Name: grants_revoke(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.grants_revoke(p_args jsonb) RETURNS jsonb
+    LANGUAGE sql
+    AS $$ select billing_private.grant_revoke(p_args->>'id', p_args->>'grant_id') $$;
+
+
+--
+-- Name: invoice_refund(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.invoice_refund(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  return billing_private.invoice_refund(p_args->>'id', (p_args->>'amount_cents')::bigint,
+    coalesce((p_args->>'revoke_access')::boolean, false), p_args->>'provider_ref');
+end
+$$;
+
+
+--
+-- Name: invoice_refund_prepare(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.invoice_refund_prepare(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_inv billing.invoices;
+begin
+  perform billing.require_scope('invoices:write');
+  select * into v_inv from billing.invoices i where i.community_id = billing.current_community_id() and i.id = p_args->>'id';
+  if v_inv.id is null then
+    perform billing.raise('BL404', 'No invoice ' || (p_args->>'id') || '.');
+  end if;
+  return jsonb_build_object('invoice_id', v_inv.id, 'provider', v_inv.provider, 'status', v_inv.status,
+    'currency', v_inv.currency, 'left_cents', v_inv.amount_paid_cents - v_inv.amount_refunded_cents,
+    'payment_ref', (select a.provider_ref from billing.payment_attempts a
+      where a.community_id = v_inv.community_id and a.invoice_id = v_inv.id and a.status = 'succeeded'));
+end
+$$;
+
+
+--
 -- Name: invoices_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -3597,11 +3979,21 @@ CREATE FUNCTION billing_api.subscription_cancel(p_args jsonb) RETURNS jsonb
     AS $$
 declare
   v_sub billing.subscriptions;
+  v_prov jsonb;
 begin
   perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
+  v_prov := billing.subscription_provider(v_sub);
+  if p_args->>'at' = 'now' then
+    -- An operator's immediate cancel (additive option): it ends now and access with it.
+    if v_sub.status = 'cancelled' then
+      return jsonb_build_object('status', 'cancelled', '_changed', false, '_provider', v_prov || '{"at": "now"}');
+    end if;
+    perform billing_private.subscription_cancel_now(v_sub.id);
+    return jsonb_build_object('status', 'cancelled', '_changed', true, '_provider', v_prov || '{"at": "now"}');
+  end if;
   if v_sub.status = 'cancelling' then
-    return jsonb_build_object('status', 'cancelling', '_changed', false, '_provider', billing.subscription_provider(v_sub));
+    return jsonb_build_object('status', 'cancelling', '_changed', false, '_provider', v_prov);
   elsif v_sub.status = 'cancelled' then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is already cancelled.');
   end if;
@@ -3638,6 +4030,35 @@ $$;
 
 
 --
+-- Name: subscription_pause(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_pause(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_until timestamptz := (p_args->>'resumes_at')::timestamptz;
+begin
+  perform billing.require_scope('subscriptions:write');
+  v_sub := billing.lock_subscription(p_args->>'id');
+  if v_sub.status = 'paused' and v_sub.paused_until is not distinct from v_until then
+    return billing.subscription_json(v_sub) || jsonb_build_object('_changed', false, '_provider', billing.subscription_provider(v_sub));
+  elsif v_sub.status not in ('active', 'trialing', 'paused') then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status
+      || ': only an active or trialing subscription can be paused.');
+  end if;
+  if v_until is not null and v_until <= billing.now() then
+    perform billing.raise('BL422', 'resumes_at must be in the future.', 'resumes_at');
+  end if;
+  v_sub := billing_private.subscription_pause(v_sub.id, v_until);
+  return billing.subscription_json(v_sub) || jsonb_build_object('_changed', true, '_provider',
+    billing.subscription_provider(v_sub) || jsonb_build_object('resumes_at', billing.iso(v_until)));
+end
+$$;
+
+
+--
 -- Name: subscription_reactivate(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -3660,6 +4081,27 @@ begin
   where s.community_id = v_sub.community_id and s.id = v_sub.id
   returning * into v_sub;
   return billing.subscription_json(v_sub) || jsonb_build_object('_provider', billing.subscription_provider(v_sub));
+end
+$$;
+
+
+--
+-- Name: subscription_resume(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_resume(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:write');
+  v_sub := billing.lock_subscription(p_args->>'id');
+  if v_sub.status <> 'paused' then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not paused: nothing to resume.');
+  end if;
+  v_sub := billing_private.subscription_resume(v_sub.id);
+  return billing.subscription_json(v_sub) || jsonb_build_object('_changed', true, '_provider', billing.subscription_provider(v_sub));
 end
 $$;
 
@@ -4076,6 +4518,74 @@ $$;
 
 
 --
+-- Name: grant_create(text, text, timestamp with time zone, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.grant_create(p_member_id text, p_tier_id text, p_expires_at timestamp with time zone, p_note text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_g billing.grants;
+begin
+  perform billing.require_scope('members:write');
+  perform 1 from billing.members m where m.community_id = billing.current_community_id() and m.id = p_member_id for update;
+  if not found then
+    perform billing.raise('BL404', 'No member ' || coalesce(p_member_id, '') || '.');
+  end if;
+  if not exists (select 1 from billing.tiers t where t.community_id = billing.current_community_id() and t.id = p_tier_id) then
+    perform billing.raise('BL422', 'tier_id ' || coalesce(p_tier_id, '') || ' is not a tier of this community.', 'tier_id');
+  end if;
+  if p_expires_at is not null and p_expires_at <= billing.now() then
+    perform billing.raise('BL422', 'expires_at must be in the future.', 'expires_at');
+  end if;
+  insert into billing.grants (community_id, member_id, tier_id, note, expires_at, created_at)
+  values (billing.current_community_id(), p_member_id, p_tier_id, p_note, p_expires_at, billing.now())
+  returning * into v_g;
+  return billing.grant_json(v_g);
+end
+$$;
+
+
+--
+-- Name: grant_revoke(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.grant_revoke(p_member_id text, p_grant_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_g billing.grants;
+begin
+  perform billing.require_scope('members:write');
+  update billing.grants g set revoked_at = coalesce(g.revoked_at, billing.now())
+  where g.community_id = billing.current_community_id() and g.member_id = p_member_id and g.id = p_grant_id
+  returning * into v_g;
+  if v_g.id is null then
+    perform billing.raise('BL404', 'No grant ' || coalesce(p_grant_id, '') || ' for member ' || coalesce(p_member_id, '') || '.');
+  end if;
+  return billing.grant_json(v_g);
+end
+$$;
+
+
+--
+-- Name: invoice_refund(text, bigint, boolean, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform billing.require_scope('invoices:write');
+  return billing.invoice_record_refund(p_invoice_id, p_amount, p_revoke, p_provider_ref);
+end
+$$;
+
+
+--
 -- Name: purge_expired(interval); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -4110,6 +4620,61 @@ begin
   return jsonb_build_object('idempotency_keys', v_idempotency, 'link_codes', v_link_codes,
     'portal_sessions', v_portal, 'webhook_attempts', v_attempts, 'webhook_deliveries', v_deliveries,
     'rate_buckets', v_buckets);
+end
+$$;
+
+
+--
+-- Name: subscription_cancel_now(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.subscription_cancel_now(p_subscription_id text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform billing.require_scope('subscriptions:write');
+  update billing.subscriptions s set status = 'cancelled', cancelled_at = billing.now(),
+    cancel_requested_at = coalesce(s.cancel_requested_at, billing.now()), cancellation_reason = 'cancellation_requested',
+    cancel_at = null, scheduled_plan_id = null, scheduled_at = null, paused_until = null, updated_at = now()
+  where s.community_id = billing.current_community_id() and s.id = p_subscription_id and s.status <> 'cancelled';
+end
+$$;
+
+
+--
+-- Name: subscription_pause(text, timestamp with time zone); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.subscription_pause(p_subscription_id text, p_until timestamp with time zone) RETURNS billing.subscriptions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:write');
+  update billing.subscriptions s set status = 'paused', paused_until = p_until, scheduled_plan_id = null,
+    scheduled_at = null, updated_at = now()
+  where s.community_id = billing.current_community_id() and s.id = p_subscription_id
+    and s.status in ('active', 'trialing', 'paused')
+  returning * into v_sub;
+  return v_sub;
+end
+$$;
+
+
+--
+-- Name: subscription_resume(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.subscription_resume(p_subscription_id text) RETURNS billing.subscriptions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform billing.require_scope('subscriptions:write');
+  return billing.subscription_resume_at(p_subscription_id, billing.now());
 end
 $$;
 
@@ -4993,6 +5558,14 @@ ALTER TABLE ONLY billing.discount_redemptions
 
 
 --
+-- Name: disputes disputes_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.disputes
+    ADD CONSTRAINT disputes_pkey PRIMARY KEY (community_id, id);
+
+
+--
 -- Name: entitlement_benefits entitlement_benefits_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -5038,6 +5611,14 @@ ALTER TABLE ONLY billing.external_subjects
 
 ALTER TABLE ONLY billing.external_subjects
     ADD CONSTRAINT external_subjects_pkey PRIMARY KEY (community_id, namespace, external_user_id);
+
+
+--
+-- Name: grants grants_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.grants
+    ADD CONSTRAINT grants_pkey PRIMARY KEY (community_id, id);
 
 
 --
@@ -5174,6 +5755,14 @@ ALTER TABLE ONLY billing.provider_events
 
 ALTER TABLE ONLY billing.purchases
     ADD CONSTRAINT purchases_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: refunds refunds_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.refunds
+    ADD CONSTRAINT refunds_pkey PRIMARY KEY (community_id, id);
 
 
 --
@@ -5324,10 +5913,38 @@ CREATE INDEX discount_redemptions_checkout ON billing.discount_redemptions USING
 
 
 --
+-- Name: disputes_invoice; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX disputes_invoice ON billing.disputes USING btree (community_id, invoice_id);
+
+
+--
+-- Name: disputes_provider_ref; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX disputes_provider_ref ON billing.disputes USING btree (community_id, provider_ref) WHERE (provider_ref IS NOT NULL);
+
+
+--
 -- Name: events_type; Type: INDEX; Schema: billing; Owner: -
 --
 
 CREATE INDEX events_type ON billing.events USING btree (community_id, type, id);
+
+
+--
+-- Name: grants_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX grants_member ON billing.grants USING btree (community_id, member_id, id);
+
+
+--
+-- Name: grants_tier; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX grants_tier ON billing.grants USING btree (community_id, tier_id) WHERE (revoked_at IS NULL);
 
 
 --
@@ -5426,6 +6043,20 @@ CREATE INDEX purchases_member ON billing.purchases USING btree (community_id, me
 --
 
 CREATE INDEX purchases_plan ON billing.purchases USING btree (community_id, plan_id);
+
+
+--
+-- Name: refunds_invoice; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX refunds_invoice ON billing.refunds USING btree (community_id, invoice_id, id);
+
+
+--
+-- Name: refunds_provider_ref; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX refunds_provider_ref ON billing.refunds USING btree (community_id, provider_ref) WHERE (provider_ref IS NOT NULL);
 
 
 --
@@ -5531,6 +6162,13 @@ CREATE CONSTRAINT TRIGGER _100_one_time_rules AFTER UPDATE OF billing_mode ON bi
 --
 
 CREATE TRIGGER _200_endpoint_limit BEFORE INSERT ON billing.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION billing_private.tg_webhook_endpoints__limit();
+
+
+--
+-- Name: grants _500_ledger; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger AFTER INSERT OR UPDATE ON billing.grants FOR EACH ROW EXECUTE FUNCTION billing.tg_grants__ledger();
 
 
 --
@@ -5694,6 +6332,14 @@ ALTER TABLE ONLY billing.discount_redemptions
 
 
 --
+-- Name: disputes disputes_community_id_invoice_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.disputes
+    ADD CONSTRAINT disputes_community_id_invoice_id_fkey FOREIGN KEY (community_id, invoice_id) REFERENCES billing.invoices(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: entitlement_benefits entitlement_benefits_community_id_entitlement_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -5731,6 +6377,22 @@ ALTER TABLE ONLY billing.events
 
 ALTER TABLE ONLY billing.external_subjects
     ADD CONSTRAINT external_subjects_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: grants grants_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.grants
+    ADD CONSTRAINT grants_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: grants grants_community_id_tier_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.grants
+    ADD CONSTRAINT grants_community_id_tier_id_fkey FOREIGN KEY (community_id, tier_id) REFERENCES billing.tiers(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -5862,6 +6524,14 @@ ALTER TABLE ONLY billing.purchases
 
 
 --
+-- Name: refunds refunds_community_id_invoice_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.refunds
+    ADD CONSTRAINT refunds_community_id_invoice_id_fkey FOREIGN KEY (community_id, invoice_id) REFERENCES billing.invoices(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: sandbox_cards sandbox_cards_community_id_subscription_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -5990,6 +6660,12 @@ ALTER TABLE billing.discount_codes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.discount_redemptions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: disputes; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.disputes ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: entitlement_benefits; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -6012,6 +6688,12 @@ ALTER TABLE billing.events ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.external_subjects ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: grants; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.grants ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: idempotency_keys; Type: ROW SECURITY; Schema: billing; Owner: -
@@ -6078,6 +6760,13 @@ CREATE POLICY owner_access ON billing.discount_redemptions TO postgres USING (tr
 
 
 --
+-- Name: disputes owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.disputes TO postgres USING (true) WITH CHECK (true);
+
+
+--
 -- Name: entitlement_benefits owner_access; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -6103,6 +6792,13 @@ CREATE POLICY owner_access ON billing.events TO postgres USING (true) WITH CHECK
 --
 
 CREATE POLICY owner_access ON billing.external_subjects TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: grants owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.grants TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -6187,6 +6883,13 @@ CREATE POLICY owner_access ON billing.provider_events TO postgres USING (true) W
 --
 
 CREATE POLICY owner_access ON billing.purchases TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: refunds owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.refunds TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -6275,6 +6978,12 @@ ALTER TABLE billing.provider_events ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.purchases ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: refunds; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.refunds ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: sandbox_cards; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -6315,6 +7024,13 @@ CREATE POLICY tenant ON billing.discount_redemptions USING ((community_id = ( SE
 
 
 --
+-- Name: disputes tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.disputes USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
 -- Name: entitlement_benefits tenant; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -6340,6 +7056,13 @@ CREATE POLICY tenant ON billing.events USING ((community_id = ( SELECT billing.c
 --
 
 CREATE POLICY tenant ON billing.external_subjects USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: grants tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.grants USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -6424,6 +7147,13 @@ CREATE POLICY tenant ON billing.provider_events USING ((community_id = ( SELECT 
 --
 
 CREATE POLICY tenant ON billing.purchases USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: refunds tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.refunds USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -6804,6 +7534,21 @@ REVOKE ALL ON FUNCTION billing.discount_line(p_code text, p_amount bigint, p_sta
 
 
 --
+-- Name: TABLE disputes; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.disputes TO billing_api;
+
+
+--
+-- Name: FUNCTION dispute_json(p_dp billing.disputes); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.dispute_json(p_dp billing.disputes) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.dispute_json(p_dp billing.disputes) TO billing_api;
+
+
+--
 -- Name: FUNCTION dunning_next_attempt(p_community_id text, p_due timestamp with time zone, p_attempt integer); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -6864,6 +7609,21 @@ REVOKE ALL ON FUNCTION billing.expire_checkouts() FROM PUBLIC;
 
 
 --
+-- Name: TABLE grants; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.grants TO billing_api;
+
+
+--
+-- Name: FUNCTION grant_json(p_g billing.grants); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.grant_json(p_g billing.grants) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.grant_json(p_g billing.grants) TO billing_api;
+
+
+--
 -- Name: FUNCTION idempotency_begin(p_endpoint text, p_key text, p_hash text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -6877,6 +7637,13 @@ GRANT ALL ON FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_h
 
 REVOKE ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_by_payment(p_payment_ref text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_by_payment(p_payment_ref text) FROM PUBLIC;
 
 
 --
@@ -6900,6 +7667,13 @@ GRANT ALL ON FUNCTION billing.invoice_lines_valid(p_lines jsonb) TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.invoices TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_end_access(p_inv billing.invoices, p_cause text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_end_access(p_inv billing.invoices, p_cause text) FROM PUBLIC;
 
 
 --
@@ -6929,6 +7703,20 @@ REVOKE ALL ON FUNCTION billing.invoice_mark_paid(p_inv billing.invoices, p_at ti
 --
 
 REVOKE ALL ON FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text, p_provider_ref text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION invoice_record_dispute(p_invoice_id text, p_amount bigint, p_status text, p_reason text, p_provider_ref text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_record_dispute(p_invoice_id text, p_amount bigint, p_status text, p_reason text, p_provider_ref text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION invoice_record_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_record_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text) FROM PUBLIC;
 
 
 --
@@ -7159,6 +7947,21 @@ REVOKE ALL ON FUNCTION billing.record_provider_event(p_provider text, p_event_id
 
 
 --
+-- Name: TABLE refunds; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.refunds TO billing_api;
+
+
+--
+-- Name: FUNCTION refund_json(p_re billing.refunds); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.refund_json(p_re billing.refunds) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.refund_json(p_re billing.refunds) TO billing_api;
+
+
+--
 -- Name: FUNCTION refund_purchase(p_provider_ref text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -7265,6 +8068,13 @@ GRANT ALL ON FUNCTION billing.subscription_provider(p_sub billing.subscriptions)
 
 
 --
+-- Name: FUNCTION subscription_resume_at(p_sub_id text, p_at timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.subscription_resume_at(p_sub_id text, p_at timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION subscription_retry_open(p_community_id text, p_subscription_id text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -7321,6 +8131,13 @@ REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__ledger_insert() FROM PUB
 --
 
 REVOKE ALL ON FUNCTION billing.tg_external_subjects__outbox_and_ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_grants__ledger(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_grants__ledger() FROM PUBLIC;
 
 
 --
@@ -7517,6 +8334,46 @@ GRANT ALL ON FUNCTION billing_api.external_subjects_attach(p_args jsonb) TO bill
 
 
 --
+-- Name: FUNCTION grants_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.grants_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.grants_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION grants_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.grants_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.grants_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION grants_revoke(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.grants_revoke(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.grants_revoke(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_refund(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.invoice_refund(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.invoice_refund(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_refund_prepare(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.invoice_refund_prepare(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.invoice_refund_prepare(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION invoices_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -7645,11 +8502,27 @@ GRANT ALL ON FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args js
 
 
 --
+-- Name: FUNCTION subscription_pause(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_pause(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_pause(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION subscription_reactivate(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_api.subscription_reactivate(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.subscription_reactivate(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_resume(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_resume(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_resume(p_args jsonb) TO billing_api;
 
 
 --
@@ -7772,10 +8645,58 @@ GRANT ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_i
 
 
 --
+-- Name: FUNCTION grant_create(p_member_id text, p_tier_id text, p_expires_at timestamp with time zone, p_note text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.grant_create(p_member_id text, p_tier_id text, p_expires_at timestamp with time zone, p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.grant_create(p_member_id text, p_tier_id text, p_expires_at timestamp with time zone, p_note text) TO billing_api;
+
+
+--
+-- Name: FUNCTION grant_revoke(p_member_id text, p_grant_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.grant_revoke(p_member_id text, p_grant_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.grant_revoke(p_member_id text, p_grant_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text) TO billing_api;
+
+
+--
 -- Name: FUNCTION purge_expired(p_delivery_retention interval); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION subscription_cancel_now(p_subscription_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.subscription_cancel_now(p_subscription_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.subscription_cancel_now(p_subscription_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_pause(p_subscription_id text, p_until timestamp with time zone); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.subscription_pause(p_subscription_id text, p_until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.subscription_pause(p_subscription_id text, p_until timestamp with time zone) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_resume(p_subscription_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.subscription_resume(p_subscription_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.subscription_resume(p_subscription_id text) TO billing_api;
 
 
 --

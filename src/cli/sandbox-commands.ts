@@ -1,7 +1,8 @@
 // billing sandbox complete CHECKOUT_ID
 // billing sandbox advance --community ID --days N
 // billing sandbox decline|accept --subscription SUB_ID
-import { sandboxAdvance, sandboxComplete, sandboxSetCard } from '../domain/checkout/checkout-completion';
+// billing sandbox dispute --invoice INV_ID
+import { sandboxAdvance, sandboxComplete, sandboxDispute, sandboxSetCard } from '../domain/checkout/checkout-completion';
 import { defineCommand, defineGroup, requireString, UsageError } from './command';
 
 export default defineGroup({
@@ -60,6 +61,17 @@ export default defineGroup({
       },
       print: (r: { subscription_id: string; declines: boolean }) =>
         `Future charges of ${r.subscription_id} will ${r.declines ? 'be declined' : 'succeed'}`,
+    }),
+    defineCommand({
+      name: 'dispute',
+      summary: 'opens a dispute against a paid sandbox invoice: the access it paid for ends at once',
+      options: {
+        invoice: { type: 'string', required: true, value: 'INV_ID', description: 'a paid sandbox invoice' },
+      },
+      async run(ctx, input) {
+        return sandboxDispute(await ctx.ownerPool(), requireString(input, 'invoice'));
+      },
+      print: (r: { invoice_id: string; dispute_id: string }) => `Dispute ${r.dispute_id} opened on invoice ${r.invoice_id}: its access ended`,
     }),
   ],
 });

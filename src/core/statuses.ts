@@ -2,7 +2,7 @@
 // database holds the same lists as CHECK constraints; test/core/sql-agreement.test.ts
 // reads those from pg_constraint and holds each pair equal.
 export const SUBSCRIPTION_STATUSES = ['active', 'trialing', 'past_due', 'cancelling', 'cancelled', 'paused'] as const;
-export const PURCHASE_STATUSES = ['completed', 'refunded'] as const;
+export const PURCHASE_STATUSES = ['completed', 'refunded', 'disputed'] as const;
 export const CHECKOUT_STATUSES = ['open', 'completed', 'expired'] as const;
 export const CHECKOUT_SUBJECT_KINDS = ['member', 'external', 'platform'] as const;
 export const MEMBER_ENTITLEMENT_STATUSES = ['active', 'inactive'] as const;
@@ -23,7 +23,8 @@ export const INVOICE_BILLING_REASONS = ['subscription_create', 'subscription_cyc
 export const INVOICE_LINE_TYPES = ['plan', 'proration', 'discount'] as const;
 export const PAYMENT_ATTEMPT_STATUSES = ['succeeded', 'failed'] as const;
 /** Why a subscription ended (billing.subscriptions.cancellation_reason). */
-export const CANCELLATION_REASONS = ['cancellation_requested', 'payment_failed'] as const;
+export const CANCELLATION_REASONS = ['cancellation_requested', 'payment_failed', 'refunded', 'payment_disputed'] as const;
+export const DISPUTE_STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;
 
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 export type Platform = (typeof PLATFORMS)[number];

@@ -12,6 +12,7 @@ import { memberSessionOperations } from '../domain/members/member-session-operat
 import { planOperations } from '../domain/plans/plan-operations';
 import { purchaseOperations } from '../domain/purchases/purchase-operations';
 import { invoiceOperations } from '../domain/invoices/invoice-operations';
+import { grantOperations } from '../domain/grants/grant-operations';
 import { lifecycleOperations } from '../domain/subscriptions/lifecycle-operations';
 import { subscriptionOperations } from '../domain/subscriptions/subscription-operations';
 import { webhookOperations } from '../domain/webhooks/webhook-operations';
@@ -22,6 +23,7 @@ export const operations: readonly Operation[] = [
   ...subscriptionOperations,
   ...purchaseOperations,
   ...invoiceOperations,
+  ...grantOperations,
   ...discountOperations,
   ...analyticsOperations,
   ...entitlementOperations,

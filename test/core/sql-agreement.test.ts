@@ -38,6 +38,7 @@ const AGREEMENTS: [string, readonly string[]][] = [
   ['billing.invoices.status', lists.INVOICE_STATUSES],
   ['billing.invoices.billing_reason', lists.INVOICE_BILLING_REASONS],
   ['billing.payment_attempts.status', lists.PAYMENT_ATTEMPT_STATUSES],
+  ['billing.disputes.status', lists.DISPUTE_STATUSES],
   ['billing.purchases.status', lists.PURCHASE_STATUSES],
   ['billing.checkout_sessions.status', lists.CHECKOUT_STATUSES],
   ['billing.checkout_sessions.subject_kind', lists.CHECKOUT_SUBJECT_KINDS],

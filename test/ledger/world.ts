@@ -114,6 +114,12 @@ export async function expectedSupport(db: pg.Pool | pg.PoolClient, communityId: 
   for (const p of purs) {
     if (p.status === 'completed' && (p.access_expires_at === null || p.access_expires_at > now)) grants.push(p);
   }
+  // Grants (comps): not revoked, until expires_at.
+  const { rows: comps } = await db.query<{ id: string; member_id: string; tier_id: string; expires_at: Date | null }>(
+    'select id, member_id, tier_id, expires_at from billing.grants where community_id = $1 and revoked_at is null', [communityId]);
+  for (const g of comps) {
+    if (g.expires_at === null || g.expires_at > now) grants.push(g);
+  }
   const out = new Map<string, string[]>();
   for (const g of grants) {
     for (const l of links.filter((x) => x.tier_id === g.tier_id)) {

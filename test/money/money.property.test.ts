@@ -1,12 +1,12 @@
 // The money invariant, by property (issue 11): over random sequences of checkouts,
 // declines and accepts, clock moves (renewals and dunning retries), switches, cancels
-// and reactivations on the sandbox provider, including batches of concurrent requests
-// on the same subscription:
+// and reactivations, pauses and resumes, refunds that revoke, and grants (comps) on the
+// sandbox provider, including batches of concurrent requests on the same subscription:
 //   - the service agrees with an independent TypeScript model of the subscription
 //     state machine (status, plan, anchored period ends, retries, invoices charged);
 //     after a concurrent batch, with the model of SOME serial order of that batch;
 //   - no member holds a subscription source without a paid invoice covering now, a
-//     trial, or a retry window still open;
+//     trial, or a retry window still open (grants are the explicit exception);
 //   - every invoice's lines add up, nothing is paid twice, paid means paid in full;
 //   - the ledger equals "some source supports it", and entitlement events happen at
 //     the edges only (granted and revoked alternate, ending in the ledger's state).
@@ -33,6 +33,8 @@ const DAY = 86400e3;
 interface ModelSub {
   id: string; member: number; plan: PlanKey; status: string; periodEnd: number; anchor: number;
   declines: boolean; scheduled: PlanKey | null; due: number | null; attempts: number; charged: number[];
+  /** The first invoice was refunded in full (with revoke_access). */
+  refunded: boolean;
 }
 interface Model { subs: ModelSub[] }
 
@@ -87,7 +89,12 @@ type Cmd =
   | { k: 'cancel'; s: number }
   | { k: 'reactivate'; s: number }
   | { k: 'switch'; s: number; plan: PlanKey }
-  | { k: 'parallel'; s: number; ops: ('cancel' | 'reactivate' | PlanKey)[] };
+  | { k: 'parallel'; s: number; ops: ('cancel' | 'reactivate' | PlanKey)[] }
+  | { k: 'pause'; s: number }
+  | { k: 'resume'; s: number }
+  | { k: 'refund'; s: number }
+  | { k: 'grant'; m: number; tier: 'silver' | 'gold' | 'platinum'; days: number | null }
+  | { k: 'revoke_grant'; g: number };
 
 const M = 3;
 const planArb = fc.constantFrom(...PLAN_KEYS);
@@ -100,6 +107,12 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ k: fc.constant('switch' as const), s: fc.nat({ max: 5 }), plan: planArb }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('parallel' as const), s: fc.nat({ max: 5 }),
     ops: fc.array(fc.oneof(fc.constantFrom('cancel' as const, 'reactivate' as const), planArb), { minLength: 2, maxLength: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('pause' as const), s: fc.nat({ max: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('resume' as const), s: fc.nat({ max: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('refund' as const), s: fc.nat({ max: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('grant' as const), m: fc.nat({ max: M - 1 }), tier: fc.constantFrom('silver' as const, 'gold' as const, 'platinum' as const),
+    days: fc.option(fc.integer({ min: 1, max: 40 }), { nil: null }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('revoke_grant' as const), g: fc.nat({ max: 5 }) }) },
 );
 
 /** The model's answer to one lifecycle request (mutates s); the HTTP status it expects. */
@@ -132,7 +145,7 @@ function prevEnd(s: ModelSub): number {
 
 // ---- the service ----------------------------------------------------------------------
 
-interface Run { shop: Shop; members: { external: { namespace: string; external_user_id: string } }[]; model: Model }
+interface Run { shop: Shop; members: { external: { namespace: string; external_user_id: string } }[]; memberIds: (string | null)[]; grants: { id: string; m: number }[]; model: Model }
 
 async function now(run: Run): Promise<number> {
   const { rows } = await app.owner.query<{ t: Date }>('select billing.community_now($1) as t', [run.shop.communityId]);
@@ -162,7 +175,8 @@ async function apply(run: Run, c: Cmd): Promise<void> {
       const anchor = rows[0].start.getTime();
       expect(rows[0].end.getTime()).toBe(addMonths(anchor, 1));
       subs.push({ id: rows[0].id, member: c.m, plan: c.plan, status: 'active', periodEnd: rows[0].end.getTime(), anchor,
-        declines: false, scheduled: null, due: null, attempts: 0, charged: [PLANS[c.plan].amount] });
+        declines: false, scheduled: null, due: null, attempts: 0, charged: [PLANS[c.plan].amount], refunded: false });
+      run.memberIds[c.m] = r.body.member_id;
       return;
     }
     case 'card': {
@@ -186,6 +200,60 @@ async function apply(run: Run, c: Cmd): Promise<void> {
       const r = await lifecycle(run, s, op);
       const expected = modelOp(s, op, t);
       expect([c, r.status]).toEqual([c, expected]);
+      return;
+    }
+    case 'pause': {
+      const s = pickSub(c.s);
+      if (!s) return;
+      const r = await call(app.url, 'POST', `/v1/subscriptions/${s.id}/pause`, { key: run.shop.key, body: {} });
+      if (s.status === 'active' || s.status === 'paused') {
+        expect([c, r.status]).toEqual([c, 200]);
+        if (s.status === 'active') s.scheduled = null;
+        s.status = 'paused';
+      } else expect([c, r.status]).toEqual([c, 409]);
+      return;
+    }
+    case 'resume': {
+      const s = pickSub(c.s);
+      if (!s) return;
+      const r = await call(app.url, 'POST', `/v1/subscriptions/${s.id}/resume`, { key: run.shop.key });
+      if (s.status !== 'paused') { expect([c, r.status]).toEqual([c, 409]); return; }
+      expect([c, r.status]).toEqual([c, 200]);
+      // The period restarts at the resume time (read back), one month long, charged now.
+      const { rows } = await app.owner.query<{ start: Date }>('select current_period_start as start from billing.subscriptions where id = $1', [s.id]);
+      s.anchor = rows[0].start.getTime();
+      s.periodEnd = addMonths(s.anchor, 1);
+      s.charged.push(PLANS[s.plan].amount);
+      if (s.declines) { s.status = 'past_due'; s.due = s.anchor; s.attempts = 1; } else s.status = 'active';
+      return;
+    }
+    case 'refund': {
+      const s = pickSub(c.s);
+      if (!s) return;
+      const { rows } = await app.owner.query<{ id: string }>(
+        `select id from billing.invoices where subscription_id = $1 and billing_reason = 'subscription_create'`, [s.id]);
+      const r = await call(app.url, 'POST', `/v1/invoices/${rows[0].id}/refunds`, { key: run.shop.key, body: { revoke_access: true } });
+      if (s.refunded) { expect([c, r.status]).toEqual([c, 409]); return; }
+      expect([c, r.status]).toEqual([c, 200]);
+      s.refunded = true;
+      if (s.status !== 'cancelled') { s.status = 'cancelled'; s.due = null; s.scheduled = null; }
+      return;
+    }
+    case 'grant': {
+      const memberId = run.memberIds[c.m];
+      if (!memberId) return;
+      const t = await now(run);
+      const r = await call(app.url, 'POST', `/v1/members/${memberId}/grants`, { key: run.shop.key,
+        body: { tier_id: run.shop.ids.tiers[c.tier], ...(c.days ? { expires_at: new Date(t + c.days * DAY + 60e3).toISOString() } : {}) } });
+      expect([c, r.status]).toEqual([c, 200]);
+      run.grants.push({ id: r.body.id, m: c.m });
+      return;
+    }
+    case 'revoke_grant': {
+      const g = run.grants.length ? run.grants[c.g % run.grants.length] : null;
+      if (!g) return;
+      const r = await call(app.url, 'DELETE', `/v1/members/${run.memberIds[g.m]}/grants/${g.id}`, { key: run.shop.key });
+      expect([c, r.status]).toEqual([c, 200]);
       return;
     }
     case 'parallel': {
@@ -282,7 +350,7 @@ async function checkEdges(run: Run): Promise<void> {
 
 async function runCommands(cmds: Cmd[]): Promise<void> {
   const shop = await createShop(app);
-  const run: Run = { shop, members: Array.from({ length: M }, () => externalSubject('prop')), model: { subs: [] } };
+  const run: Run = { shop, members: Array.from({ length: M }, () => externalSubject('prop')), memberIds: [], grants: [], model: { subs: [] } };
   for (const c of cmds) {
     await apply(run, c);
     await check(run, c);

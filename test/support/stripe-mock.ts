@@ -41,6 +41,8 @@ export interface StripeMock {
   port: number;
   requests: RecordedRequest[];
   subscriptions: Map<string, Obj>;
+  /** Refunds created through POST /v1/refunds, oldest first. */
+  refunds: Obj[];
   /** Env for startApp: keys and the SDK's host/port/protocol. */
   env: Record<string, string>;
   /** A Stripe subscription object as the API returns it (also stored for GET). */
@@ -55,6 +57,7 @@ export interface StripeMock {
 export async function startStripeMock(): Promise<StripeMock> {
   const requests: RecordedRequest[] = [];
   const subscriptions = new Map<string, Obj>();
+  const refunds: Obj[] = [];
   const schedules = new Map<string, Obj>();
   let seq = 0;
   const id = (prefix: string) => `${prefix}_mock${++seq}`;
@@ -82,9 +85,20 @@ export async function startStripeMock(): Promise<StripeMock> {
       const pid = id('bps');
       return json(res, 200, { id: pid, object: 'billing_portal.session', url: `https://billing.stripe.test/p/session/${pid}`, ...body });
     }
+    if (method === 'POST' && path === '/v1/refunds') {
+      const refund = { id: id('re'), object: 'refund', status: 'succeeded', amount: Number(form.amount), payment_intent: form.payment_intent ?? null,
+        charge: form.charge ?? null, metadata: (body.metadata as Obj) ?? {} };
+      refunds.push(refund);
+      return json(res, 200, refund);
+    }
     if ((m = /^\/v1\/subscriptions\/([^/]+)$/.exec(path))) {
       const sub = subscriptions.get(m[1]);
       if (!sub) return notFound(res, `subscription: '${m[1]}'`);
+      if (method === 'DELETE') {
+        Object.assign(sub, { status: 'canceled', ended_at: now(), canceled_at: now() });
+        return json(res, 200, sub);
+      }
+      if (method === 'POST' && form.pause_collection !== undefined) sub.pause_collection = form.pause_collection === '' ? null : body.pause_collection;
       if (method === 'POST') {
         if (form.cancel_at_period_end !== undefined) sub.cancel_at_period_end = form.cancel_at_period_end === 'true';
         const items = body.items as Obj[] | undefined;
@@ -141,6 +155,7 @@ export async function startStripeMock(): Promise<StripeMock> {
     port,
     requests,
     subscriptions,
+    refunds,
     env: {
       STRIPE_SECRET_KEY: SECRET_KEY,
       STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,

@@ -1,6 +1,10 @@
 -- Money, continued: calendar arithmetic in UTC whatever the session's TimeZone; a
--- cancelling subscription with an unpaid renewal keeps access only while it is retried.
+-- cancelling subscription with an unpaid renewal keeps access only while it is
+-- retried; refunds, disputes, grants (comps), pause and resume, immediate cancel.
 --!include 40-subscriptions.sql
+--!include 45-purchases.sql
 --!include 46-invoices.sql
+--!include 47-grants.sql
 --!include 50-ledger.sql
+--!include 60-events.sql
 --!include 80-checkout.sql

@@ -54,3 +54,15 @@ export async function sandboxSetCard(pool: pg.Pool, subscriptionId: string, decl
     return r.rows[0].r;
   });
 }
+
+/** The CLI's `sandbox dispute`: a dispute opened against a paid sandbox invoice (access ends at once). */
+export async function sandboxDispute(pool: pg.Pool, invoiceId: string): Promise<{ invoice_id: string; dispute_id: string; status: string }> {
+  const { rows } = await pool.query<{ community_id: string; provider: string }>('select community_id, provider from billing.invoices where id = $1', [invoiceId]);
+  if (!rows[0]) throw new ApiError('not_found', `No invoice ${invoiceId}.`);
+  if (rows[0].provider !== 'sandbox') throw new ApiError('conflict', `Invoice ${invoiceId} is not a sandbox invoice.`);
+  return inCommunity(pool, rows[0].community_id, async (client) => {
+    const r = await client.query<{ r: { dispute: { id: string; status: string } } }>(
+      `select billing.invoice_record_dispute($1, null, 'needs_response', 'sandbox', null) as r`, [invoiceId]);
+    return { invoice_id: invoiceId, dispute_id: r.rows[0].r.dispute.id, status: r.rows[0].r.dispute.status };
+  });
+}

@@ -48,6 +48,18 @@ export interface SubscriptionRef {
   new_plan_id?: string;
   new_stripe_price_id?: string | null;
   old_stripe_price_id?: string | null;
+  /** pause: when it resumes by itself (null: on request). */
+  resumes_at?: string | null;
+  /** cancel: 'now' for an immediate cancel. */
+  at?: 'now';
+}
+
+/** A refund to make through the provider (billing_api.invoice_refund_prepare). */
+export interface RefundRequest {
+  invoice_id: string;
+  payment_ref: string | null;
+  amount_cents: number;
+  currency: string;
 }
 
 export interface PortalInfo {
@@ -75,6 +87,13 @@ export interface PaymentProvider {
   reactivate(sub: SubscriptionRef): Promise<void>;
   switchPlan(sub: SubscriptionRef): Promise<void>;
   cancelScheduledSwitch(sub: SubscriptionRef): Promise<void>;
+  /** Ends the subscription now (an operator's immediate cancel). */
+  cancelNow(sub: SubscriptionRef): Promise<void>;
+  /** Stops collecting (Stripe pause_collection) until resumes_at or resume. */
+  pause(sub: SubscriptionRef): Promise<void>;
+  resume(sub: SubscriptionRef): Promise<void>;
+  /** Gives money back; returns the provider's refund id (null: nothing to call). */
+  refund(req: RefundRequest): Promise<string | null>;
 }
 
 export interface PaymentServices {

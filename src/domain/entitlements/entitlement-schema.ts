@@ -4,15 +4,15 @@ import { z } from 'zod';
 import { MEMBER_ENTITLEMENT_STATUSES } from '../../core/statuses';
 import { timestamp } from '../fields';
 
-/** One supporting source: an active subscription or a completed purchase. */
+/** One supporting source: an active subscription, a completed purchase or a grant (comp). */
 export const entitlementSource = z.looseObject({
-  type: z.enum(['subscription', 'purchase']),
+  type: z.enum(['subscription', 'purchase', 'grant']),
   id: z.string(),
   status: z.string(),
   tier_id: z.string(),
-  plan_id: z.string(),
+  plan_id: z.string().nullable().describe('null for a grant'),
   client_reference_id: z.string().nullable(),
-  valid_until: timestamp.nullable().describe('current_period_end of a subscription, access_expires_at of a purchase; null = no end'),
+  valid_until: timestamp.nullable().describe('current_period_end of a subscription, access_expires_at of a purchase, expires_at of a grant; null = no end'),
 });
 
 export const entitlementBenefit = z.looseObject({

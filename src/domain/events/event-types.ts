@@ -24,6 +24,8 @@ export const ENTITLEMENT_REASONS = [
   'purchase_completed', 'purchase_updated', 'purchase_refunded', 'purchase_deleted',
   'access_expired', 'identity_linked', 'identity_unlinked', 'identity_updated',
   'external_subject_attached', 'external_subject_removed', 'benefits_changed', 'tier_entitlements_changed',
+  'payment_failed', 'payment_retry_scheduled', 'invoice_paid', 'refunded', 'disputed',
+  'grant_created', 'grant_updated', 'grant_revoked',
 ] as const;
 
 export const entitlementEventDataSchema = z.looseObject({
@@ -84,6 +86,8 @@ const ENTRIES = [
   { type: 'invoice.created', description: 'An invoice was written (every charge is one: checkout, trial start, renewal, plan change, one-time purchase).', schema: invoiceData },
   { type: 'invoice.paid', description: 'An invoice was paid in full.', schema: invoiceData },
   { type: 'invoice.payment_failed', description: 'An attempt to collect an invoice failed; next_attempt_at says when it is retried (null: no retry left). A subscription whose renewal failed is past_due (subscription.updated).', schema: invoiceData },
+  { type: 'invoice.refunded', description: 'An invoice was refunded, in full or in part (data.refund: id, amount_cents, revoke_access). With revoke_access the subscription or purchase it paid for ended at once.', schema: z.looseObject({ invoice: invoice.loose(), refund: z.looseObject({ id: z.string(), amount_cents: z.number().int() }) }) },
+  { type: 'invoice.disputed', description: 'A payment of an invoice was disputed (data.dispute); the subscription or purchase it paid for ended at once. A dispute won restores nothing by itself.', schema: z.looseObject({ invoice: invoice.loose(), dispute: z.looseObject({ id: z.string(), status: z.string() }) }) },
   { type: 'webhook_endpoint.disabled', description: 'A webhook endpoint was disabled because every delivery to it failed for 5 days.', schema: webhookEndpointDisabledData },
 ] as const satisfies readonly CatalogEntry[];
 

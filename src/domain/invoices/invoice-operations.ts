@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { INVOICE_STATUSES } from '../../core/statuses';
 import { idParam, listOf, pageQuery } from '../fields';
 import { defineOperation, Operation } from '../operation';
-import { invoice } from './invoice-schema';
+import { ApiError } from '../../core/errors';
+import type { PaymentProviderName } from '../../core/statuses';
+import { invoice, refund } from './invoice-schema';
 
 export const invoiceOperations: Operation[] = [
   defineOperation({
@@ -32,5 +34,37 @@ export const invoiceOperations: Operation[] = [
     params: z.object({ id: idParam('Invoice id (inv_...)') }),
     response: invoice,
     sql: 'invoices_get',
+  }),
+  defineOperation({
+    name: 'refund_invoice',
+    method: 'POST',
+    path: '/v1/invoices/{id}/refunds',
+    scope: 'invoices:write',
+    tag: 'Invoices',
+    summary: 'Refund all or part of a paid invoice',
+    description: 'Refunds through the invoice\'s provider. amount_cents defaults to what is left to refund; amount_refunded_cents never exceeds '
+      + 'amount_paid_cents. revoke_access: true ends the subscription or purchase the invoice paid for at once and revokes its access. '
+      + 'Answers the refund with the updated invoice. 409 unless the invoice is paid and not fully refunded.',
+    params: z.object({ id: idParam('Invoice id (inv_...)') }),
+    body: z.object({
+      amount_cents: z.number().int().min(1).max(1_000_000_000_00).optional().describe('Minor units; default: all that is left to refund'),
+      revoke_access: z.boolean().optional().describe('End the covered subscription or purchase now (default false)'),
+    }),
+    response: refund.extend({ invoice }),
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const prep = await ctx.call<{ invoice_id: string; provider: PaymentProviderName; status: string; currency: string; left_cents: number; payment_ref: string | null }>(
+        'invoice_refund_prepare', input);
+      let providerRef: string | null = null;
+      const amount = typeof input.amount_cents === 'number' ? input.amount_cents : prep.left_cents;
+      // The amount rules are the database's; the provider is asked only for a refund it would accept.
+      if (prep.provider !== 'sandbox' && prep.status === 'paid' && amount > 0 && amount <= prep.left_cents) {
+        const provider = ctx.services.payments.provider(prep.provider);
+        if (!provider.ready()) throw new ApiError('payment_config_inactive', 'The payment provider of this invoice is not configured on this deployment.');
+        providerRef = await provider.refund({ invoice_id: prep.invoice_id, payment_ref: prep.payment_ref, amount_cents: amount, currency: prep.currency });
+      }
+      const out = await ctx.call<{ invoice: Record<string, unknown>; refund: Record<string, unknown> }>('invoice_refund', { ...input, provider_ref: providerRef });
+      return { ...out.refund, invoice: out.invoice };
+    },
   }),
 ];

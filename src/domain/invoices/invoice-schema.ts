@@ -34,3 +34,11 @@ export const invoice = z.object({
   paid_at: timestamp.nullable(),
   created_at: timestamp,
 });
+
+export const refund = z.object({
+  id: z.string().describe('re_...'),
+  invoice_id: z.string(),
+  amount_cents: z.number().int().min(1),
+  revoke_access: z.boolean(),
+  created_at: timestamp,
+});

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { ApiError } from '../../core/errors';
 import type { SubscriptionRef } from '../checkout/payment-port';
-import { idParam } from '../fields';
+import { idParam, timestamp } from '../fields';
 import { defineOperation, OpContext, Operation } from '../operation';
 import { subscription, switchOption } from './subscription-schema';
 
@@ -36,15 +36,51 @@ export const lifecycleOperations: Operation[] = [
     path: '/v1/subscriptions/{id}/cancel',
     scope: 'subscriptions:write',
     tag: 'Subscriptions',
-    summary: 'Cancel at the end of the current period',
-    description: 'Access is kept until the current period ends. A repeat on a cancelling subscription answers 202 again without a second provider call.',
+    summary: 'Cancel at the end of the current period (or now)',
+    description: 'Access is kept until the current period ends. A repeat on a cancelling subscription answers 202 again without a second provider call. '
+      + 'Additive option: the body {"at": "now"} ends the subscription at once and revokes its access (status cancelled).',
     params,
-    response: z.object({ status: z.literal('cancelling') }),
+    body: z.object({ at: z.literal('now').optional().describe('"now": end it at once instead of at the period end') }),
+    response: z.object({ status: z.enum(['cancelling', 'cancelled']) }),
     status: 202,
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_cancel', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelAtPeriodEnd(ref));
+      return withProvider(ctx, out, (ref) => (ref.at === 'now' ? provider(ctx, ref).cancelNow(ref) : provider(ctx, ref).cancelAtPeriodEnd(ref)));
+    },
+  }),
+  defineOperation({
+    name: 'pause_subscription',
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/pause',
+    scope: 'subscriptions:write',
+    tag: 'Subscriptions',
+    summary: 'Pause: no invoices and no access until it resumes',
+    description: 'From active or trialing (409 otherwise). Status paused with paused_until = resumes_at; access is revoked (reason subscription_paused) '
+      + 'and granted again when it resumes, by the clock at resumes_at or by POST resume; the billing period restarts then.',
+    params,
+    body: z.object({ resumes_at: timestamp.pipe(z.iso.datetime({ offset: true })).optional().describe('When it resumes by itself; omit to resume on request') }),
+    response: subscription,
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const out = await ctx.call<WithProvider>('subscription_pause', input);
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).pause(ref));
+    },
+  }),
+  defineOperation({
+    name: 'resume_subscription',
+    method: 'POST',
+    path: '/v1/subscriptions/{id}/resume',
+    scope: 'subscriptions:write',
+    tag: 'Subscriptions',
+    summary: 'Resume a paused subscription now',
+    description: 'The billing period restarts now with a new invoice; access is granted again (or past_due if that payment fails). 409 unless paused.',
+    params,
+    response: subscription,
+    idempotent: true,
+    handler: async (ctx, input) => {
+      const out = await ctx.call<WithProvider>('subscription_resume', input);
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).resume(ref));
     },
   }),
   defineOperation({

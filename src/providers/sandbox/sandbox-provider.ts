@@ -28,6 +28,11 @@ export class SandboxProvider implements PaymentProvider {
   async reactivate(): Promise<void> {}
   async switchPlan(): Promise<void> {}
   async cancelScheduledSwitch(): Promise<void> {}
+  async cancelNow(): Promise<void> {}
+  async pause(): Promise<void> {}
+  async resume(): Promise<void> {}
+  // The sandbox's money is the database's: the refund is the record itself.
+  async refund(): Promise<string | null> { return null; }
 }
 
 function escapeHtml(value: unknown): string {

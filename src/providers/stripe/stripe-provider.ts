@@ -14,7 +14,7 @@ import { ApiError } from '../../core/errors';
 import { inCommunity } from '../../db/community-transaction';
 import { completeCheckout } from '../../domain/checkout/checkout-completion';
 import { returnTarget } from '../../domain/checkout/payment-port';
-import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext, SubscriptionRef } from '../../domain/checkout/payment-port';
+import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext, RefundRequest, SubscriptionRef } from '../../domain/checkout/payment-port';
 
 /** What the inbound webhook route needs: the keys, and an owner pool to apply events with. */
 export interface StripeWebhookDeps {
@@ -221,6 +221,48 @@ export class StripeProvider implements PaymentProvider {
     const scheduleId = typeof current.schedule === 'string' ? current.schedule : current.schedule?.id;
     if (scheduleId) await stripe.subscriptionSchedules.release(scheduleId);
   }
+
+  // Refunds, pause and immediate cancel (issue 12): each one Stripe call, failures mapped
+  // by stripeFailure so the request's transaction rolls back.
+  async cancelNow(sub: SubscriptionRef) {
+    try {
+      await this.stripe().subscriptions.cancel(this.ref(sub));
+    } catch (err) {
+      stripeFailure(err);
+    }
+  }
+
+  async pause(sub: SubscriptionRef) {
+    try {
+      await this.stripe().subscriptions.update(this.ref(sub), {
+        pause_collection: { behavior: 'void', ...(sub.resumes_at ? { resumes_at: unix(sub.resumes_at) } : {}) },
+      });
+    } catch (err) {
+      stripeFailure(err);
+    }
+  }
+
+  async resume(sub: SubscriptionRef) {
+    try {
+      await this.stripe().subscriptions.update(this.ref(sub), { pause_collection: '' });
+    } catch (err) {
+      stripeFailure(err);
+    }
+  }
+
+  async refund(req: RefundRequest): Promise<string | null> {
+    if (!req.payment_ref) throw new ApiError('conflict', `Invoice ${req.invoice_id} has no Stripe payment to refund.`);
+    try {
+      const refund = await this.stripe().refunds.create({
+        ...(req.payment_ref.startsWith('ch_') ? { charge: req.payment_ref } : { payment_intent: req.payment_ref }),
+        amount: req.amount_cents,
+        metadata: { invoice_id: req.invoice_id },
+      }, { idempotencyKey: `refund-${req.invoice_id}-${req.amount_cents}-${Date.now() - (Date.now() % 60000)}` });
+      return refund.id;
+    } catch (err) {
+      return stripeFailure(err);
+    }
+  }
 }
 
 // ---- inbound webhooks -----------------------------------------------------------------
@@ -230,7 +272,9 @@ export function subscriptionState(sub: Stripe.Subscription, eventCreated: number
   const item = sub.items?.data?.[0] as (Stripe.SubscriptionItem & { current_period_start?: number; current_period_end?: number }) | undefined;
   const legacy = sub as unknown as { current_period_start?: number; current_period_end?: number };
   const cancelling = sub.cancel_at_period_end || (sub.cancel_at !== null && sub.cancel_at !== undefined);
-  const status = (() => {
+  // Paused collection is paused access here (the service's own rule).
+  const pausedUntil = sub.pause_collection ? iso(sub.pause_collection.resumes_at) : undefined;
+  const status = sub.pause_collection && ['active', 'trialing', 'past_due'].includes(sub.status) ? 'paused' : (() => {
     switch (sub.status) {
       case 'active': return cancelling ? 'cancelling' : 'active';
       case 'trialing': return cancelling ? 'cancelling' : 'trialing';
@@ -253,6 +297,7 @@ export function subscriptionState(sub: Stripe.Subscription, eventCreated: number
     customer_ref: typeof sub.customer === 'string' ? sub.customer : sub.customer?.id ?? null,
     ended_at: iso(sub.ended_at),
     provider_updated_at: iso(eventCreated),
+    paused_until: pausedUntil ?? null,
   };
   if (status === null) delete state.status;
   return state;
@@ -301,6 +346,17 @@ export function invoiceState(inv: Stripe.Invoice, event: Stripe.Event): Record<s
 
 type Outcome = { status: number; body: Record<string, unknown> };
 
+/** A Stripe refund of the invoice a payment paid (once per refund id). */
+async function recordRefund(client: pg.PoolClient, paymentRef: string, amount: number, refundId: string): Promise<void> {
+  const { rows } = await client.query<{ id: string | null }>('select billing.invoice_by_payment($1) as id', [paymentRef]);
+  if (!rows[0].id) return;
+  const { rows: left } = await client.query<{ left: string }>(
+    'select amount_paid_cents - amount_refunded_cents as left from billing.invoices where id = $1', [rows[0].id]);
+  const known = await client.query('select 1 from billing.refunds where provider_ref = $1', [refundId]);
+  if (known.rowCount === 0 && Number(left[0].left) <= 0) return;
+  await client.query('select billing.invoice_record_refund($1, $2, false, $3)', [rows[0].id, Math.min(amount, Math.max(Number(left[0].left), 1)), refundId]);
+}
+
 async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: Stripe.Event): Promise<Outcome> {
   return inCommunity(deps.ownerPool, communityId, async (client) => {
     const { rows } = await client.query<{ fresh: boolean }>('select billing.record_provider_event($1, $2, $3) as fresh', ['stripe', event.id, event.type]);
@@ -328,7 +384,28 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
     if (event.type === 'charge.refunded') {
       const charge = object as unknown as Stripe.Charge;
       const paymentRef = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id ?? null;
+      // Each refund once (by its Stripe id), whether made here or in Stripe's dashboard.
+      const refunds = (charge.refunds?.data ?? []).filter((r) => r.status === 'succeeded' || r.status === 'pending');
+      for (const r of refunds) await recordRefund(client, paymentRef ?? charge.id, r.amount, r.id);
       if (paymentRef && charge.refunded) await client.query('select billing.refund_purchase($1)', [paymentRef]);
+      return { status: 200, body: { received: true } };
+    }
+    if (event.type === 'refund.created' || event.type === 'refund.updated') {
+      const refund = object as unknown as Stripe.Refund;
+      const paymentRef = typeof refund.payment_intent === 'string' ? refund.payment_intent : refund.payment_intent?.id
+        ?? (typeof refund.charge === 'string' ? refund.charge : refund.charge?.id ?? null);
+      if (paymentRef && (refund.status === 'succeeded' || refund.status === 'pending')) await recordRefund(client, paymentRef, refund.amount, refund.id);
+      return { status: 200, body: { received: true } };
+    }
+    if (event.type.startsWith('charge.dispute.')) {
+      const dispute = object as unknown as Stripe.Dispute;
+      const paymentRef = typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id
+        ?? (typeof dispute.charge === 'string' ? dispute.charge : dispute.charge?.id ?? null);
+      const found = paymentRef ? await client.query<{ id: string | null }>('select billing.invoice_by_payment($1) as id', [paymentRef]) : null;
+      const invoiceId = found?.rows[0].id;
+      if (!invoiceId) return { status: 200, body: { received: true, ignored: 'unknown payment' } };
+      const status = ['won', 'lost', 'under_review'].includes(dispute.status) ? dispute.status : 'needs_response';
+      await client.query('select billing.invoice_record_dispute($1, $2, $3, $4, $5)', [invoiceId, dispute.amount, status, dispute.reason, dispute.id]);
       return { status: 200, body: { received: true } };
     }
     if (['invoice.finalized', 'invoice.paid', 'invoice.payment_failed', 'invoice.voided', 'invoice.marked_uncollectible'].includes(event.type)) {
