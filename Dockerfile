@@ -3,6 +3,8 @@
 FROM node:24-bookworm-slim
 
 WORKDIR /app
+# Production: committed migrations only, stricter defaults (docs/operations.md).
+ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 # Production dependencies only (tsx runs the TypeScript sources; no build step).
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
