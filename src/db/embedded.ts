@@ -153,6 +153,7 @@ function rootDatabaseDir(dataDir: string, sharedDir: string, user: RunAs, notice
         fs.cpSync(link, target, { recursive: true, verbatimSymlinks: true });
         fs.rmSync(link, { recursive: true, force: true });
       }
+      chownTree(target, user); // it may have been made by another user
     } else {
       fs.rmSync(link, { recursive: true, force: true }); // left empty by a failed first start
     }
@@ -165,11 +166,27 @@ function rootDatabaseDir(dataDir: string, sharedDir: string, user: RunAs, notice
     if (other === home) continue;
     let owner = '';
     try { owner = fs.readFileSync(path.join(other, 'owner'), 'utf8').trim(); } catch { continue; }
-    if (owner !== realDataDir) continue;
+    if (owner !== realDataDir || serverRunning(path.join(other, 'postgres'))) continue;
     notice(`Removing ${other}, the embedded database of a deleted ${dataDir}.`);
     fs.rmSync(other, { recursive: true, force: true });
   }
   return target;
+}
+
+function chownTree(p: string, user: RunAs) {
+  fs.lchownSync(p, user.uid, user.gid);
+  if (fs.lstatSync(p).isDirectory()) for (const entry of fs.readdirSync(p)) chownTree(path.join(p, entry), user);
+}
+
+/** Whether a live postmaster holds that cluster (its pid file names a running process). */
+function serverRunning(databaseDir: string): boolean {
+  try {
+    const pid = Number(fs.readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Runs a PostgreSQL program; resolves with its exit code and everything it printed. */
@@ -225,12 +242,7 @@ export async function startEmbedded(dataDir: string, opts: EmbeddedOptions = {})
 
   // A stale pid file from a killed run would stop the server from starting.
   const pidFile = path.join(databaseDir, 'postmaster.pid');
-  if (fs.existsSync(pidFile)) {
-    const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-    let alive = false;
-    try { process.kill(pid, 0); alive = true; } catch { alive = false; }
-    if (!alive) fs.rmSync(pidFile);
-  }
+  if (fs.existsSync(pidFile) && !serverRunning(databaseDir)) fs.rmSync(pidFile);
 
   const server = await startServer(bin('postgres'), [
     '-D', databaseDir, '-p', String(port),

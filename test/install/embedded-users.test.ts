@@ -90,6 +90,35 @@ test('from a project in a 0700 directory the embedded PostgreSQL starts, keeps i
   }
 }, 120_000);
 
+test('a project with a database moved into a 0700 directory keeps its data', async () => {
+  const open = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-open-'));
+  const privateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-private-'));
+  const sharedDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-shared-'));
+  cleanup.push(open, privateDir, sharedDir);
+  fs.chmodSync(open, 0o755);
+  fs.chmodSync(sharedDir, 0o755);
+  const before = path.join(open, 'project');
+  fs.mkdirSync(before);
+  const first = await startEmbedded(path.join(before, '.data'), { sharedDir });
+  try {
+    await query(first.url('postgres'), `create table kept (note text); insert into kept values ('before the move')`);
+  } finally {
+    await first.stop();
+  }
+  expect(fs.lstatSync(path.join(before, '.data', 'postgres')).isDirectory()).toBe(true); // reachable: in place
+
+  const after = path.join(privateDir, 'project');
+  fs.renameSync(before, after);
+  const second = await startEmbedded(path.join(after, '.data'), { sharedDir });
+  try {
+    expect(await query(second.url('postgres'), 'select note from kept')).toEqual([{ note: 'before the move' }]);
+  } finally {
+    await second.stop();
+  }
+  // As root the postgres user cannot follow it there: the cluster moved to sharedDir.
+  expect(fs.lstatSync(path.join(after, '.data', 'postgres')).isSymbolicLink()).toBe(isRoot);
+}, 120_000);
+
 test('as an ordinary user, in a directory of their own, it starts and keeps its data', async () => {
   // As root, the script runs as nobody; otherwise we are the ordinary user already.
   const user = isRoot ? { uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' })) } : null;
