@@ -19,7 +19,7 @@ async function withProvider(ctx: OpContext, out: WithProvider, call: (ref: Subsc
   const { _provider: ref, _changed: changed, ...body } = out;
   if (changed !== false && ref.provider !== 'sandbox') {
     const provider = ctx.services.payments.provider(ref.provider);
-    if (!provider.ready()) throw new ApiError('payment_config_inactive', 'The payment provider of this subscription is not configured on this deployment.');
+    if (!(await provider.ready(ctx))) throw new ApiError('payment_config_inactive', 'The payment provider of this subscription is not configured on this deployment.');
     await call(ref);
   }
   return body;
@@ -44,7 +44,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_cancel', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelAtPeriodEnd(ref));
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelAtPeriodEnd(ctx, ref));
     },
   }),
   defineOperation({
@@ -60,7 +60,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_reactivate', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).reactivate(ref));
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).reactivate(ctx, ref));
     },
   }),
   defineOperation({
@@ -90,7 +90,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_switch', input);
-      const body = await withProvider(ctx, out, (ref) => provider(ctx, ref).switchPlan(ref));
+      const body = await withProvider(ctx, out, (ref) => provider(ctx, ref).switchPlan(ctx, ref));
       return body;
     },
   }),
@@ -107,7 +107,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_cancel_scheduled_switch', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelScheduledSwitch(ref));
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelScheduledSwitch(ctx, ref));
     },
   }),
 ];
