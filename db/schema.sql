@@ -1,4 +1,4 @@
--- db/migrations sha256:db7a6cc03f43876b0a6c13aa585f57e8a3f487755b8c347b891b10a2acf973bd (regenerate with npm run db:schema)
+-- db/migrations sha256:c4ecac393cae5e24d3d271e764e0f6c17edf10b535d17dad5659aa68b09f2d60 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -818,6 +818,12 @@ begin
     v_inv := billing.invoice_open(null, v_pur_id, v_cs.member_id, 'purchase', v_cs.currency, v_lines, v_now, null,
       v_cs.provider, v_now, v_cs.id, case when v_cs.provider = 'stripe' then p_details->>'provider_ref' end);
     perform billing.invoice_mark_paid(v_inv, v_now, p_details->>'provider_ref');
+  end if;
+
+  if v_cs.provider = 'stripe' and p_details->>'customer_ref' is not null then
+    insert into billing.member_provider_customers (community_id, member_id, provider, customer_ref)
+    values (v_cs.community_id, v_cs.member_id, v_cs.provider, p_details->>'customer_ref')
+    on conflict (community_id, member_id, provider) do nothing;
   end if;
 
   update billing.checkout_sessions cs set status = 'completed', completed_at = v_now,
@@ -3907,9 +3913,12 @@ begin
   returning * into v_ps;
   return jsonb_build_object('id', v_ps.id, 'member_id', v_ps.member_id, 'access_token', v_ps.access_token,
     'expires_at', billing.iso(v_ps.expires_at), 'return_url', v_ps.return_url, 'provider', v_provider,
-    'customer_ref', (select s.provider_customer_ref from billing.subscriptions s
-      where s.member_id = v_ps.member_id and s.provider = 'stripe' and s.provider_customer_ref is not null
-      order by s.id desc limit 1));
+    'customer_ref', coalesce(
+      (select c.customer_ref from billing.member_provider_customers c
+       where c.member_id = v_ps.member_id and c.provider = 'stripe'),
+      (select s.provider_customer_ref from billing.subscriptions s
+       where s.member_id = v_ps.member_id and s.provider = 'stripe' and s.provider_customer_ref is not null
+       order by s.id desc limit 1)));
 end
 $$;
 
@@ -4586,6 +4595,19 @@ $$;
 
 
 --
+-- Name: payment_secret_ciphertext(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.payment_secret_ciphertext(p_provider text, p_name text) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select s.ciphertext from billing_private.payment_secrets s
+  where s.community_id = billing.current_community_id() and s.provider = p_provider and s.name = p_name
+$$;
+
+
+--
 -- Name: purge_expired(interval); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -5164,6 +5186,7 @@ CREATE TABLE billing.communities (
     dunning jsonb DEFAULT '{"retry_days": [1, 3, 5], "final_action": "cancel"}'::jsonb NOT NULL,
     CONSTRAINT communities_dunning_valid CHECK (billing.dunning_valid(dunning)),
     CONSTRAINT communities_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    CONSTRAINT communities_payment_config_no_secrets CHECK ((NOT (payment_config ?| ARRAY['secret_key'::text, 'webhook_secret'::text]))),
     CONSTRAINT communities_payment_provider_check CHECK ((payment_provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
 );
 
@@ -5301,6 +5324,23 @@ CREATE TABLE billing.member_identities (
 );
 
 ALTER TABLE ONLY billing.member_identities FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: member_provider_customers; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.member_provider_customers (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    provider text NOT NULL,
+    customer_ref text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT member_provider_customers_customer_ref_check CHECK (((length(customer_ref) >= 1) AND (length(customer_ref) <= 255))),
+    CONSTRAINT member_provider_customers_provider_check CHECK ((provider = 'stripe'::text))
+);
+
+ALTER TABLE ONLY billing.member_provider_customers FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -5482,6 +5522,24 @@ CREATE SEQUENCE billing_private.id_seq
     MAXVALUE 16777215
     CACHE 1
     CYCLE;
+
+
+--
+-- Name: payment_secrets; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.payment_secrets (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    provider text NOT NULL,
+    name text NOT NULL,
+    ciphertext text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT payment_secrets_ciphertext_check CHECK ((ciphertext ~~ 'v1:%'::text)),
+    CONSTRAINT payment_secrets_name_check CHECK ((name = ANY (ARRAY['secret_key'::text, 'webhook_secret'::text]))),
+    CONSTRAINT payment_secrets_provider_check CHECK ((provider = 'stripe'::text))
+);
+
+ALTER TABLE ONLY billing_private.payment_secrets FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -5686,6 +5744,14 @@ ALTER TABLE ONLY billing.member_identities
 
 
 --
+-- Name: member_provider_customers member_provider_customers_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_provider_customers
+    ADD CONSTRAINT member_provider_customers_pkey PRIMARY KEY (community_id, member_id, provider);
+
+
+--
 -- Name: members members_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -5851,6 +5917,14 @@ ALTER TABLE ONLY billing_private.api_keys
 
 ALTER TABLE ONLY billing_private.event_types
     ADD CONSTRAINT event_types_pkey PRIMARY KEY (type);
+
+
+--
+-- Name: payment_secrets payment_secrets_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.payment_secrets
+    ADD CONSTRAINT payment_secrets_pkey PRIMARY KEY (community_id, provider, name);
 
 
 --
@@ -6460,6 +6534,22 @@ ALTER TABLE ONLY billing.member_identities
 
 
 --
+-- Name: member_provider_customers member_provider_customers_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_provider_customers
+    ADD CONSTRAINT member_provider_customers_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: member_provider_customers member_provider_customers_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.member_provider_customers
+    ADD CONSTRAINT member_provider_customers_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: members members_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -6628,6 +6718,14 @@ ALTER TABLE ONLY billing_private.api_keys
 
 
 --
+-- Name: payment_secrets payment_secrets_community_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.payment_secrets
+    ADD CONSTRAINT payment_secrets_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
 -- Name: webhook_secrets webhook_secrets_community_id_endpoint_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -6724,6 +6822,12 @@ ALTER TABLE billing.member_entitlements ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.member_identities ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: member_provider_customers; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.member_provider_customers ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: members; Type: ROW SECURITY; Schema: billing; Owner: -
@@ -6834,6 +6938,13 @@ CREATE POLICY owner_access ON billing.member_entitlements TO postgres USING (tru
 --
 
 CREATE POLICY owner_access ON billing.member_identities TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: member_provider_customers owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.member_provider_customers TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -7101,6 +7212,13 @@ CREATE POLICY tenant ON billing.member_identities USING ((community_id = ( SELEC
 
 
 --
+-- Name: member_provider_customers tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.member_provider_customers USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
 -- Name: members tenant; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -7262,6 +7380,13 @@ CREATE POLICY owner_only ON billing_private.event_types USING (true);
 
 
 --
+-- Name: payment_secrets owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.payment_secrets USING (true);
+
+
+--
 -- Name: rate_buckets owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
@@ -7281,6 +7406,12 @@ CREATE POLICY owner_only ON billing_private.webhook_secrets USING (true);
 
 CREATE POLICY owner_only ON billing_private.worker_heartbeats USING (true);
 
+
+--
+-- Name: payment_secrets; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.payment_secrets ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: rate_buckets; Type: ROW SECURITY; Schema: billing_private; Owner: -
@@ -8669,6 +8800,14 @@ GRANT ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount
 
 
 --
+-- Name: FUNCTION payment_secret_ciphertext(p_provider text, p_name text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text, p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text, p_name text) TO billing_api;
+
+
+--
 -- Name: FUNCTION purge_expired(p_delivery_retention interval); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -8870,6 +9009,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.link_codes TO billing_api;
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.member_identities TO billing_api;
+
+
+--
+-- Name: TABLE member_provider_customers; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.member_provider_customers TO billing_api;
 
 
 --

@@ -2,16 +2,15 @@
 // embedded PostgreSQL (data in .data/postgres, kept across restarts). It migrates,
 // serves the API, runs the worker, and on a database with no community creates a
 // demo community with the demo catalog and prints an API key for it.
-import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type pg from 'pg';
 import { createApp } from './app';
-import { Config, loadConfig, packageRoot } from './core/config';
+import { loadConfig, packageRoot } from './core/config';
 import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
+import { resolveEncryptionKey } from './db/encryption-key';
 import { migrateDatabase } from './db/migration-status';
 import { createApiPool, createOwnerPool } from './db/pool';
 import { applyCatalog, readCatalogFile } from './domain/catalog/catalog-file';
@@ -20,18 +19,6 @@ import { startWorker } from '../worker';
 
 const DEMO_CATALOG = path.join(packageRoot, 'db/fixtures/demo-catalog.json');
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-/** WEBHOOK_ENCRYPTION_KEY, or a key generated once into <dataDir>/webhook-encryption.key. */
-function webhookEncryptionKey(config: Config): string {
-  if (config.webhookEncryptionKey) return config.webhookEncryptionKey;
-  const file = path.join(config.dataDir, 'webhook-encryption.key');
-  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  const key = crypto.randomBytes(32).toString('base64');
-  fs.writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
-  log(`Generated a webhook encryption key in ${file} (set WEBHOOK_ENCRYPTION_KEY to use your own).`);
-  return key;
-}
 
 interface Demo { communityId: string; key: string }
 
@@ -103,7 +90,7 @@ async function drain(server: http.Server, graceMs: number): Promise<void> {
 
 async function main() {
   let config = loadConfig();
-  config = { ...config, webhookEncryptionKey: webhookEncryptionKey(config) };
+  config = { ...config, webhookEncryptionKey: resolveEncryptionKey(config, log) };
 
   // A signal during startup is honoured once startup is over (below).
   let early: string | null = null;

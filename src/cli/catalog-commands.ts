@@ -1,4 +1,5 @@
 // billing catalog apply FILE --community ID
+import { resolveEncryptionKey } from '../db/encryption-key';
 import { applyCatalog, CatalogResult, readCatalogFile } from '../domain/catalog/catalog-file';
 import { defineCommand, defineGroup, requireString } from './command';
 
@@ -14,7 +15,11 @@ export default defineGroup({
       const community = requireString(input, 'community');
       // Validate before touching the database: a bad file changes nothing.
       const catalog = readCatalogFile(input.args[0]);
-      return applyCatalog(await ctx.ownerPool(), community, catalog);
+      // Payment secrets in the file are encrypted with the service's key; the output
+      // lists ids only, never a secret.
+      const provider = catalog.payment_provider as { secret_key?: unknown; webhook_secret?: unknown } | null | undefined;
+      const encryptionKey = provider?.secret_key || provider?.webhook_secret ? resolveEncryptionKey(ctx.config, ctx.log) : null;
+      return applyCatalog(await ctx.ownerPool(), community, catalog, { encryptionKey });
     },
     print: (r: CatalogResult) => {
       const lines = ['Applied catalog:'];

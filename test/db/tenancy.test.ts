@@ -48,6 +48,7 @@ async function seedEverything(communityId: string) {
     await q(`insert into billing.webhook_attempts (community_id, delivery_id, endpoint_id, attempt, started_at) values ($1, $2, $3, 1, now())`, [communityId, wd.id, we.id]);
     await q(`insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status, expires_at) values ($1, 'POST /x', 'k', 'h', 200, now() + interval '1 day')`, [communityId]);
     await q(`insert into billing.provider_events (community_id, provider, event_id, type) values ($1, 'stripe', 'evt_1', 'x')`, [communityId]);
+    await q(`insert into billing.member_provider_customers (community_id, member_id, provider, customer_ref) values ($1, $2, 'stripe', 'cus_1')`, [communityId, member.id]);
     await client.query('commit');
   } finally {
     client.release();

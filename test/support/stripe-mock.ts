@@ -12,6 +12,8 @@ export interface RecordedRequest {
   path: string;
   form: Record<string, string>;
   idempotencyKey: string | null;
+  /** The secret key the SDK sent (Authorization: Bearer ...): which account was used. */
+  apiKey: string | null;
 }
 
 type Obj = Record<string, unknown>;
@@ -49,7 +51,7 @@ export interface StripeMock {
   subscription(opts: { id: string; customer?: string; price: string; status?: string; metadata?: Record<string, string>;
     periodStart?: number; periodEnd?: number; cancelAtPeriodEnd?: boolean; trialEnd?: number | null; declines?: boolean }): Obj;
   /** A signed webhook: body and Stripe-Signature header. */
-  signedEvent(type: string, object: Obj, opts?: { id?: string; created?: number }): { payload: string; header: string; id: string };
+  signedEvent(type: string, object: Obj, opts?: { id?: string; created?: number; secret?: string }): { payload: string; header: string; id: string };
   requestsTo(method: string, pathPrefix: string): RecordedRequest[];
   close(): Promise<void>;
 }
@@ -100,6 +102,10 @@ export async function startStripeMock(): Promise<StripeMock> {
       }
       if (method === 'POST' && form.pause_collection !== undefined) sub.pause_collection = form.pause_collection === '' ? null : body.pause_collection;
       if (method === 'POST') {
+        if (form.cancel_at_period_end !== undefined && sub.schedule) {
+          // As Stripe: a subscription a schedule manages takes no cancelation change.
+          return json(res, 400, { error: { type: 'invalid_request_error', message: `The subscription is managed by the subscription schedule \`${String(sub.schedule)}\`, and updating any cancelation behavior directly is not allowed. Please update the schedule instead.` } });
+        }
         if (form.cancel_at_period_end !== undefined) sub.cancel_at_period_end = form.cancel_at_period_end === 'true';
         const items = body.items as Obj[] | undefined;
         if (items?.[0]?.price && form.payment_behavior === 'pending_if_incomplete' && sub.declines) {
@@ -144,7 +150,9 @@ export async function startStripeMock(): Promise<StripeMock> {
       const raw = req.method === 'GET' ? url.search.slice(1) : Buffer.concat(chunks).toString('utf8');
       const form = Object.fromEntries(new URLSearchParams(raw));
       const header = req.headers['idempotency-key'];
-      requests.push({ method: req.method ?? 'GET', path: url.pathname, form, idempotencyKey: typeof header === 'string' ? header : null });
+      const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+      requests.push({ method: req.method ?? 'GET', path: url.pathname, form, idempotencyKey: typeof header === 'string' ? header : null,
+        apiKey: auth ? auth[1] : null });
       route(req.method ?? 'GET', url.pathname, form, res);
     });
   });
@@ -181,7 +189,7 @@ export async function startStripeMock(): Promise<StripeMock> {
       const eventId = opts.id ?? id('evt');
       const payload = JSON.stringify({ id: eventId, object: 'event', type, created: opts.created ?? now(), api_version: '2025-01-01',
         livemode: false, pending_webhooks: 1, request: { id: null, idempotency_key: null }, data: { object } });
-      return { payload, header: stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }), id: eventId };
+      return { payload, header: stripe.webhooks.generateTestHeaderString({ payload, secret: opts.secret ?? WEBHOOK_SECRET }), id: eventId };
     },
     requestsTo(method, pathPrefix) {
       return requests.filter((r) => r.method === method && r.path.startsWith(pathPrefix));

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import type pg from 'pg';
 import { z } from 'zod';
+import { PaymentSecretBox, storePaymentSecrets } from '../checkout/payment-secrets';
 
 /** A catalog problem, always naming the field: `tiers[1].plans[0].amount_cents: ...`. */
 export class CatalogError extends Error {
@@ -34,11 +35,23 @@ const list = <T extends z.ZodType>(item: T) => z.array(item, { error: 'expected 
 
 const platformName = oneOf(['discord', 'telegram'] as const);
 
+// Error messages never quote the value: a secret must not reach a terminal or a log.
+const stripeSecretKey = z.string({ error: 'expected a Stripe secret key (sk_... or rk_...)' })
+  .regex(/^(sk|rk)_(test|live)_[A-Za-z0-9_]{8,250}$/, { error: 'expected a Stripe secret key (sk_test_..., sk_live_... or a restricted rk_... key)' });
+const stripeWebhookSecret = z.string({ error: 'expected a Stripe webhook signing secret (whsec_...)' })
+  .regex(/^whsec_[A-Za-z0-9+/=_-]{8,250}$/, { error: 'expected a Stripe webhook signing secret (whsec_...)' });
+
 const paymentProvider = z.union([
   z.strictObject({ type: z.literal('sandbox') }),
-  // Stripe settings other than the secret key (which comes from STRIPE_SECRET_KEY)
-  // are the provider's own business: kept as the community's payment_config.
-  z.looseObject({ type: z.literal('stripe') }),
+  // The community's own Stripe account: secret_key and webhook_secret are encrypted
+  // into billing_private.payment_secrets (null removes one; absent leaves it as it is;
+  // without them the deployment's STRIPE_* keys are used). Other Stripe settings are
+  // the provider's own business: kept as the community's payment_config.
+  z.looseObject({
+    type: z.literal('stripe'),
+    secret_key: stripeSecretKey.nullable().optional(),
+    webhook_secret: stripeWebhookSecret.nullable().optional(),
+  }),
 ], { error: 'expected {"type": "sandbox"}, {"type": "stripe", ...} or null' }).nullable();
 
 const platform = z.strictObject({
@@ -320,13 +333,26 @@ function resolve(map: Map<string, string>, k: string, field: string, what: strin
   return id;
 }
 
-async function applyPaymentProvider(db: Queryable, communityId: string, provider: CatalogFile['payment_provider']) {
+/** Test and live mode never share customers; nor do the deployment's account and a community's own. */
+function sameStripeAccountLikely(before: string | null, after: string | null): boolean {
+  if (before === null || after === null) return before === after;
+  return before.includes('_live_') === after.includes('_live_');
+}
+
+async function applyPaymentProvider(db: Queryable, communityId: string, provider: CatalogFile['payment_provider'], opts: ApplyOptions) {
   if (provider === undefined) return;
   const type = provider?.type ?? null;
   let config: Record<string, unknown> = {};
   if (provider) {
     const { type: _type, ...rest } = provider;
-    config = rest;
+    if (provider.type === 'stripe') {
+      const { secret_key: secretKey, webhook_secret: webhookSecret, ...settings } = rest as Record<string, unknown> & {
+        secret_key?: string | null; webhook_secret?: string | null };
+      config = settings;
+      await applyStripeSecrets(db, communityId, { secret_key: secretKey, webhook_secret: webhookSecret }, opts);
+    } else {
+      config = rest;
+    }
   }
   const { rows } = await db.query<{ changed: boolean }>(
     `select (payment_provider, payment_config) is distinct from ($2::text, $3::jsonb) as changed
@@ -334,6 +360,31 @@ async function applyPaymentProvider(db: Queryable, communityId: string, provider
   if (!rows[0]?.changed) return;
   await db.query('update billing.communities set payment_provider = $2, payment_config = $3::jsonb where id = $1',
     [communityId, type, JSON.stringify(config)]);
+}
+
+async function applyStripeSecrets(db: Queryable, communityId: string, secrets: { secret_key?: string | null; webhook_secret?: string | null }, opts: ApplyOptions) {
+  if (secrets.secret_key === undefined && secrets.webhook_secret === undefined) return;
+  let box: PaymentSecretBox | null = null;
+  if (secrets.secret_key || secrets.webhook_secret) {
+    if (!opts.encryptionKey) {
+      throw new CatalogError('payment_provider', 'secret_key and webhook_secret are stored encrypted: set WEBHOOK_ENCRYPTION_KEY (the one the service uses)');
+    }
+    box = new PaymentSecretBox(opts.encryptionKey);
+  }
+  let before: string | null = null;
+  const stored = await db.query<{ ciphertext: string }>(
+    `select ciphertext from billing_private.payment_secrets where community_id = $1 and provider = 'stripe' and name = 'secret_key'`, [communityId]);
+  if (stored.rows[0] && box) {
+    try { before = box.decrypt(communityId, 'stripe', 'secret_key', stored.rows[0].ciphertext); } catch { before = '?'; }
+  } else if (stored.rows[0]) {
+    before = '?';
+  }
+  const changed = await storePaymentSecrets(db, box, communityId, 'stripe', secrets);
+  // Customers belong to one Stripe account (and mode): forget them when the account
+  // plainly changes, so the next checkout makes a customer where it will be charged.
+  if (changed.includes('secret_key') && !sameStripeAccountLikely(before, secrets.secret_key ?? null)) {
+    await db.query(`delete from billing.member_provider_customers where community_id = $1 and provider = 'stripe'`, [communityId]);
+  }
 }
 
 async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile, ids: Map<string, string>, out: CatalogResult) {
@@ -479,7 +530,12 @@ async function applyDiscounts(db: Queryable, communityId: string, c: CatalogFile
  * their defaults; a listed tier's entitlement links and a listed entitlement's
  * benefits become exactly those listed.
  */
-export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: CatalogFile): Promise<CatalogResult> {
+export interface ApplyOptions {
+  /** WEBHOOK_ENCRYPTION_KEY: needed only when the file sets payment secrets. */
+  encryptionKey?: string | null;
+}
+
+export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: CatalogFile, opts: ApplyOptions = {}): Promise<CatalogResult> {
   const out: CatalogResult = { tiers: {}, plans: {}, entitlements: {}, platforms: {}, discounts: {} };
   const db = await pool.connect();
   try {
@@ -489,7 +545,7 @@ export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: 
     // One apply at a time per community: lock its row (it may be updated below).
     const community = await db.query('select id from billing.communities where id = $1 for update', [communityId]);
     if (community.rowCount === 0) throw new Error(`no community ${communityId}`);
-    await applyPaymentProvider(db, communityId, catalog.payment_provider);
+    await applyPaymentProvider(db, communityId, catalog.payment_provider, opts);
     if (catalog.dunning) {
       await db.query('update billing.communities set dunning = $2::jsonb where id = $1 and dunning is distinct from $2::jsonb',
         [communityId, JSON.stringify(catalog.dunning)]);

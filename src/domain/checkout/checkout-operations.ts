@@ -40,9 +40,9 @@ export const checkoutOperations: Operation[] = [
     handler: async (ctx, input) => {
       const name = await communityProvider(ctx);
       const provider = name ? ctx.services.payments.provider(name) : null;
-      const checkout = await ctx.call<CheckoutInfo>('checkout_create', { ...input, provider_ready: provider?.ready() ?? false });
+      const checkout = await ctx.call<CheckoutInfo>('checkout_create', { ...input, provider_ready: provider ? await provider.ready(ctx) : false });
       if (!provider) throw new ApiError('payment_config_inactive', 'This community has no active payment provider.');
-      const link = await provider.createCheckout({ baseUrl: ctx.baseUrl, communityId: ctx.communityId, query: ctx.query }, checkout);
+      const link = await provider.createCheckout(ctx, checkout);
       const stored = await ctx.call<CheckoutInfo>('checkout_set_provider', { checkout_id: checkout.checkout_id, ...link });
       return { checkout_id: stored.checkout_id, member_id: stored.member_id, url: stored.url, expires_at: stored.expires_at };
     },

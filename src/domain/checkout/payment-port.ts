@@ -71,6 +71,7 @@ export interface PortalInfo {
   customer_ref: string | null;
 }
 
+/** The request's community and transaction (an OpContext is one). */
 export interface ProviderContext {
   baseUrl: string;
   communityId: string;
@@ -79,21 +80,24 @@ export interface ProviderContext {
 
 export interface PaymentProvider {
   readonly name: ProviderName;
-  /** False when the deployment lacks what the provider needs (Stripe keys). */
-  ready(): boolean;
+  /**
+   * False when neither the community (its own Stripe keys) nor the deployment
+   * (STRIPE_SECRET_KEY) provides what the provider needs.
+   */
+  ready(ctx: ProviderContext): Promise<boolean>;
   createCheckout(ctx: ProviderContext, checkout: CheckoutInfo): Promise<{ url: string; provider_ref?: string; expires_at?: string }>;
   createPortal(ctx: ProviderContext, portal: PortalInfo): Promise<{ url: string }>;
-  cancelAtPeriodEnd(sub: SubscriptionRef): Promise<void>;
-  reactivate(sub: SubscriptionRef): Promise<void>;
-  switchPlan(sub: SubscriptionRef): Promise<void>;
-  cancelScheduledSwitch(sub: SubscriptionRef): Promise<void>;
+  cancelAtPeriodEnd(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
+  reactivate(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
+  switchPlan(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
+  cancelScheduledSwitch(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
   /** Ends the subscription now (an operator's immediate cancel). */
-  cancelNow(sub: SubscriptionRef): Promise<void>;
+  cancelNow(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
   /** Stops collecting (Stripe pause_collection) until resumes_at or resume. */
-  pause(sub: SubscriptionRef): Promise<void>;
-  resume(sub: SubscriptionRef): Promise<void>;
+  pause(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
+  resume(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
   /** Gives money back; returns the provider's refund id (null: nothing to call). */
-  refund(req: RefundRequest): Promise<string | null>;
+  refund(ctx: ProviderContext, req: RefundRequest): Promise<string | null>;
 }
 
 export interface PaymentServices {
@@ -106,6 +110,17 @@ export interface PaymentServices {
  */
 export function returnTarget(info: { return_url: string | null; checkout_id: string }, baseUrl: string): string {
   const target = new URL(info.return_url ?? `${baseUrl}/sandbox/return`);
+  target.searchParams.set('checkout_id', info.checkout_id);
+  return target.toString();
+}
+
+/**
+ * Where a buyer who abandons the provider's checkout lands: the service's cancelled
+ * page (never the return_url, which operators use as a thank-you page), with
+ * checkout_id appended. The page links back to the return_url with cancelled=1.
+ */
+export function cancelTarget(info: { checkout_id: string }, baseUrl: string): string {
+  const target = new URL(`${baseUrl}/sandbox/cancelled`);
   target.searchParams.set('checkout_id', info.checkout_id);
   return target.toString();
 }

@@ -60,8 +60,8 @@ export const invoiceOperations: Operation[] = [
       // The amount rules are the database's; the provider is asked only for a refund it would accept.
       if (prep.provider !== 'sandbox' && prep.status === 'paid' && amount > 0 && amount <= prep.left_cents) {
         const provider = ctx.services.payments.provider(prep.provider);
-        if (!provider.ready()) throw new ApiError('payment_config_inactive', 'The payment provider of this invoice is not configured on this deployment.');
-        providerRef = await provider.refund({ invoice_id: prep.invoice_id, payment_ref: prep.payment_ref, amount_cents: amount, currency: prep.currency });
+        if (!(await provider.ready(ctx))) throw new ApiError('payment_config_inactive', 'The payment provider of this invoice is not configured on this deployment.');
+        providerRef = await provider.refund(ctx, { invoice_id: prep.invoice_id, payment_ref: prep.payment_ref, amount_cents: amount, currency: prep.currency });
       }
       const out = await ctx.call<{ invoice: Record<string, unknown>; refund: Record<string, unknown> }>('invoice_refund', { ...input, provider_ref: providerRef });
       return { ...out.refund, invoice: out.invoice };

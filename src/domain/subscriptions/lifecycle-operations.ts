@@ -19,7 +19,7 @@ async function withProvider(ctx: OpContext, out: WithProvider, call: (ref: Subsc
   const { _provider: ref, _changed: changed, ...body } = out;
   if (changed !== false && ref.provider !== 'sandbox') {
     const provider = ctx.services.payments.provider(ref.provider);
-    if (!provider.ready()) throw new ApiError('payment_config_inactive', 'The payment provider of this subscription is not configured on this deployment.');
+    if (!(await provider.ready(ctx))) throw new ApiError('payment_config_inactive', 'The payment provider of this subscription is not configured on this deployment.');
     await call(ref);
   }
   return body;
@@ -46,7 +46,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_cancel', input);
-      return withProvider(ctx, out, (ref) => (ref.at === 'now' ? provider(ctx, ref).cancelNow(ref) : provider(ctx, ref).cancelAtPeriodEnd(ref)));
+      return withProvider(ctx, out, (ref) => (ref.at === 'now' ? provider(ctx, ref).cancelNow(ctx, ref) : provider(ctx, ref).cancelAtPeriodEnd(ctx, ref)));
     },
   }),
   defineOperation({
@@ -64,7 +64,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_pause', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).pause(ref));
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).pause(ctx, ref));
     },
   }),
   defineOperation({
@@ -80,7 +80,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_resume', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).resume(ref));
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).resume(ctx, ref));
     },
   }),
   defineOperation({
@@ -96,7 +96,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_reactivate', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).reactivate(ref));
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).reactivate(ctx, ref));
     },
   }),
   defineOperation({
@@ -126,7 +126,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_switch', input);
-      const body = await withProvider(ctx, out, (ref) => provider(ctx, ref).switchPlan(ref));
+      const body = await withProvider(ctx, out, (ref) => provider(ctx, ref).switchPlan(ctx, ref));
       return body;
     },
   }),
@@ -143,7 +143,7 @@ export const lifecycleOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const out = await ctx.call<WithProvider>('subscription_cancel_scheduled_switch', input);
-      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelScheduledSwitch(ref));
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelScheduledSwitch(ctx, ref));
     },
   }),
 ];

@@ -8,12 +8,12 @@ import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import { inCommunity } from '../../db/community-transaction';
 import { checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
-import { returnTarget } from '../../domain/checkout/payment-port';
+import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext } from '../../domain/checkout/payment-port';
 
 export class SandboxProvider implements PaymentProvider {
   readonly name = 'sandbox' as const;
-  ready(): boolean { return true; }
+  async ready(): Promise<boolean> { return true; }
 
   async createCheckout(ctx: ProviderContext, checkout: CheckoutInfo) {
     return { url: `${ctx.baseUrl}/sandbox/checkout/${checkout.checkout_id}?t=${checkout.access_token}`, expires_at: checkout.expires_at };
@@ -68,7 +68,7 @@ async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<
   return { communityId, info };
 }
 
-function checkoutPage(info: CheckoutInfo, action: string): string {
+function checkoutPage(info: CheckoutInfo, action: string, cancel: string): string {
   const price = formatMoney(info.amount_cents, info.currency);
   const due = formatMoney(info.amount_cents - info.discount_cents, info.currency);
   const rows = [
@@ -85,7 +85,8 @@ function checkoutPage(info: CheckoutInfo, action: string): string {
     const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${due}`;
     // The second button simulates a card that declines (issue 11): nothing is recorded.
     action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
-<button type="submit" name="card" value="decline">Use a card that declines</button></form>`;
+<button type="submit" name="card" value="decline">Use a card that declines</button></form>
+<p><a href="${escapeHtml(cancel)}">Cancel and go back</a></p>`;
   }
   return page(`Checkout: ${info.tier_name}`, `<h1>Sandbox checkout</h1>
 <dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
@@ -99,7 +100,7 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
   router.get('/checkout/:id', async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
     if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
-    res.type('html').send(checkoutPage(found.info, req.originalUrl));
+    res.type('html').send(checkoutPage(found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req))));
   });
 
   router.post('/checkout/:id', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
@@ -125,6 +126,28 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
   router.get('/return', (req: Request, res: Response) => {
     res.type('html').send(page('Thank you', `<h1>Thank you</h1><p>Checkout ${escapeHtml(req.query.checkout_id)} is being processed.
 Reaching this page is not a payment confirmation: your access appears once the payment is recorded.</p>`));
+  });
+
+  // Where an abandoned checkout lands (Stripe's cancel_url; the sandbox page's Cancel
+  // link): never the thank-you page. Links back to the checkout's return_url, if any,
+  // with cancelled=1.
+  router.get('/cancelled', async (req: Request, res: Response) => {
+    const checkoutId = typeof req.query.checkout_id === 'string' ? req.query.checkout_id : '';
+    const communityId = checkoutId ? await checkoutCommunity(pool, checkoutId) : null;
+    const returnUrl = communityId ? await inCommunity(pool, communityId, async (client) => {
+      const { rows } = await client.query<{ return_url: string | null }>(
+        'select return_url from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
+      return rows[0]?.return_url ?? null;
+    }) : null;
+    let back = '';
+    if (returnUrl) {
+      const target = new URL(returnUrl);
+      target.searchParams.set('checkout_id', checkoutId);
+      target.searchParams.set('cancelled', '1');
+      back = `<p><a href="${escapeHtml(target.toString())}">Back to the shop</a></p>`;
+    }
+    res.type('html').send(page('Checkout cancelled', `<h1>Checkout cancelled</h1>
+<p>You left the checkout before paying: nothing was charged and nothing was bought.</p>${back}`));
   });
 
   router.get('/portal/:id', async (req: Request, res: Response) => {

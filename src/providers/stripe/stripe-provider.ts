@@ -3,9 +3,10 @@
 // reactivate, switch with proration, period-end downgrades through a subscription
 // schedule), and the inbound webhook route POST /webhooks/stripe/{communityId}.
 //
-// Keys come from STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET; without them a stripe
-// community answers 409 payment_config_inactive. STRIPE_API_HOST/PORT/PROTOCOL point
-// the SDK at a Stripe-compatible server (tests).
+// Keys: the community's own (stripe-accounts.ts), else STRIPE_SECRET_KEY and
+// STRIPE_WEBHOOK_SECRET; without any a stripe community answers 409
+// payment_config_inactive. STRIPE_API_HOST/PORT/PROTOCOL point the SDK at a
+// Stripe-compatible server (tests).
 import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import Stripe from 'stripe';
@@ -13,27 +14,14 @@ import type { Config } from '../../core/config';
 import { ApiError } from '../../core/errors';
 import { inCommunity } from '../../db/community-transaction';
 import { completeCheckout } from '../../domain/checkout/checkout-completion';
-import { returnTarget } from '../../domain/checkout/payment-port';
+import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext, RefundRequest, SubscriptionRef } from '../../domain/checkout/payment-port';
+import { StripeAccounts, StripeClient } from './stripe-accounts';
 
 /** What the inbound webhook route needs: the keys, and an owner pool to apply events with. */
 export interface StripeWebhookDeps {
   config: Config;
   ownerPool: pg.Pool;
-}
-
-type StripeClient = Stripe.Stripe;
-
-export function createStripeClient(config: Config): StripeClient | null {
-  if (!config.stripeSecretKey) return null;
-  return new Stripe(config.stripeSecretKey, {
-    maxNetworkRetries: 1,
-    timeout: 20000,
-    telemetry: false,
-    ...(config.stripeApiHost ? { host: config.stripeApiHost } : {}),
-    ...(config.stripeApiPort ? { port: config.stripeApiPort } : {}),
-    ...(config.stripeApiProtocol ? { protocol: config.stripeApiProtocol } : {}),
-  });
 }
 
 /** Stripe refusing a request is a conflict with the provider's state; Stripe unreachable is 503. */
@@ -42,6 +30,10 @@ export function stripeFailure(err: unknown): never {
   const e = err as { type?: string; message?: string; statusCode?: number };
   if (e?.type === 'StripeConnectionError' || e?.type === 'StripeAPIError' || e?.type === 'StripeRateLimitError' || (e?.statusCode ?? 0) >= 500) {
     throw new ApiError('service_unavailable', 'Stripe could not be reached; nothing was changed. Retry later.');
+  }
+  if (e?.type === 'StripeAuthenticationError' || e?.type === 'StripePermissionError') {
+    // Stripe's message would quote (a masked) key: say what to fix instead.
+    throw new ApiError('payment_config_inactive', 'Stripe refused this community\'s secret key (revoked, or without the needed permissions); nothing was changed.');
   }
   if (typeof e?.type === 'string' && e.type.startsWith('Stripe')) {
     throw new ApiError('conflict', `Stripe refused the change: ${e.message ?? e.type}`);
@@ -52,19 +44,34 @@ export function stripeFailure(err: unknown): never {
 const iso = (unix: number | null | undefined) => (typeof unix === 'number' ? new Date(unix * 1000).toISOString() : null);
 const unix = (isoTime: string) => Math.floor(new Date(isoTime).getTime() / 1000);
 
+const scheduleOf = (sub: Stripe.Subscription): string | null =>
+  typeof sub.schedule === 'string' ? sub.schedule : sub.schedule?.id ?? null;
+
 export class StripeProvider implements PaymentProvider {
   readonly name = 'stripe' as const;
-  private client: StripeClient | null;
+  private readonly accounts: StripeAccounts;
 
   constructor(config: Config) {
-    this.client = createStripeClient(config);
+    this.accounts = new StripeAccounts(config);
   }
 
-  ready(): boolean { return this.client !== null; }
+  async ready(ctx: ProviderContext): Promise<boolean> {
+    return (await this.accounts.client(ctx)) !== null;
+  }
 
-  private stripe(): StripeClient {
-    if (!this.client) throw new ApiError('payment_config_inactive', 'Stripe is not configured on this deployment (STRIPE_SECRET_KEY).');
-    return this.client;
+  /** The community's Stripe account (its own key, else the deployment's). */
+  private async stripe(ctx: ProviderContext): Promise<StripeClient> {
+    const client = await this.accounts.client(ctx);
+    if (!client) throw new ApiError('payment_config_inactive', 'Stripe is not configured for this community (no secret key of its own, no STRIPE_SECRET_KEY).');
+    return client;
+  }
+
+  /** The member's Stripe customer from an earlier checkout, if any. */
+  private async customerOf(ctx: ProviderContext, memberId: string): Promise<string | null> {
+    const { rows } = await ctx.query<{ customer_ref: string }>(
+      `select customer_ref from billing.member_provider_customers where community_id = $1 and member_id = $2 and provider = 'stripe'`,
+      [ctx.communityId, memberId]);
+    return rows[0]?.customer_ref ?? null;
   }
 
   async createCheckout(ctx: ProviderContext, checkout: CheckoutInfo) {
@@ -76,7 +83,7 @@ export class StripeProvider implements PaymentProvider {
   }
 
   private async createCheckoutNow(ctx: ProviderContext, checkout: CheckoutInfo) {
-    const stripe = this.stripe();
+    const stripe = await this.stripe(ctx);
     const recurring = checkout.interval !== null;
     const lineItem = checkout.stripe_price_id
       ? { price: checkout.stripe_price_id, quantity: 1 }
@@ -102,34 +109,38 @@ export class StripeProvider implements PaymentProvider {
       discounts = [{ coupon: coupon.id }];
     }
     const metadata = { checkout_id: checkout.checkout_id, community_id: ctx.communityId, member_id: checkout.member_id };
-    const done = returnTarget(checkout, ctx.baseUrl);
+    // One customer per member: reuse the one an earlier checkout made. Without one,
+    // subscription mode always makes a customer; payment mode must be asked to
+    // (customer_creation, which Stripe accepts only without customer).
+    const customer = await this.customerOf(ctx, checkout.member_id);
     const session = await stripe.checkout.sessions.create({
       mode: recurring ? 'subscription' : 'payment',
       line_items: [lineItem],
       client_reference_id: checkout.checkout_id,
       metadata,
-      success_url: done,
-      cancel_url: done,
+      success_url: returnTarget(checkout, ctx.baseUrl),
+      cancel_url: cancelTarget(checkout, ctx.baseUrl),
+      ...(customer ? { customer } : recurring ? {} : { customer_creation: 'always' as const }),
       ...(discounts ? { discounts } : {}),
       ...(recurring
         ? { subscription_data: { metadata, ...(checkout.trial_days > 0 ? { trial_period_days: checkout.trial_days } : {}) } }
-        : { payment_intent_data: { metadata }, customer_creation: 'always' as const }),
+        : { payment_intent_data: { metadata } }),
     }, { idempotencyKey: `checkout-${checkout.checkout_id}` });
     if (!session.url) throw new Error('Stripe returned a checkout session without a url');
     return { url: session.url, provider_ref: session.id, expires_at: iso(session.expires_at) ?? undefined };
   }
 
-  async createPortal(_ctx: ProviderContext, portal: PortalInfo) {
+  async createPortal(ctx: ProviderContext, portal: PortalInfo) {
     try {
-      return await this.createPortalNow(_ctx, portal);
+      return await this.createPortalNow(ctx, portal);
     } catch (err) {
       return stripeFailure(err);
     }
   }
 
-  private async createPortalNow(_ctx: ProviderContext, portal: PortalInfo) {
+  private async createPortalNow(ctx: ProviderContext, portal: PortalInfo) {
     if (!portal.customer_ref) throw new ApiError('conflict', 'This member has no Stripe customer yet: the portal opens after a first Stripe checkout.');
-    const session = await this.stripe().billingPortal.sessions.create({
+    const session = await (await this.stripe(ctx)).billingPortal.sessions.create({
       customer: portal.customer_ref,
       ...(portal.return_url ? { return_url: portal.return_url } : {}),
     });
@@ -141,40 +152,47 @@ export class StripeProvider implements PaymentProvider {
     return sub.provider_ref;
   }
 
-  async cancelAtPeriodEnd(sub: SubscriptionRef) {
+  async cancelAtPeriodEnd(ctx: ProviderContext, sub: SubscriptionRef) {
     try {
-      return await this.cancelAtPeriodEndNow(sub);
+      return await this.cancelAtPeriodEndNow(ctx, sub);
     } catch (err) {
       return stripeFailure(err);
     }
   }
 
-  private async cancelAtPeriodEndNow(sub: SubscriptionRef) {
-    await this.stripe().subscriptions.update(this.ref(sub), { cancel_at_period_end: true });
+  private async cancelAtPeriodEndNow(ctx: ProviderContext, sub: SubscriptionRef) {
+    const stripe = await this.stripe(ctx);
+    const ref = this.ref(sub);
+    // Stripe refuses cancel_at_period_end on a subscription that a schedule manages (a
+    // pending period-end downgrade): release the schedule first. Releasing keeps the
+    // current price; the cancel drops the local scheduled switch in the same request.
+    const scheduleId = scheduleOf(await stripe.subscriptions.retrieve(ref));
+    if (scheduleId) await stripe.subscriptionSchedules.release(scheduleId);
+    await stripe.subscriptions.update(ref, { cancel_at_period_end: true });
   }
 
-  async reactivate(sub: SubscriptionRef) {
+  async reactivate(ctx: ProviderContext, sub: SubscriptionRef) {
     try {
-      return await this.reactivateNow(sub);
+      return await this.reactivateNow(ctx, sub);
     } catch (err) {
       return stripeFailure(err);
     }
   }
 
-  private async reactivateNow(sub: SubscriptionRef) {
-    await this.stripe().subscriptions.update(this.ref(sub), { cancel_at_period_end: false });
+  private async reactivateNow(ctx: ProviderContext, sub: SubscriptionRef) {
+    await (await this.stripe(ctx)).subscriptions.update(this.ref(sub), { cancel_at_period_end: false });
   }
 
-  async switchPlan(sub: SubscriptionRef) {
+  async switchPlan(ctx: ProviderContext, sub: SubscriptionRef) {
     try {
-      return await this.switchPlanNow(sub);
+      return await this.switchPlanNow(ctx, sub);
     } catch (err) {
       return stripeFailure(err);
     }
   }
 
-  private async switchPlanNow(sub: SubscriptionRef) {
-    const stripe = this.stripe();
+  private async switchPlanNow(ctx: ProviderContext, sub: SubscriptionRef) {
+    const stripe = await this.stripe(ctx);
     const ref = this.ref(sub);
     if (!sub.new_stripe_price_id) throw new ApiError('conflict', `Plan ${sub.new_plan_id} has no Stripe price (stripe_price_id) to switch to.`);
     const current = await stripe.subscriptions.retrieve(ref);
@@ -193,8 +211,7 @@ export class StripeProvider implements PaymentProvider {
       return;
     }
     // Downgrade: a schedule keeps the current price to the period end, then the new one.
-    const scheduleId = typeof current.schedule === 'string' ? current.schedule : current.schedule?.id
-      ?? (await stripe.subscriptionSchedules.create({ from_subscription: ref })).id;
+    const scheduleId = scheduleOf(current) ?? (await stripe.subscriptionSchedules.create({ from_subscription: ref })).id;
     const schedule = await stripe.subscriptionSchedules.retrieve(scheduleId);
     const start = schedule.phases[0]?.start_date ?? Math.floor(Date.now() / 1000);
     const end = sub.current_period_end ? unix(sub.current_period_end) : undefined;
@@ -207,34 +224,33 @@ export class StripeProvider implements PaymentProvider {
     });
   }
 
-  async cancelScheduledSwitch(sub: SubscriptionRef) {
+  async cancelScheduledSwitch(ctx: ProviderContext, sub: SubscriptionRef) {
     try {
-      return await this.cancelScheduledSwitchNow(sub);
+      return await this.cancelScheduledSwitchNow(ctx, sub);
     } catch (err) {
       return stripeFailure(err);
     }
   }
 
-  private async cancelScheduledSwitchNow(sub: SubscriptionRef) {
-    const stripe = this.stripe();
-    const current = await stripe.subscriptions.retrieve(this.ref(sub));
-    const scheduleId = typeof current.schedule === 'string' ? current.schedule : current.schedule?.id;
+  private async cancelScheduledSwitchNow(ctx: ProviderContext, sub: SubscriptionRef) {
+    const stripe = await this.stripe(ctx);
+    const scheduleId = scheduleOf(await stripe.subscriptions.retrieve(this.ref(sub)));
     if (scheduleId) await stripe.subscriptionSchedules.release(scheduleId);
   }
 
   // Refunds, pause and immediate cancel (issue 12): each one Stripe call, failures mapped
   // by stripeFailure so the request's transaction rolls back.
-  async cancelNow(sub: SubscriptionRef) {
+  async cancelNow(ctx: ProviderContext, sub: SubscriptionRef) {
     try {
-      await this.stripe().subscriptions.cancel(this.ref(sub));
+      await (await this.stripe(ctx)).subscriptions.cancel(this.ref(sub));
     } catch (err) {
       stripeFailure(err);
     }
   }
 
-  async pause(sub: SubscriptionRef) {
+  async pause(ctx: ProviderContext, sub: SubscriptionRef) {
     try {
-      await this.stripe().subscriptions.update(this.ref(sub), {
+      await (await this.stripe(ctx)).subscriptions.update(this.ref(sub), {
         pause_collection: { behavior: 'void', ...(sub.resumes_at ? { resumes_at: unix(sub.resumes_at) } : {}) },
       });
     } catch (err) {
@@ -242,18 +258,18 @@ export class StripeProvider implements PaymentProvider {
     }
   }
 
-  async resume(sub: SubscriptionRef) {
+  async resume(ctx: ProviderContext, sub: SubscriptionRef) {
     try {
-      await this.stripe().subscriptions.update(this.ref(sub), { pause_collection: '' });
+      await (await this.stripe(ctx)).subscriptions.update(this.ref(sub), { pause_collection: '' });
     } catch (err) {
       stripeFailure(err);
     }
   }
 
-  async refund(req: RefundRequest): Promise<string | null> {
+  async refund(ctx: ProviderContext, req: RefundRequest): Promise<string | null> {
     if (!req.payment_ref) throw new ApiError('conflict', `Invoice ${req.invoice_id} has no Stripe payment to refund.`);
     try {
-      const refund = await this.stripe().refunds.create({
+      const refund = await (await this.stripe(ctx)).refunds.create({
         ...(req.payment_ref.startsWith('ch_') ? { charge: req.payment_ref } : { payment_intent: req.payment_ref }),
         amount: req.amount_cents,
         metadata: { invoice_id: req.invoice_id },
@@ -446,12 +462,25 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
   });
 }
 
-/** POST /webhooks/stripe/{communityId}: raw body, signature verified, each event once. */
+/**
+ * POST /webhooks/stripe/{communityId}: raw body, signature verified with the
+ * community's own webhook secret (else STRIPE_WEBHOOK_SECRET), each event once.
+ */
 export function mountStripeWebhook(app: express.Express, deps: StripeWebhookDeps): void {
-  const verifier = new Stripe(deps.config.stripeSecretKey ?? 'sk_unused');
+  const verifier = new Stripe('sk_unused_only_verifies');
+  const accounts = new StripeAccounts(deps.config);
   app.post('/webhooks/stripe/:communityId', express.raw({ type: () => true, limit: '1mb' }), async (req: Request, res: Response) => {
-    const secret = deps.config.stripeWebhookSecret;
-    if (!secret) return void res.status(503).json({ error: 'Stripe webhooks are not configured (STRIPE_WEBHOOK_SECRET).' });
+    const communityId = String(req.params.communityId);
+    const { rows } = await deps.ownerPool.query<{ payment_provider: string | null }>('select payment_provider from billing.communities where id = $1', [communityId]);
+    if (!rows[0] || rows[0].payment_provider !== 'stripe') return void res.status(404).json({ error: 'No Stripe community with this id.' });
+    let secret: string | null;
+    try {
+      secret = await inCommunity(deps.ownerPool, communityId, (client) => accounts.webhookSecret({ communityId, query: client.query.bind(client) }));
+    } catch (err) {
+      if (err instanceof ApiError) return void res.status(503).json({ error: err.message });
+      throw err;
+    }
+    if (!secret) return void res.status(503).json({ error: 'Stripe webhooks are not configured for this community (no webhook secret of its own, no STRIPE_WEBHOOK_SECRET).' });
     let event: Stripe.Event;
     try {
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.from('');
@@ -459,9 +488,6 @@ export function mountStripeWebhook(app: express.Express, deps: StripeWebhookDeps
     } catch {
       return void res.status(400).json({ error: 'Invalid Stripe signature.' });
     }
-    const communityId = String(req.params.communityId);
-    const { rows } = await deps.ownerPool.query<{ payment_provider: string | null }>('select payment_provider from billing.communities where id = $1', [communityId]);
-    if (!rows[0] || rows[0].payment_provider !== 'stripe') return void res.status(404).json({ error: 'No Stripe community with this id.' });
     const outcome = await applyEvent(deps, communityId, event);
     res.status(outcome.status).json(outcome.body);
   });
