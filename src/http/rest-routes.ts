@@ -1,6 +1,7 @@
 // The REST adapter: /v1 routes generated from the operations registry, the OpenAPI
 // document, and the answer to every request no other route took. It translates HTTP
 // to Executor.run and outcomes to JSON; it holds no business rule.
+import { isUtf8 } from 'node:buffer';
 import express, { NextFunction, Request, Response } from 'express';
 import { API_VERSION } from '../core/api-version';
 import { ApiError } from '../core/errors';
@@ -36,7 +37,11 @@ export function mountRestApi(app: express.Express, executor: Executor, seenAt: (
     next();
   });
 
-  app.use('/v1', express.json({ limit: '100kb', type: () => true, strict: false }));
+  // JSON is UTF-8 (RFC 8259 8.1): other bytes are refused, not decoded to U+FFFD.
+  app.use('/v1', express.json({
+    limit: '100kb', type: () => true, strict: false,
+    verify: (_req, _res, buf) => { if (!isUtf8(buf)) throw new Error('not UTF-8'); },
+  }));
 
   async function fail(req: Request, res: Response, err: ApiError, scope: string | null) {
     try {
@@ -84,6 +89,9 @@ export function mountRestApi(app: express.Express, executor: Executor, seenAt: (
     const e = err as { type?: string; status?: number };
     if (e?.type === 'entity.parse.failed' || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
       return void fail(req, res, new ApiError('invalid_request', 'The request body is not valid JSON.', { status: 400 }), null);
+    }
+    if (e?.type === 'entity.verify.failed') {
+      return void fail(req, res, new ApiError('invalid_request', 'The request body is not valid UTF-8.', { status: 400 }), null);
     }
     if (e?.type === 'entity.too.large') {
       return void fail(req, res, new ApiError('invalid_request', 'The request body is larger than 100 kB.', { status: 400 }), null);

@@ -84,7 +84,43 @@ export function validationError(error: z.ZodError, source: 'query' | 'body' | 'p
   return new ApiError('invalid_request', detail, { status, extra: field ? { param: field } : {} });
 }
 
+/** Text PostgreSQL cannot store (NUL in text, \u0000 in jsonb) or that is not Unicode (a lone surrogate). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+function unstorable(text: string): boolean {
+  return text.includes('\u0000') || LONE_SURROGATE.test(text);
+}
+
+/** The path (e.g. "subject.external.namespace") of the first unstorable string or key in value, or null. */
+export function unstorablePath(value: unknown, path: string[] = []): string | null {
+  if (typeof value === 'string') return unstorable(value) ? path.join('.') || '(value)' : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, inner] of Object.entries(value as Record<string, unknown>)) {
+    if (unstorable(key)) return [...path, key.replace(/\u0000/g, '\\u0000')].join('.');
+    const found = unstorablePath(inner, [...path, key]);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/**
+ * NUL characters and unpaired surrogates are refused before anything reaches SQL:
+ * PostgreSQL rejects them in text and jsonb, which would otherwise be a 500.
+ */
+function unstorableInput(raw: RawInput): ApiError | null {
+  for (const source of ['params', 'query', 'body'] as const) {
+    const at = unstorablePath(raw[source]);
+    if (at === null) continue;
+    const where = source === 'params' ? 'path' : source === 'query' ? 'query' : 'body';
+    return new ApiError('invalid_request',
+      `The request ${where} holds a NUL character or an unpaired UTF-16 surrogate${at === '(value)' ? '' : ` in "${at}"`}; such text cannot be stored.`,
+      { status: 400, extra: at === '(value)' ? {} : { param: at } });
+  }
+  return null;
+}
+
 export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Record<string, unknown> } | { ok: false; error: ApiError } {
+  const unreadable = unstorableInput(raw);
+  if (unreadable) return { ok: false, error: unreadable };
   const input: Record<string, unknown> = {};
   if (op.params) {
     const r = op.params.safeParse(raw.params ?? {});
