@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
-import type { Config } from '../core/config';
+import { baseUrlFor, type Config } from '../core/config';
 import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
 import { hashKey, KEY_PATTERN } from '../core/ids';
 import type { Operation, OpContext, Services } from '../domain/operation';
@@ -13,6 +13,8 @@ export interface Caller {
   /** The bearer key as sent, or null when missing or malformed. */
   key: string | null;
   ip: string;
+  /** Scheme and Host header the request arrived with (the base URL outside production). */
+  origin?: { protocol: string; host: string | undefined } | null;
 }
 
 export interface RawInput {
@@ -157,8 +159,12 @@ export class Executor {
     private readonly pool: pg.Pool,
     readonly config: Config,
     readonly services: Services,
-    readonly baseUrl: () => string,
   ) {}
+
+  /** The base URL of the links this caller's request hands out (src/core/config.ts baseUrlFor). */
+  baseUrlFor(caller: Caller): string {
+    return baseUrlFor(this.config, caller.origin);
+  }
 
   private keyHash(caller: Caller): string | null {
     return caller.key && KEY_PATTERN.test(caller.key) ? hashKey(caller.key) : null;
@@ -262,7 +268,7 @@ export class Executor {
         communityId: auth.community_id!,
         keyId: auth.key_id!,
         config: this.config,
-        baseUrl: this.baseUrl(),
+        baseUrl: this.baseUrlFor(caller),
         services: this.services,
         afterCommit: (fn) => {
           if (idem) throw new Error(`operation ${op.name} is idempotent and cannot answer after commit`);

@@ -90,6 +90,18 @@ ${action_html}
 
 export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl: (req: Request) => string): void {
   const router = express.Router();
+  // Pages with pay tokens in their URL: no framing (clickjacking the Pay button), no
+  // script, no sniffing, no caching. The form posts to itself and may be redirected
+  // to the operator's https return_url (form-action covers redirects).
+  router.use((_req, res, next) => {
+    res.setHeader('Content-Security-Policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' https:; frame-ancestors 'none'; base-uri 'none'");
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    next();
+  });
 
   router.get('/checkout/:id', async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
