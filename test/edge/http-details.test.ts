@@ -104,3 +104,26 @@ test('answers carrying pay tokens, portal urls or whsec_ secrets are Cache-Contr
     expect(r.headers.get('cache-control')).toBe('no-store');
   }
 });
+
+test('checkout and portal tokens are stored as sha256 only; the pages find the session by hash', async () => {
+  const shop = await createShop(app);
+  const link = await call(app.url, 'POST', '/v1/checkout-links', { key: shop.key, body: { tier_id: shop.ids.tiers.silver, subject: externalSubject() } });
+  const portal = await call(app.url, 'POST', `/v1/members/${link.body.member_id}/portal-sessions`, { key: shop.key, body: {} });
+  const tokenOf = (url: string) => new URL(url).searchParams.get('t')!;
+  const { rows: cs } = await app.owner.query(
+    `select access_token, encode(access_token_sha256, 'hex') as h, to_jsonb(c)::text as row from billing.checkout_sessions c where id = $1`, [link.body.checkout_id]);
+  expect(cs[0].access_token).toBeNull();
+  expect(cs[0].h).toBe(require('node:crypto').createHash('sha256').update(tokenOf(link.body.url)).digest('hex'));
+  expect(cs[0].row).not.toContain(tokenOf(link.body.url).slice(0, 20));
+  const { rows: ps } = await app.owner.query(
+    `select access_token, access_token_sha256 is not null as hashed, to_jsonb(p)::text as row from billing.portal_sessions p where member_id = $1`, [link.body.member_id]);
+  expect(ps[0].access_token).toBeNull();
+  expect(ps[0].hashed).toBe(true);
+  expect(ps[0].row.replace(portal.body.url.replace(/\//g, '\\/'), '')).not.toContain(tokenOf(portal.body.url).slice(0, 20));
+  expect((await fetch(link.body.url)).status).toBe(200);
+  expect((await fetch(portal.body.url)).status).toBe(200);
+  const wrong = link.body.url.replace(/t=[^&]+/, 't=' + 'a'.repeat(64));
+  expect((await fetch(wrong)).status).toBe(404);
+  expect((await fetch(`${app.url}/sandbox/checkout/%00?t=x`)).status).toBe(404);
+  expect((await fetch(`${app.url}/sandbox/portal/ps_1?t=%00`)).status).toBe(404);
+});
