@@ -1,4 +1,4 @@
--- db/migrations sha256:c4ecac393cae5e24d3d271e764e0f6c17edf10b535d17dad5659aa68b09f2d60 (regenerate with npm run db:schema)
+-- db/migrations sha256:0fc56ff8dc86c8b3c1fa5775d2753df3281c719fe992cf2ca24c2029cee4842f (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -77,6 +77,27 @@ $$;
 
 
 --
+-- Name: api_auth_deferred(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_auth jsonb := billing_private.authenticate_deferred(p_key_hash, p_ip, p_limits);
+begin
+  if (v_auth->>'ok')::boolean then
+    perform set_config('app.community_id', v_auth->>'community_id', true);
+    perform set_config('app.key_id', v_auth->>'key_id', true);
+    perform set_config('app.scopes',
+      array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
+  end if;
+  return v_auth;
+end
+$$;
+
+
+--
 -- Name: api_call(text, text, jsonb, text, text, jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -85,6 +106,7 @@ CREATE FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_s
     AS $_$
 declare
   v_auth jsonb;
+  v_rl jsonb;
   v_out jsonb;
   v_replay jsonb;
   v_state text;
@@ -94,60 +116,76 @@ begin
   if p_op is not null and p_idem is null then
     return billing.api_call_deferred(p_key_hash, p_ip, p_limits, p_scope, p_op, p_args);
   end if;
-  v_auth := billing.api_auth(p_key_hash, p_ip, p_limits);
+  if p_op is null then
+    -- Authentication alone (error answers): no row of the domain is touched.
+    v_auth := billing.api_auth(p_key_hash, p_ip, p_limits);
+    if not (v_auth->>'ok')::boolean then
+      return v_auth;
+    end if;
+    if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
+      return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
+        'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+    end if;
+    return v_auth;
+  end if;
+  -- An idempotent operation: the idempotency lock and the operation, then the token.
+  v_auth := billing.api_auth_deferred(p_key_hash, p_ip, p_limits);
   if not (v_auth->>'ok')::boolean then
     return v_auth;
   end if;
+  if not (v_auth->>'token_available')::boolean then
+    v_rl := billing_private.take_key_token(p_limits);
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+  end if;
+  v_auth := v_auth - 'token_available';
   if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
-    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
+    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', 'BL403',
       'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
   end if;
-  if p_op is null then
-    return v_auth;
-  end if;
-  if p_idem is null then
-    begin
-      execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
-      return v_auth || jsonb_build_object('result', v_out);
-    exception when others then
-      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
-      if v_state not like 'BL%' then
-        raise;
-      end if;
-      return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
-        'detail', nullif(v_detail, '')));
-    end;
-  end if;
   begin
-    if p_idem is not null then
-      v_replay := billing.idempotency_begin(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash');
-      if v_replay is not null then
-        return v_auth || jsonb_build_object('replayed', true) || (v_replay->'body');
-      end if;
-    end if;
-    begin
-      execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
-      v_out := jsonb_build_object('result', v_out);
-    exception when others then
-      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
-      if v_state not like 'BL%' then
-        raise;
-      end if;
-      v_out := jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
-        'detail', nullif(v_detail, '')));
-    end;
-    if p_idem is not null then
+    v_replay := billing.idempotency_begin(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash');
+    if v_replay is null then
+      begin
+        execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+        v_out := jsonb_build_object('result', v_out);
+      exception when others then
+        get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+        if v_state not like 'BL%' then
+          raise;
+        end if;
+        v_out := jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
+          'detail', nullif(v_detail, '')));
+      end;
       perform billing.idempotency_finish(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash', 0, v_out);
+    else
+      v_out := jsonb_build_object('replayed', true) || (v_replay->'body');
+    end if;
+    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
+    if not (v_rl->>'allowed')::boolean then
+      raise exception using errcode = 'BL429', message = 'rate limited';  -- undoes the operation's writes
     end if;
   exception when others then
     get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+    if v_state = 'BL429' and v_rl is not null and not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
     if v_state not like 'BL%' then
       raise;
     end if;
-    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
+    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
       'detail', nullif(v_detail, '')));
   end;
-  return v_auth || v_out;
+  return v_auth || jsonb_build_object('rl', v_rl) || v_out;
 end
 $_$;
 
@@ -597,6 +635,7 @@ CREATE TABLE billing.checkout_sessions (
     access_token text,
     subscription_id text COLLATE pg_catalog."C",
     purchase_id text COLLATE pg_catalog."C",
+    access_token_sha256 bytea,
     CONSTRAINT checkout_sessions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
     CONSTRAINT checkout_sessions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'completed'::text, 'expired'::text]))),
     CONSTRAINT checkout_sessions_subject_kind_check CHECK ((subject_kind = ANY (ARRAY['member'::text, 'external'::text, 'platform'::text])))
@@ -631,7 +670,7 @@ CREATE FUNCTION billing.checkout_json(p_cs billing.checkout_sessions) RETURNS js
     AS $$
   select jsonb_build_object(
     'checkout_id', p_cs.id, 'member_id', p_cs.member_id, 'status', p_cs.status,
-    'provider', p_cs.provider, 'access_token', p_cs.access_token, 'url', p_cs.url,
+    'provider', p_cs.provider, 'url', p_cs.url,
     'expires_at', billing.iso(p_cs.expires_at), 'expired', p_cs.status = 'expired' or (p_cs.status = 'open' and p_cs.expires_at <= billing.now()),
     'tier_id', t.id, 'tier_name', t.name, 'tier_kind', t.kind,
     'plan_id', p.id, 'plan_name', p.name, 'interval', p.interval, 'trial_days', p.trial_days,
@@ -3328,6 +3367,7 @@ declare
   v_member text;
   v_disc record;
   v_cs billing.checkout_sessions;
+  v_token text := billing.random_token();
   v_plans integer;
 begin
   perform billing.require_scope('checkout:write');
@@ -3366,10 +3406,10 @@ begin
   perform billing.check_eligible(v_member, v_tier, v_plan);
 
   insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency,
-    client_reference_id, return_url, subject_kind, provider, expires_at, access_token)
+    client_reference_id, return_url, subject_kind, provider, expires_at, access_token_sha256)
   values (v_cid, v_member, v_tier.id, v_plan.id, v_plan.amount_cents, v_plan.currency,
     p_args->>'client_reference_id', p_args->>'return_url', v_kind, v_provider,
-    billing.now() + billing.checkout_lifetime(), billing.random_token())
+    billing.now() + billing.checkout_lifetime(), sha256(convert_to(v_token, 'UTF8')))
   returning * into v_cs;
 
   if p_args->>'discount_code' is not null then
@@ -3380,7 +3420,8 @@ begin
     values (v_cid, v_disc.discount_id, v_cs.id, v_member, 'pending');
   end if;
 
-  return billing.checkout_json(v_cs);
+  -- The clear token leaves the database once, here, for the provider to build the url.
+  return billing.checkout_json(v_cs) || jsonb_build_object('access_token', v_token);
 end
 $$;
 
@@ -3902,16 +3943,18 @@ declare
   v_cid text := billing.current_community_id();
   v_ps billing.portal_sessions;
   v_provider text;
+  v_token text := billing.random_token();
 begin
   perform billing.require_scope('members:write');
   if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
   end if;
   select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
-  insert into billing.portal_sessions (community_id, member_id, return_url, url, expires_at, access_token)
-  values (v_cid, p_args->>'id', p_args->>'return_url', '', billing.now() + interval '10 minutes', billing.random_token())
+  insert into billing.portal_sessions (community_id, member_id, return_url, url, expires_at, access_token_sha256)
+  values (v_cid, p_args->>'id', p_args->>'return_url', '', billing.now() + interval '10 minutes',
+    sha256(convert_to(v_token, 'UTF8')))
   returning * into v_ps;
-  return jsonb_build_object('id', v_ps.id, 'member_id', v_ps.member_id, 'access_token', v_ps.access_token,
+  return jsonb_build_object('id', v_ps.id, 'member_id', v_ps.member_id, 'access_token', v_token,
     'expires_at', billing.iso(v_ps.expires_at), 'return_url', v_ps.return_url, 'provider', v_provider,
     'customer_ref', coalesce(
       (select c.customer_ref from billing.member_provider_customers c
@@ -5411,7 +5454,8 @@ CREATE TABLE billing.portal_sessions (
     url text NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    access_token text
+    access_token text,
+    access_token_sha256 bytea
 );
 
 ALTER TABLE ONLY billing.portal_sessions FORCE ROW LEVEL SECURITY;
@@ -7473,6 +7517,14 @@ GRANT ALL ON FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval 
 
 REVOKE ALL ON FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
 
 
 --

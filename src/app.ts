@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { Config } from './core/config';
 import type { Services } from './domain/operation';
 import { mountHealthRoutes } from './http/health-routes';
+export { createHttpServer } from './http/http-server';
 import { mountRestApi } from './http/rest-routes';
 import { mountMcp } from './mcp';
 import { Executor } from './operations/executor';
@@ -38,14 +39,21 @@ export function createApp(opts: AppOptions) {
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
-  let baseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
-  const executor = new Executor(apiPool, config, opts.services ?? createServices(config), () => baseUrl);
-  const seenAt = (url: string) => { if (!config.publicBaseUrl) baseUrl = url; };
+  // No response is to be sniffed into another type; nothing under /v1 or /mcp is
+  // cacheable (it answers one key, and some answers carry secrets or pay tokens).
+  app.use((req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (req.path.startsWith('/v1') || req.path.startsWith('/mcp')) res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+  // The base URL of the links a request hands out is computed per request
+  // (Executor.baseUrlFor), never remembered from one request for another.
+  const executor = new Executor(apiPool, config, opts.services ?? createServices(config));
 
   mountHealthRoutes(app, ownerPool);
   mountProviderRoutes(app, { config, ownerPool });
   mountMcp(app, executor);
   opts.mount?.(app, executor);
-  mountRestApi(app, executor, seenAt);
+  mountRestApi(app, executor);
   return { app, executor };
 }

@@ -2,11 +2,11 @@
 // embedded PostgreSQL (data in .data/postgres, kept across restarts). It migrates,
 // serves the API, runs the worker, and on a database with no community creates a
 // demo community with the demo catalog and prints an API key for it.
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type pg from 'pg';
-import { createApp } from './app';
+import { createApp, createHttpServer } from './app';
 import { loadConfig, packageRoot } from './core/config';
 import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
@@ -90,6 +90,10 @@ async function drain(server: http.Server, graceMs: number): Promise<void> {
 
 async function main() {
   let config = loadConfig();
+  if (config.production && !config.publicBaseUrl) {
+    // Links handed out (checkout, portal) would otherwise name whatever Host a client sent.
+    throw new Error('PUBLIC_BASE_URL is required when NODE_ENV=production (the base of checkout and portal URLs).');
+  }
   config = { ...config, webhookEncryptionKey: resolveEncryptionKey(config, log) };
 
   // A signal during startup is honoured once startup is over (below).
@@ -119,7 +123,7 @@ async function main() {
     const demo = await createDemoIfEmpty(owner);
 
     // Listen first so the real port (PORT=0 picks a free one) is in the config.
-    server = http.createServer();
+    server = createHttpServer();
     const port = await listen(server, config.port, config.host);
     config = { ...config, port };
     const { app } = createApp({ config, apiPool: api, ownerPool: owner });

@@ -25,6 +25,8 @@ export interface Config {
   stripeApiProtocol: 'http' | 'https' | null;
   poolSize: number;
   trustProxy: boolean;
+  /** NODE_ENV=production: stricter defaults; the base URL is PUBLIC_BASE_URL only. */
+  production: boolean;
 }
 
 function num(value: string | undefined, fallback: number): number {
@@ -70,5 +72,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeApiProtocol: env.STRIPE_API_PROTOCOL === 'http' ? 'http' : env.STRIPE_API_PROTOCOL === 'https' ? 'https' : null,
     poolSize: num(env.PG_POOL_SIZE, 20),
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    production,
   };
+}
+
+/** A Host header worth echoing: a DNS name or IP literal with an optional port, nothing else. */
+const HOST_HEADER = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * The base of the URLs one request hands out (checkout and portal pages, return
+ * pages). PUBLIC_BASE_URL when set; in production nothing else (a Host header is
+ * whatever the client typed). Elsewhere the host this request arrived at, so local
+ * development and tests need no setting; computed per request, never remembered.
+ */
+export function baseUrlFor(config: Pick<Config, 'publicBaseUrl' | 'production' | 'port'>, origin?: { protocol: string; host: string | undefined } | null): string {
+  if (config.publicBaseUrl) return config.publicBaseUrl.replace(/\/+$/, '');
+  const fallback = `http://localhost:${config.port}`;
+  if (config.production || !origin?.host || !HOST_HEADER.test(origin.host)) return fallback;
+  const protocol = origin.protocol === 'https' ? 'https' : 'http';
+  return `${protocol}://${origin.host}`;
 }

@@ -8,7 +8,9 @@ export type ErrorCode =
   | 'unauthorized' | 'missing_scope' | 'not_found' | 'invalid_request' | 'conflict'
   | 'payment_config_inactive' | 'not_eligible' | 'request_in_flight' | 'plan_required'
   | 'platform_not_connected' | 'idempotency_key_reuse' | 'endpoint_limit' | 'discount_invalid'
-  | 'rate_limited' | 'internal_error' | 'service_unavailable' | 'payment_failed';
+  | 'rate_limited' | 'internal_error' | 'service_unavailable' | 'payment_failed'
+  // Additive codes of the HTTP edge (docs/decisions.md, "Hardening the HTTP edge").
+  | 'method_not_allowed' | 'payload_too_large' | 'request_header_too_large';
 
 const TITLES: Record<ErrorCode, string> = {
   unauthorized: 'Unauthorized',
@@ -28,6 +30,9 @@ const TITLES: Record<ErrorCode, string> = {
   internal_error: 'Internal error',
   service_unavailable: 'Service unavailable',
   payment_failed: 'Payment failed',
+  method_not_allowed: 'Method not allowed',
+  payload_too_large: 'Payload too large',
+  request_header_too_large: 'Request header fields too large',
 };
 
 const DEFAULT_STATUS: Record<ErrorCode, number> = {
@@ -35,6 +40,7 @@ const DEFAULT_STATUS: Record<ErrorCode, number> = {
   payment_config_inactive: 409, not_eligible: 409, request_in_flight: 409, plan_required: 422,
   platform_not_connected: 422, idempotency_key_reuse: 422, endpoint_limit: 422, discount_invalid: 422,
   rate_limited: 429, internal_error: 500, service_unavailable: 503, payment_failed: 402,
+  method_not_allowed: 405, payload_too_large: 413, request_header_too_large: 431,
 };
 
 const SQLSTATES: Record<string, [ErrorCode, number]> = {

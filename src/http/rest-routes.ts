@@ -1,6 +1,7 @@
 // The REST adapter: /v1 routes generated from the operations registry, the OpenAPI
 // document, and the answer to every request no other route took. It translates HTTP
 // to Executor.run and outcomes to JSON; it holds no business rule.
+import { isUtf8 } from 'node:buffer';
 import express, { NextFunction, Request, Response } from 'express';
 import { API_VERSION } from '../core/api-version';
 import { ApiError } from '../core/errors';
@@ -24,9 +25,9 @@ function routeOrder(a: Operation, b: Operation): number {
 
 /**
  * Mounts /v1 and, after it, the not-found answer and the error handler of the whole
- * app, so mount it last. seenAt(url) learns the base URL requests arrive at.
+ * app, so mount it last.
  */
-export function mountRestApi(app: express.Express, executor: Executor, seenAt: (baseUrl: string) => void): void {
+export function mountRestApi(app: express.Express, executor: Executor): void {
   // Version pinning: a request may send Api-Version; an unknown one is refused.
   app.use('/v1', async (req, res, next) => {
     const pinned = req.header('api-version');
@@ -36,7 +37,11 @@ export function mountRestApi(app: express.Express, executor: Executor, seenAt: (
     next();
   });
 
-  app.use('/v1', express.json({ limit: '100kb', type: () => true, strict: false }));
+  // JSON is UTF-8 (RFC 8259 8.1): other bytes are refused, not decoded to U+FFFD.
+  app.use('/v1', express.json({
+    limit: '100kb', type: () => true, strict: false,
+    verify: (_req, _res, buf) => { if (!isUtf8(buf)) throw new Error('not UTF-8'); },
+  }));
 
   async function fail(req: Request, res: Response, err: ApiError, scope: string | null) {
     try {
@@ -54,7 +59,6 @@ export function mountRestApi(app: express.Express, executor: Executor, seenAt: (
     const method = op.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
     app[method](route, async (req: Request, res: Response, next: NextFunction) => {
       try {
-        seenAt(`${req.protocol}://${req.get('host')}`);
         const idempotencyKey = req.header('idempotency-key');
         if (idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > 255)) {
           return fail(req, res, new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 characters.', { status: 400, extra: { param: 'Idempotency-Key' } }), op.scope);
@@ -75,6 +79,26 @@ export function mountRestApi(app: express.Express, executor: Executor, seenAt: (
 
   app.get('/v1/openapi.json', (_req, res) => { res.json(openapi); });
 
+  // A known path with a method it does not take: 405 with Allow (RFC 9110 15.5.6),
+  // after authentication and a rate token like any other answer. OPTIONS lists them.
+  const allowed = new Map<string, Set<string>>();
+  for (const op of [...operations].sort(routeOrder)) {
+    const route = op.path.replace(/\{(\w+)\}/g, ':$1');
+    const methods = allowed.get(route) ?? new Set<string>();
+    methods.add(op.method);
+    if (op.method === 'GET') methods.add('HEAD');
+    allowed.set(route, methods);
+  }
+  allowed.set('/v1/openapi.json', new Set(['GET', 'HEAD']));
+  for (const [route, methods] of allowed) {
+    const allow = [...methods].join(', ');
+    app.all(route, (req: Request, res: Response) => {
+      res.setHeader('Allow', allow);
+      if (req.method === 'OPTIONS') return void res.status(204).end();
+      void fail(req, res, new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${allow}.`), null);
+    });
+  }
+
   app.use((req: Request, res: Response) => {
     void fail(req, res, new ApiError('not_found', `No route ${req.method} ${req.path}.`), null);
   });
@@ -85,8 +109,11 @@ export function mountRestApi(app: express.Express, executor: Executor, seenAt: (
     if (e?.type === 'entity.parse.failed' || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
       return void fail(req, res, new ApiError('invalid_request', 'The request body is not valid JSON.', { status: 400 }), null);
     }
+    if (e?.type === 'entity.verify.failed') {
+      return void fail(req, res, new ApiError('invalid_request', 'The request body is not valid UTF-8.', { status: 400 }), null);
+    }
     if (e?.type === 'entity.too.large') {
-      return void fail(req, res, new ApiError('invalid_request', 'The request body is larger than 100 kB.', { status: 400 }), null);
+      return void fail(req, res, new ApiError('payload_too_large', 'The request body is larger than 100 kB.'), null);
     }
     if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
       return void fail(req, res, new ApiError('invalid_request', 'The request could not be read.', { status: 400 }), null);

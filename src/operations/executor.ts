@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
-import type { Config } from '../core/config';
+import { baseUrlFor, type Config } from '../core/config';
 import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
 import { hashKey, KEY_PATTERN } from '../core/ids';
 import type { Operation, OpContext, Services } from '../domain/operation';
@@ -13,6 +13,8 @@ export interface Caller {
   /** The bearer key as sent, or null when missing or malformed. */
   key: string | null;
   ip: string;
+  /** Scheme and Host header the request arrived with (the base URL outside production). */
+  origin?: { protocol: string; host: string | undefined } | null;
 }
 
 export interface RawInput {
@@ -35,6 +37,8 @@ export interface Outcome {
   problem: boolean;
   rateLimit?: RateLimitInfo;
   replayed?: boolean;
+  /** A handler's own Retry-After (extra.retry_after), applied to rateLimit at the end. */
+  retryAfter?: number;
 }
 
 interface AuthResult {
@@ -84,7 +88,43 @@ export function validationError(error: z.ZodError, source: 'query' | 'body' | 'p
   return new ApiError('invalid_request', detail, { status, extra: field ? { param: field } : {} });
 }
 
+/** Text PostgreSQL cannot store (NUL in text, \u0000 in jsonb) or that is not Unicode (a lone surrogate). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+function unstorable(text: string): boolean {
+  return text.includes('\u0000') || LONE_SURROGATE.test(text);
+}
+
+/** The path (e.g. "subject.external.namespace") of the first unstorable string or key in value, or null. */
+export function unstorablePath(value: unknown, path: string[] = []): string | null {
+  if (typeof value === 'string') return unstorable(value) ? path.join('.') || '(value)' : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, inner] of Object.entries(value as Record<string, unknown>)) {
+    if (unstorable(key)) return [...path, key.replace(/\u0000/g, '\\u0000')].join('.');
+    const found = unstorablePath(inner, [...path, key]);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/**
+ * NUL characters and unpaired surrogates are refused before anything reaches SQL:
+ * PostgreSQL rejects them in text and jsonb, which would otherwise be a 500.
+ */
+function unstorableInput(raw: RawInput): ApiError | null {
+  for (const source of ['params', 'query', 'body'] as const) {
+    const at = unstorablePath(raw[source]);
+    if (at === null) continue;
+    const where = source === 'params' ? 'path' : source === 'query' ? 'query' : 'body';
+    return new ApiError('invalid_request',
+      `The request ${where} holds a NUL character or an unpaired UTF-16 surrogate${at === '(value)' ? '' : ` in "${at}"`}; such text cannot be stored.`,
+      { status: 400, extra: at === '(value)' ? {} : { param: at } });
+  }
+  return null;
+}
+
 export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Record<string, unknown> } | { ok: false; error: ApiError } {
+  const unreadable = unstorableInput(raw);
+  if (unreadable) return { ok: false, error: unreadable };
   const input: Record<string, unknown> = {};
   if (op.params) {
     const r = op.params.safeParse(raw.params ?? {});
@@ -116,13 +156,42 @@ export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Rec
   return { ok: true, input };
 }
 
+/** Deadlock (40P01) and serialization failure (40001): the transaction was rolled back whole. */
+function isTransientConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === '40P01' || code === '40001';
+}
+
+export const CONFLICT_ATTEMPTS = 5;
+
+/**
+ * Runs one whole request transaction again when PostgreSQL rolled it back for a
+ * deadlock or a serialization failure, a bounded number of times with a short random
+ * pause. Nothing of the failed attempt was committed (its idempotency record and
+ * in-flight lock included), so a retry is the same request arriving again.
+ */
+export async function retryConflicts<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!isTransientConflict(err) || i >= CONFLICT_ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * i));
+    }
+  }
+}
+
 export class Executor {
   constructor(
     private readonly pool: pg.Pool,
     readonly config: Config,
     readonly services: Services,
-    readonly baseUrl: () => string,
   ) {}
+
+  /** The base URL of the links this caller's request hands out (src/core/config.ts baseUrlFor). */
+  baseUrlFor(caller: Caller): string {
+    return baseUrlFor(this.config, caller.origin);
+  }
 
   private keyHash(caller: Caller): string | null {
     return caller.key && KEY_PATTERN.test(caller.key) ? hashKey(caller.key) : null;
@@ -175,14 +244,16 @@ export class Executor {
       : null;
     const status = op.status ?? 200;
     if (op.sql) {
-      const { rows } = await this.pool.query<{ r: SqlOutcome }>(
-        'select billing.api_call($1, $2, $3, $4, $5, $6, $7) as r',
-        [this.keyHash(caller), caller.ip, this.config.rateLimits, op.scope, op.sql, parsed.input, idem],
-      );
-      const out = rows[0].r;
-      return this.authFailure(out) ?? this.mapSqlOutcome(out, status);
+      return retryConflicts(async () => {
+        const { rows } = await this.pool.query<{ r: SqlOutcome }>(
+          'select billing.api_call($1, $2, $3, $4, $5, $6, $7) as r',
+          [this.keyHash(caller), caller.ip, this.config.rateLimits, op.scope, op.sql, parsed.input, idem],
+        );
+        const out = rows[0].r;
+        return this.authFailure(out) ?? this.mapSqlOutcome(out, status);
+      });
     }
-    return this.runHandler(op, caller, parsed.input, idem, status);
+    return retryConflicts(() => this.runHandler(op, caller, parsed.input, idem, status));
   }
 
   private async runHandler(op: Operation, caller: Caller, input: Record<string, unknown>,
@@ -193,7 +264,9 @@ export class Executor {
     try {
       await client.query('begin');
       open = true;
-      const { rows } = await client.query<{ r: SqlOutcome }>('select billing.api_auth($1, $2, $3) as r',
+      // Lock order (db/migrations/fixtures/10-tenancy.sql): the key's rate bucket is
+      // taken last, after the operation's rows, unless it is already empty (429 first).
+      const { rows } = await client.query<{ r: SqlOutcome & { token_available?: boolean } }>('select billing.api_auth_deferred($1, $2, $3) as r',
         [this.keyHash(caller), caller.ip, this.config.rateLimits]);
       const auth = rows[0].r;
       const failed = this.authFailure(auth);
@@ -202,19 +275,43 @@ export class Executor {
         open = false;
         return failed;
       }
-      const rl = auth.rl;
+      let rl: (RateLimitInfo & { allowed: boolean }) | null = null;
+      const takeToken = async (): Promise<RateLimitInfo & { allowed: boolean }> => {
+        const r = await client.query<{ r: RateLimitInfo & { allowed: boolean } }>('select billing_private.take_key_token($1) as r', [this.config.rateLimits]);
+        rl = r.rows[0].r;
+        return r.rows[0].r;
+      };
+      const limited = (token: RateLimitInfo) =>
+        problemOutcome(new ApiError('rate_limited', `Too many requests; retry after ${token.retry_after} seconds.`), token);
+      if (!auth.token_available) {
+        const token = await takeToken();
+        if (!token.allowed) {
+          await client.query('commit');
+          open = false;
+          return limited(token);
+        }
+      }
       if (op.scope && !auth.scopes?.includes(op.scope)) {
+        const token = rl ?? await takeToken();
         await client.query('commit');
         open = false;
-        return problemOutcome(new ApiError('missing_scope', `This key lacks the scope ${op.scope}.`, { extra: { required_scope: op.scope } }), rl);
+        if (!token.allowed) return limited(token);
+        return problemOutcome(new ApiError('missing_scope', `This key lacks the scope ${op.scope}.`, { extra: { required_scope: op.scope } }), token);
       }
+      /** The token, taken last; null when the bucket emptied meanwhile (nothing is kept). */
+      const lastToken = async (): Promise<RateLimitInfo | null> => {
+        const token = rl ?? await takeToken();
+        return token.allowed ? token : null;
+      };
       if (idem) {
         const replay = await client.query<{ r: { body: SqlOutcome } | null }>('select billing.idempotency_begin($1, $2, $3) as r', [idem.endpoint, idem.key, idem.hash]);
         const stored = replay.rows[0].r;
         if (stored) {
+          const token = await lastToken();
           await client.query('commit');
           open = false;
-          return { ...this.mapSqlOutcome({ ...stored.body, rl, ok: true }, status), replayed: true };
+          if (!token) return limited(rl!);
+          return { ...this.mapSqlOutcome({ ...stored.body, rl: token, ok: true }, status), replayed: true };
         }
       }
       const ctx: OpContext = {
@@ -226,7 +323,7 @@ export class Executor {
         communityId: auth.community_id!,
         keyId: auth.key_id!,
         config: this.config,
-        baseUrl: this.baseUrl(),
+        baseUrl: this.baseUrlFor(caller),
         services: this.services,
         afterCommit: (fn) => {
           if (idem) throw new Error(`operation ${op.name} is idempotent and cannot answer after commit`);
@@ -241,7 +338,7 @@ export class Executor {
         const result = await op.handler!(ctx, input);
         await client.query('release savepoint op');
         stored = { result };
-        outcome = { status, body: result, problem: false, rateLimit: rl };
+        outcome = { status, body: result, problem: false };
       } catch (err) {
         const apiError = toApiError(err);
         if (apiError.code === 'internal_error') throw err;
@@ -249,11 +346,21 @@ export class Executor {
         stored = { problem: apiError.toProblem() };
         // A handler's own limit (e.g. webhook test pings) sets Retry-After through extra.retry_after.
         const retryAfter = apiError.extra.retry_after;
-        outcome = problemOutcome(apiError, typeof retryAfter === 'number' ? { ...rl, retry_after: retryAfter } : rl);
+        outcome = problemOutcome(apiError);
+        if (typeof retryAfter === 'number') outcome.retryAfter = retryAfter;
       }
       if (idem) {
         await client.query('select billing.idempotency_finish($1, $2, $3, 0, $4)', [idem.endpoint, idem.key, idem.hash, stored]);
       }
+      const token = await lastToken();
+      if (!token) {
+        // The bucket emptied while this request worked: undo it all and answer 429.
+        await client.query('rollback');
+        open = false;
+        return limited(rl!);
+      }
+      outcome.rateLimit = outcome.retryAfter !== undefined ? { ...token, retry_after: outcome.retryAfter } : token;
+      delete outcome.retryAfter;
       await client.query('commit');
       open = false;
       if (afterCommit && !outcome.problem) {

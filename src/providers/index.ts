@@ -4,7 +4,7 @@
 import type express from 'express';
 import type { Request } from 'express';
 import type pg from 'pg';
-import type { Config } from '../core/config';
+import { baseUrlFor, type Config } from '../core/config';
 import type { PaymentProvider, PaymentServices, ProviderName } from '../domain/checkout/payment-port';
 import { mountSandboxRoutes, SandboxProvider } from './sandbox/sandbox-provider';
 import { mountStripeWebhook, StripeProvider } from './stripe/stripe-provider';
@@ -23,7 +23,7 @@ export function createPaymentServices(config: Config): PaymentServices {
 
 /** Routes outside /v1: the sandbox checkout and portal pages, Stripe's webhooks. */
 export function mountProviderRoutes(app: express.Express, deps: ProviderDeps): void {
-  const baseUrl = (req: Request) => deps.config.publicBaseUrl ?? `${req.protocol}://${req.get('host')}`;
+  const baseUrl = (req: Request) => baseUrlFor(deps.config, { protocol: req.protocol, host: req.get('host') });
   mountSandboxRoutes(app, deps.ownerPool, baseUrl);
   mountStripeWebhook(app, deps);
 }

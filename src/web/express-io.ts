@@ -4,6 +4,8 @@ import type { Request, Response } from 'express';
 import { API_VERSION } from '../core/api-version';
 import type { Caller, Outcome, RateLimitInfo } from '../operations/executor';
 
+export const WWW_AUTHENTICATE = 'Bearer realm="billing"';
+
 export function bearerKey(header: string | undefined): string | null {
   if (!header) return null;
   const m = /^Bearer ([^\s]+)$/.exec(header);
@@ -11,7 +13,11 @@ export function bearerKey(header: string | undefined): string | null {
 }
 
 export function callerOf(req: Request): Caller {
-  return { key: bearerKey(req.header('authorization')), ip: req.ip ?? req.socket.remoteAddress ?? 'unknown' };
+  return {
+    key: bearerKey(req.header('authorization')),
+    ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    origin: { protocol: req.protocol, host: req.get('host') },
+  };
 }
 
 export function setRateHeaders(res: Response, rl: RateLimitInfo | undefined, retry: boolean) {
@@ -26,6 +32,8 @@ export function sendOutcome(res: Response, outcome: Outcome) {
   res.setHeader('Api-Version', API_VERSION);
   setRateHeaders(res, outcome.rateLimit, outcome.status === 429);
   if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  // RFC 9110 11.6.1 / RFC 6750 3: a 401 names the scheme it wants.
+  if (outcome.status === 401) res.setHeader('WWW-Authenticate', WWW_AUTHENTICATE);
   res.status(outcome.status);
   if (outcome.status === 204 || outcome.body === undefined) {
     res.end();

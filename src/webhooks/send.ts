@@ -3,7 +3,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { publicOnlyLookup } from './urls';
+import net from 'node:net';
+import { isPrivateAddress, publicOnlyLookup } from './urls';
 
 export const DELIVERY_TIMEOUT_MS = 15_000;
 export const EXCERPT_BYTES = 1024;
@@ -61,6 +62,12 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs?: number; 
       }
       if (url.protocol !== 'https:' && !(opts.allowPrivate && url.protocol === 'http:')) {
         return finish(null, 'URL scheme not allowed', null);
+      }
+      // An IP literal never goes through the lookup hook: check it here, for every
+      // delivery (an endpoint saved while private URLs were allowed is still refused).
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      if (!opts.allowPrivate && net.isIP(literal) && isPrivateAddress(literal)) {
+        return finish(null, `EADDRNOTPUBLIC: refused to connect to non-public address ${literal}`, null);
       }
       const mod = url.protocol === 'https:' ? https : http;
       const payload = Buffer.from(body, 'utf8');

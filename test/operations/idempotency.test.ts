@@ -29,7 +29,7 @@ async function memberCount(): Promise<number> {
 
 beforeAll(async () => {
   app = await startApp();
-  executor = new Executor(app.api, app.config, createServices(app.config), () => app.url);
+  executor = new Executor(app.api, app.config, createServices(app.config));
 });
 beforeEach(async () => { tenant = await createTenant(app.owner); });
 afterAll(() => app.close());

@@ -1,11 +1,10 @@
 // Test helpers: the real app on an ephemeral port against the run's database.
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
 import { loadConfig, Config } from '../../src/core/config';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
-import { createApp } from '../../src/app';
+import { createApp, createHttpServer } from '../../src/app';
 import { SCOPES, Scope } from '../../src/core/scopes';
 import { checkResponse } from './openapi-check';
 
@@ -33,7 +32,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
   const owner = createOwnerPool(TEST_DB());
   const api = createApiPool(TEST_DB(), 10);
   const { app } = createApp({ config, apiPool: api, ownerPool: owner });
-  const server = http.createServer(app);
+  const server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

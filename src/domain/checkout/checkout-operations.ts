@@ -43,8 +43,10 @@ export const checkoutOperations: Operation[] = [
       const checkout = await ctx.call<CheckoutInfo>('checkout_create', { ...input, provider_ready: provider ? await provider.ready(ctx) : false });
       if (!provider) throw new ApiError('payment_config_inactive', 'This community has no active payment provider.');
       const link = await provider.createCheckout(ctx, checkout);
-      const stored = await ctx.call<CheckoutInfo>('checkout_set_provider', { checkout_id: checkout.checkout_id, ...link });
-      return { checkout_id: stored.checkout_id, member_id: stored.member_id, url: stored.url, expires_at: stored.expires_at };
+      // The database keeps the url without the clear token (it keeps the token's sha256 only).
+      const { stored_url: storedUrl, ...rest } = link;
+      const stored = await ctx.call<CheckoutInfo>('checkout_set_provider', { checkout_id: checkout.checkout_id, ...rest, url: storedUrl ?? link.url });
+      return { checkout_id: stored.checkout_id, member_id: stored.member_id, url: link.url, expires_at: stored.expires_at };
     },
   }),
 ];

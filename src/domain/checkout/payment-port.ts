@@ -13,7 +13,8 @@ export interface CheckoutInfo {
   member_id: string;
   status: (typeof CHECKOUT_STATUSES)[number];
   provider: ProviderName;
-  access_token: string;
+  /** The clear pay token: present only in checkout_create's answer (the database keeps its sha256). */
+  access_token?: string;
   url: string | null;
   expires_at: string;
   expired: boolean;
@@ -65,6 +66,7 @@ export interface RefundRequest {
 export interface PortalInfo {
   id: string;
   member_id: string;
+  /** The clear portal token, from portal_session_create only (the database keeps its sha256). */
   access_token: string;
   expires_at: string;
   return_url: string | null;
@@ -85,8 +87,9 @@ export interface PaymentProvider {
    * (STRIPE_SECRET_KEY) provides what the provider needs.
    */
   ready(ctx: ProviderContext): Promise<boolean>;
-  createCheckout(ctx: ProviderContext, checkout: CheckoutInfo): Promise<{ url: string; provider_ref?: string; expires_at?: string }>;
-  createPortal(ctx: ProviderContext, portal: PortalInfo): Promise<{ url: string }>;
+  /** stored_url: what the database keeps when url itself carries the clear token. */
+  createCheckout(ctx: ProviderContext, checkout: CheckoutInfo): Promise<{ url: string; stored_url?: string; provider_ref?: string; expires_at?: string }>;
+  createPortal(ctx: ProviderContext, portal: PortalInfo): Promise<{ url: string; stored_url?: string }>;
   cancelAtPeriodEnd(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
   reactivate(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;
   switchPlan(ctx: ProviderContext, sub: SubscriptionRef): Promise<void>;

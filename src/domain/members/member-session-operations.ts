@@ -26,8 +26,8 @@ export const memberSessionOperations: Operation[] = [
       if (!portal.provider) throw new ApiError('payment_config_inactive', 'This community has no active payment provider.');
       const provider = ctx.services.payments.provider(portal.provider);
       if (!(await provider.ready(ctx))) throw new ApiError('payment_config_inactive', 'The payment provider of this community is not configured on this deployment.');
-      const { url } = await provider.createPortal(ctx, portal);
-      await ctx.call('portal_session_set_url', { id: portal.id, url });
+      const { url, stored_url: storedUrl } = await provider.createPortal(ctx, portal);
+      await ctx.call('portal_session_set_url', { id: portal.id, url: storedUrl ?? url });
       return { url, expires_at: portal.expires_at };
     },
   }),

@@ -16,11 +16,13 @@ export class SandboxProvider implements PaymentProvider {
   async ready(): Promise<boolean> { return true; }
 
   async createCheckout(ctx: ProviderContext, checkout: CheckoutInfo) {
-    return { url: `${ctx.baseUrl}/sandbox/checkout/${checkout.checkout_id}?t=${checkout.access_token}`, expires_at: checkout.expires_at };
+    const page = `${ctx.baseUrl}/sandbox/checkout/${checkout.checkout_id}`;
+    return { url: `${page}?t=${checkout.access_token}`, stored_url: page, expires_at: checkout.expires_at };
   }
 
   async createPortal(ctx: ProviderContext, portal: PortalInfo) {
-    return { url: `${ctx.baseUrl}/sandbox/portal/${portal.id}?t=${portal.access_token}` };
+    const page = `${ctx.baseUrl}/sandbox/portal/${portal.id}`;
+    return { url: `${page}?t=${portal.access_token}`, stored_url: page };
   }
 
   // The sandbox keeps all subscription state in the database: nothing to call.
@@ -51,20 +53,27 @@ dl{display:grid;grid-template-columns:auto 1fr;gap:.4rem 1rem}dt{color:#555}butt
 .note{color:#777;font-size:.9rem}</style></head><body>${body}</body></html>`;
 }
 
-function sameToken(a: string | null | undefined, b: unknown): boolean {
-  if (typeof a !== 'string' || typeof b !== 'string' || a.length !== b.length) return false;
-  return crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
+/** Session ids as this service makes them; anything else (NUL included) is no session. */
+const SESSION_ID = /^[a-z]{2,4}_[0-9a-z]{10,40}$/;
+
+/** The sha256 a session keeps of its token (the clear token is never stored), or null. */
+function tokenHash(token: unknown): Buffer | null {
+  if (typeof token !== 'string' || token.length === 0 || token.length > 200) return null;
+  return crypto.createHash('sha256').update(token, 'utf8').digest();
 }
 
 async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<{ communityId: string; info: CheckoutInfo } | null> {
+  const hash = tokenHash(token);
+  if (!hash || !SESSION_ID.test(id)) return null;
   const communityId = await checkoutCommunity(pool, id);
   if (!communityId) return null;
   const info = await inCommunity(pool, communityId, async (client) => {
     const { rows } = await client.query<{ r: CheckoutInfo }>(
-      `select billing.checkout_json(cs) as r from billing.checkout_sessions cs where cs.community_id = $1 and cs.id = $2`, [communityId, id]);
+      `select billing.checkout_json(cs) as r from billing.checkout_sessions cs
+       where cs.community_id = $1 and cs.id = $2 and cs.access_token_sha256 = $3`, [communityId, id, hash]);
     return rows[0]?.r ?? null;
   });
-  if (!info || info.provider !== 'sandbox' || !sameToken(info.access_token, token)) return null;
+  if (!info || info.provider !== 'sandbox') return null;
   return { communityId, info };
 }
 
@@ -96,6 +105,18 @@ ${action_html}
 
 export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl: (req: Request) => string): void {
   const router = express.Router();
+  // Pages with pay tokens in their URL: no framing (clickjacking the Pay button), no
+  // script, no sniffing, no caching. The form posts to itself and may be redirected
+  // to the operator's https return_url (form-action covers redirects).
+  router.use((_req, res, next) => {
+    res.setHeader('Content-Security-Policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' https:; frame-ancestors 'none'; base-uri 'none'");
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    next();
+  });
 
   router.get('/checkout/:id', async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
@@ -151,10 +172,12 @@ Reaching this page is not a payment confirmation: your access appears once the p
   });
 
   router.get('/portal/:id', async (req: Request, res: Response) => {
-    const { rows } = await pool.query<{ community_id: string; member_id: string; access_token: string; expires_at: Date; return_url: string | null }>(
-      'select community_id, member_id, access_token, expires_at, return_url from billing.portal_sessions where id = $1', [String(req.params.id)]);
+    const id = String(req.params.id);
+    const hash = tokenHash(req.query.t);
+    const { rows } = !hash || !SESSION_ID.test(id) ? { rows: [] } : await pool.query<{ community_id: string; member_id: string; expires_at: Date; return_url: string | null }>(
+      'select community_id, member_id, expires_at, return_url from billing.portal_sessions where id = $1 and access_token_sha256 = $2', [id, hash]);
     const ps = rows[0];
-    if (!ps || !sameToken(ps.access_token, req.query.t)) return void res.status(404).type('html').send(page('Not found', '<h1>No such portal session</h1>'));
+    if (!ps) return void res.status(404).type('html').send(page('Not found', '<h1>No such portal session</h1>'));
     const body = await inCommunity(pool, ps.community_id, async (client) => {
       const live = await client.query<{ expired: boolean }>('select $1::timestamptz <= billing.now() as expired', [ps.expires_at]);
       if (live.rows[0].expired) return null;

@@ -1,0 +1,2 @@
+--!include 10-tenancy.sql
+--!include 80-checkout.sql
