@@ -37,7 +37,9 @@ afterAll(async () => {
 interface Started { child: ChildProcess; url: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> }
 
 async function start(): Promise<Started> {
-  const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['src/main.ts'], {
+  // node --import tsx, not the tsx command: tsx relays signals to a child and kills it
+  // when it does not answer within 30 ms (a loaded machine), cutting the drain short.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: withDatabase(server(), database), PORT: '0', HOST: '127.0.0.1', BILLING_DATA_DIR: dataDir, WEBHOOK_ENCRYPTION_KEY: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
