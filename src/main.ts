@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type pg from 'pg';
 import { createApp } from './app';
+import { GRAPHIQL_PATH, GRAPHQL_PATH } from './graphql';
 import { Config, loadConfig, packageRoot } from './core/config';
 import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
@@ -142,6 +143,8 @@ async function main() {
 
     const url = config.publicBaseUrl ?? `http://localhost:${port}`;
     process.stdout.write(`Billing API listening on ${url}\n`);
+    process.stdout.write(`GraphQL (read-only, same bearer keys) at ${url}${GRAPHQL_PATH}`
+      + `${config.graphiql ? `; GraphiQL (Ruru) at ${url}${GRAPHIQL_PATH}` : ''}\n`);
     if (demo) printDemo(demo, url);
     else await printCommunities(owner);
   } catch (err) {

@@ -25,6 +25,8 @@ export interface Config {
   stripeApiProtocol: 'http' | 'https' | null;
   poolSize: number;
   trustProxy: boolean;
+  /** Ruru (GraphiQL) at /graphiql: development only, never when NODE_ENV=production. */
+  graphiql: boolean;
 }
 
 function num(value: string | undefined, fallback: number): number {
@@ -70,5 +72,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeApiProtocol: env.STRIPE_API_PROTOCOL === 'http' ? 'http' : env.STRIPE_API_PROTOCOL === 'https' ? 'https' : null,
     poolSize: num(env.PG_POOL_SIZE, 20),
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    graphiql: !production,
   };
 }

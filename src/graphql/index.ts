@@ -1,0 +1,50 @@
+// GraphQL adapter (/graphql, PostGraphile 5 through grafserv): authenticates the bearer
+// key and takes its rate token exactly as REST does (same SQL, same bucket, same
+// problem+json on 401/429, same RateLimit headers), then lets PostGraphile run the
+// query as billing_api with the key's community and scopes set in its transaction.
+// Ruru (GraphiQL) at /graphiql outside production.
+import express from 'express';
+import type pg from 'pg';
+import { postgraphile } from 'postgraphile';
+import { grafserv } from 'postgraphile/grafserv/express/v4';
+import type { Executor, Identity } from '../operations/executor';
+import { callerOf, sendOutcome, setRateHeaders } from '../web/express-io';
+import { GRAPHIQL_PATH, GRAPHQL_PATH, graphqlPreset } from './graphql-preset';
+
+export { GRAPHIQL_PATH, GRAPHQL_PATH };
+
+export interface GraphqlMount {
+  /** Releases PostGraphile (its schema and caches; the pool stays the caller's). */
+  release(): Promise<void>;
+}
+
+export function mountGraphql(app: express.Express, executor: Executor, opts: { pool: pg.Pool; graphiql: boolean }): GraphqlMount {
+  const identities = new WeakMap<object, Identity>();
+  const pgl = postgraphile(graphqlPreset({
+    pool: opts.pool,
+    graphiql: opts.graphiql,
+    identityOf: (req) => (req && typeof req === 'object' ? identities.get(req) : undefined),
+  }));
+  const serv = pgl.createServ(grafserv);
+  const router = express.Router();
+
+  router.all(GRAPHQL_PATH, async (req, res, next) => {
+    try {
+      const who = await executor.identify(callerOf(req));
+      if (!who.ok) {
+        sendOutcome(res, who.outcome);
+        return;
+      }
+      identities.set(req, who.identity);
+      setRateHeaders(res, who.identity.rl, false);
+      next();
+    } catch (err) {
+      next(err);
+    }
+  });
+  // Synchronous: grafserv's handler is on the router when addTo returns its promise
+  // (no websocket upgrade handler to wait for).
+  void serv.addTo(router as unknown as express.Express, null, false);
+  app.use(router);
+  return { release: async () => { await pgl.release(); } };
+}
