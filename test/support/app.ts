@@ -32,7 +32,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
   };
   const owner = createOwnerPool(TEST_DB());
   const api = createApiPool(TEST_DB(), 10);
-  const { app } = createApp({ config, apiPool: api, ownerPool: owner });
+  const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });
   const server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -44,6 +44,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await graphql.release();
       await api.end();
       await owner.end();
     },
