@@ -1,4 +1,4 @@
--- db/migrations sha256:70facf356dad3d82b5ef3f791c96695219e023d05048dc9bbb1e4a32963ac1a0 (regenerate with npm run db:schema)
+-- db/migrations sha256:5eec6c81734aa33f6fd650fea5a123d5b2746f94634b536dcd8c3ed078c0d229 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -5068,7 +5068,7 @@ ALTER TABLE ONLY billing.webhook_attempts FORCE ROW LEVEL SECURITY;
 -- Name: churn; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.churn WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.churn WITH (security_invoker='true', security_barrier='false') AS
  SELECT billing.iso(c.window_start) AS window_start,
     billing.iso(c.window_end) AS window_end,
     c.billing_at_start,
@@ -5091,7 +5091,7 @@ Churn over the last 30 days. Needs analytics:read.';
 -- Name: daily_activity; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.daily_activity WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.daily_activity WITH (security_invoker='true', security_barrier='false') AS
  SELECT a.day,
     a.signups,
     a.cancels,
@@ -5113,7 +5113,7 @@ Signups, cancels and ended subscriptions per day. Needs analytics:read.';
 -- Name: discounts; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.discounts WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.discounts WITH (security_invoker='true', security_barrier='false') AS
  SELECT d.id,
     d.code,
     d.name,
@@ -5148,7 +5148,7 @@ Unarchived discount codes. Needs discounts:read.';
 -- Name: entitlement_activity_daily; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.entitlement_activity_daily WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.entitlement_activity_daily WITH (security_invoker='true', security_barrier='false') AS
  SELECT a.day,
     a.grants,
     a.revokes
@@ -5169,7 +5169,7 @@ Entitlement grants and revokes per day. Needs analytics:read.';
 -- Name: entitlements; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.entitlements WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.entitlements WITH (security_invoker='true', security_barrier='false') AS
  SELECT e.id,
     e.key,
     e.name,
@@ -5191,7 +5191,7 @@ Entitlements of the catalog (logical permissions). Needs plans:read.';
 -- Name: events; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.events WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.events WITH (security_invoker='true', security_barrier='false') AS
  SELECT e.id,
     e.type,
     e.created_at,
@@ -5214,7 +5214,7 @@ The event outbox (the envelopes of GET /v1/events). Needs events:read.';
 -- Name: external_subjects; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.external_subjects WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.external_subjects WITH (security_invoker='true', security_barrier='false') AS
  SELECT x.namespace,
     x.external_user_id,
     x.member_id,
@@ -5237,7 +5237,7 @@ Operator-owned identities mapped to members. Needs members:read.';
 -- Name: invoices; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.invoices WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.invoices WITH (security_invoker='true', security_barrier='false') AS
  SELECT i.id,
     i.member_id,
     i.subscription_id,
@@ -5278,7 +5278,7 @@ Invoices. Needs invoices:read.';
 -- Name: member_entitlements; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.member_entitlements WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.member_entitlements WITH (security_invoker='true', security_barrier='false') AS
  SELECT me.id,
     me.member_id,
     me.entitlement_id,
@@ -5308,7 +5308,7 @@ The entitlement ledger: one row per member and entitlement. Needs members:read.'
 -- Name: member_identities; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.member_identities WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.member_identities WITH (security_invoker='true', security_barrier='false') AS
  SELECT i.platform,
     i.platform_uid,
     i.member_id,
@@ -5332,7 +5332,7 @@ Platform identities linked to members. Needs members:read.';
 -- Name: members; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.members WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.members WITH (security_invoker='true', security_barrier='false') AS
  SELECT m.id,
     m.created_at,
     m.updated_at
@@ -5353,7 +5353,7 @@ Members. Needs members:read.';
 -- Name: mrr; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.mrr WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.mrr WITH (security_invoker='true', security_barrier='false') AS
  SELECT m.currency,
     m.mrr_cents,
     m.billing_subscriptions
@@ -5374,7 +5374,7 @@ Monthly recurring revenue now, per currency. Needs analytics:read.';
 -- Name: mrr_by_tier; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.mrr_by_tier WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.mrr_by_tier WITH (security_invoker='true', security_barrier='false') AS
  SELECT m.tier_id,
     m.tier_name,
     m.currency,
@@ -5398,7 +5398,7 @@ MRR now per tier and currency. Needs analytics:read.';
 -- Name: mrr_daily; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.mrr_daily WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.mrr_daily WITH (security_invoker='true', security_barrier='false') AS
  SELECT m.day,
     m.currency,
     m.mrr_cents,
@@ -5420,7 +5420,7 @@ MRR by day (last 90 days) and currency. Needs analytics:read.';
 -- Name: paid_invoices_daily; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.paid_invoices_daily WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.paid_invoices_daily WITH (security_invoker='true', security_barrier='false') AS
  SELECT p.day,
     p.currency,
     p.invoices,
@@ -5443,7 +5443,7 @@ Paid invoices by day and currency. Needs analytics:read.';
 -- Name: payment_attempts; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.payment_attempts WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.payment_attempts WITH (security_invoker='true', security_barrier='false') AS
  SELECT a.id,
     a.invoice_id,
     a.status,
@@ -5469,7 +5469,7 @@ Attempts to collect invoices. Needs invoices:read.';
 -- Name: plans; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.plans WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.plans WITH (security_invoker='true', security_barrier='false') AS
  SELECT p.id,
     p.tier_id,
     p.key,
@@ -5499,7 +5499,7 @@ Billing plans (priced options of a tier). Needs plans:read.';
 -- Name: purchases; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.purchases WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.purchases WITH (security_invoker='true', security_barrier='false') AS
  SELECT p.id,
     p.member_id,
     p.plan_id,
@@ -5529,7 +5529,7 @@ One-time purchases. Needs purchases:read.';
 -- Name: revenue_daily; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.revenue_daily WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.revenue_daily WITH (security_invoker='true', security_barrier='false') AS
  SELECT r.day,
     r.currency,
     r.subscription_cents,
@@ -5552,7 +5552,7 @@ Revenue from subscriptions (paid invoices) and purchases by day. Needs analytics
 -- Name: subscribers; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.subscribers WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.subscribers WITH (security_invoker='true', security_barrier='false') AS
  SELECT 1 AS id,
     s.active_subscribers
    FROM analytics.subscribers s
@@ -5572,7 +5572,7 @@ Members with access through a subscription now. Needs analytics:read.';
 -- Name: subscriptions; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.subscriptions WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.subscriptions WITH (security_invoker='true', security_barrier='false') AS
  SELECT s.id,
     s.member_id,
     s.plan_id,
@@ -5609,7 +5609,7 @@ Subscriptions. Needs subscriptions:read.';
 -- Name: tiers; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.tiers WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.tiers WITH (security_invoker='true', security_barrier='false') AS
  SELECT t.id,
     t.key,
     t.name,
@@ -5639,7 +5639,7 @@ Plan tiers (customer-facing offerings). Needs plans:read.';
 -- Name: trial_conversion; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
-CREATE VIEW billing_graphql.trial_conversion WITH (security_invoker='true', security_barrier='true') AS
+CREATE VIEW billing_graphql.trial_conversion WITH (security_invoker='true', security_barrier='false') AS
  SELECT 1 AS id,
     t.trials,
     t.trials_ended,
