@@ -119,6 +119,7 @@ async function main() {
   let worker: { stop(): Promise<void> } | null = null;
   let owner: pg.Pool | null = null;
   let api: pg.Pool | null = null;
+  let releaseGraphql: () => Promise<void> = async () => {};
   try {
     log('Applying migrations ...');
     await migrateDatabase(database.url).catch((err: Error) => {
@@ -136,7 +137,8 @@ async function main() {
     server = http.createServer();
     const port = await listen(server, config.port, config.host);
     config = { ...config, port };
-    const { app } = createApp({ config, apiPool: api, ownerPool: owner });
+    const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });
+    releaseGraphql = () => graphql.release();
     server.on('request', app);
     // The worker gets this config too: it may hold a generated webhook encryption key.
     worker = await startWorker({ connectionString: database.url, config });
@@ -171,6 +173,7 @@ async function main() {
     try {
       await drain(server!, 10_000);
       await worker!.stop();
+      await releaseGraphql();
       await api!.end();
       await owner!.end();
     } catch (err) {

@@ -20,12 +20,25 @@ export interface GraphqlMount {
 
 export function mountGraphql(app: express.Express, executor: Executor, opts: { pool: pg.Pool; graphiql: boolean }): GraphqlMount {
   const identities = new WeakMap<object, Identity>();
-  const pgl = postgraphile(graphqlPreset({
-    pool: opts.pool,
-    graphiql: opts.graphiql,
-    identityOf: (req) => (req && typeof req === 'object' ? identities.get(req) : undefined),
-  }));
-  const serv = pgl.createServ(grafserv);
+  // Built on first use: introspection and schema building cost a second or two of CPU
+  // and a pool connection, which a process that never serves GraphQL (or is stopped
+  // right after it starts) should not pay.
+  let built: { pgl: ReturnType<typeof postgraphile>; handler: express.Router } | null = null;
+  const graphql = (): express.Router => {
+    if (!built) {
+      const pgl = postgraphile(graphqlPreset({
+        pool: opts.pool,
+        graphiql: opts.graphiql,
+        identityOf: (req) => (req && typeof req === 'object' ? identities.get(req) : undefined),
+      }));
+      const handler = express.Router();
+      // Synchronous: grafserv's handler is on the router when addTo returns its promise
+      // (no websocket upgrade handler to wait for).
+      void pgl.createServ(grafserv).addTo(handler as unknown as express.Express, null, false);
+      built = { pgl, handler };
+    }
+    return built.handler;
+  };
   const router = express.Router();
 
   router.all(GRAPHQL_PATH, async (req, res, next) => {
@@ -37,14 +50,23 @@ export function mountGraphql(app: express.Express, executor: Executor, opts: { p
       }
       identities.set(req, who.identity);
       setRateHeaders(res, who.identity.rl, false);
-      next();
+      graphql()(req, res, next);
     } catch (err) {
       next(err);
     }
   });
-  // Synchronous: grafserv's handler is on the router when addTo returns its promise
-  // (no websocket upgrade handler to wait for).
-  void serv.addTo(router as unknown as express.Express, null, false);
+  if (opts.graphiql) {
+    // Ruru's page and its static files (grafserv's default /ruru-static/).
+    router.use((req, res, next) => {
+      if (req.path === GRAPHIQL_PATH || req.path.startsWith('/ruru-static/')) graphql()(req, res, next);
+      else next();
+    });
+  }
   app.use(router);
-  return { release: async () => { await pgl.release(); } };
+  return {
+    release: async () => {
+      if (built) await built.pgl.release();
+      built = null;
+    },
+  };
 }
