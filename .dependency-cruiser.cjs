@@ -1,6 +1,6 @@
 // Import rules of docs/development.md ("Layout"): imports point one way,
 //   core <- db, webhooks (infrastructure) <- domain <- operations <- web
-//   <- adapters (http, mcp, cli, providers, worker tasks) <- composition roots
+//   <- adapters (http, mcp, graphql, cli, providers, worker tasks) <- composition roots
 // (src/app.ts, src/main.ts, worker/index.ts). Adapters never import each other.
 // Run by `npm test` and `npm run deps`.
 const CORE = '^src/core/';
@@ -11,11 +11,12 @@ const OPERATIONS = '^src/operations/';
 const WEB = '^src/web/';
 const HTTP = '^src/http/';
 const MCP = '^src/mcp/';
+const GRAPHQL = '^src/graphql/';
 const CLI = '^src/cli/';
 const PROVIDERS = '^src/providers/';
 const TASKS = '^worker/tasks/';
 const ROOTS = '^(src/(app|main)\\.ts|worker/index\\.ts)$';
-const ADAPTERS = [HTTP, MCP, CLI, PROVIDERS, TASKS];
+const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, TASKS];
 
 const layer = (name, from, allowed, comment) => ({
   name,

@@ -1,4 +1,4 @@
--- db/migrations sha256:0fc56ff8dc86c8b3c1fa5775d2753df3281c719fe992cf2ca24c2029cee4842f (regenerate with npm run db:schema)
+-- db/migrations sha256:307ccad2635f671656797c4be7ddc9b2d6b5965d199b416a53868d040463671c (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -37,6 +37,13 @@ CREATE SCHEMA billing;
 --
 
 CREATE SCHEMA billing_api;
+
+
+--
+-- Name: billing_graphql; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA billing_graphql;
 
 
 --
@@ -1181,6 +1188,15 @@ CREATE FUNCTION billing.grant_json(p_g billing.grants) RETURNS jsonb
                    else 'active' end,
     'created_at', billing.iso(p_g.created_at))
 $$;
+
+
+--
+-- Name: has_scope(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.has_scope(p_scope text) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ select p_scope = any (billing.current_scopes()) $$;
 
 
 --
@@ -5196,23 +5212,34 @@ $$;
 
 
 --
--- Name: mrr; Type: VIEW; Schema: analytics; Owner: -
+-- Name: subscription_mrr; Type: VIEW; Schema: analytics; Owner: -
 --
 
-CREATE VIEW analytics.mrr WITH (security_invoker='true') AS
+CREATE VIEW analytics.subscription_mrr WITH (security_invoker='true') AS
  SELECT s.community_id,
+    s.id AS subscription_id,
+    s.member_id,
+    s.status,
+    p.id AS plan_id,
+    p.tier_id,
     p.currency,
-    (round(sum(
         CASE
             WHEN (p."interval" = 'year'::text) THEN (((p.amount_cents - d.cents))::numeric / 12.0)
             ELSE ((p.amount_cents - d.cents))::numeric
-        END)))::bigint AS mrr_cents,
-    count(*) AS billing_subscriptions
+        END AS monthly_cents,
+    (s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text])) AS billing_now,
+        CASE
+            WHEN (s.status = 'trialing'::text) THEN 'infinity'::timestamp with time zone
+            ELSE GREATEST(s.created_at, COALESCE(s.trial_end, s.created_at))
+        END AS billing_from,
+        CASE
+            WHEN (s.status = 'cancelled'::text) THEN COALESCE(s.cancelled_at, s.updated_at)
+            WHEN (s.status = 'paused'::text) THEN s.updated_at
+            ELSE NULL::timestamp with time zone
+        END AS billing_until
    FROM ((billing.subscriptions s
      JOIN billing.plans p ON (((p.community_id = s.community_id) AND (p.id = s.plan_id))))
-     CROSS JOIN LATERAL ( SELECT billing.subscription_discount_cents(s.*, (p.amount_cents)::bigint, GREATEST(s.current_period_end, billing.community_now(s.community_id))) AS cents) d)
-  WHERE (s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text]))
-  GROUP BY s.community_id, p.currency;
+     CROSS JOIN LATERAL ( SELECT billing.subscription_discount_cents(s.*, (p.amount_cents)::bigint, GREATEST(s.current_period_end, billing.community_now(s.community_id))) AS cents) d);
 
 
 --
@@ -5237,6 +5264,153 @@ ALTER TABLE ONLY billing.communities FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: churn; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.churn WITH (security_invoker='true') AS
+ SELECT c.id AS community_id,
+    w.window_start,
+    w.window_end,
+    count(m.subscription_id) AS billing_at_start,
+    count(m.subscription_id) FILTER (WHERE (m.billing_until <= w.window_end)) AS churned,
+    round(((count(m.subscription_id) FILTER (WHERE (m.billing_until <= w.window_end)))::numeric / (NULLIF(count(m.subscription_id), 0))::numeric), 4) AS churn_rate
+   FROM ((billing.communities c
+     CROSS JOIN LATERAL ( SELECT (billing.community_now(c.id) - '30 days'::interval) AS window_start,
+            billing.community_now(c.id) AS window_end) w)
+     LEFT JOIN analytics.subscription_mrr m ON (((m.community_id = c.id) AND (m.billing_from <= w.window_start) AND ((m.billing_until IS NULL) OR (m.billing_until > w.window_start)))))
+  GROUP BY c.id, w.window_start, w.window_end;
+
+
+--
+-- Name: daily_activity; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.daily_activity WITH (security_invoker='true') AS
+ SELECT a.community_id,
+    a.day,
+    sum(a.signups) AS signups,
+    sum(a.cancels) AS cancels,
+    sum(a.ended) AS ended
+   FROM ( SELECT s.community_id,
+            ((s.created_at AT TIME ZONE 'UTC'::text))::date AS day,
+            1 AS signups,
+            0 AS cancels,
+            0 AS ended
+           FROM billing.subscriptions s
+        UNION ALL
+         SELECT s.community_id,
+            ((COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) AT TIME ZONE 'UTC'::text))::date AS timezone,
+            0,
+            1,
+            0
+           FROM billing.subscriptions s
+          WHERE (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text]))
+        UNION ALL
+         SELECT s.community_id,
+            ((s.cancelled_at AT TIME ZONE 'UTC'::text))::date AS timezone,
+            0,
+            0,
+            1
+           FROM billing.subscriptions s
+          WHERE (s.cancelled_at IS NOT NULL)) a
+  GROUP BY a.community_id, a.day;
+
+
+--
+-- Name: days; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.days WITH (security_invoker='true') AS
+ SELECT c.id AS community_id,
+    (d.d)::date AS day,
+    LEAST(((d.d + '1 day'::interval))::timestamp with time zone, billing.community_now(c.id)) AS as_of,
+    ((d.d)::date = ((billing.community_now(c.id) AT TIME ZONE 'UTC'::text))::date) AS today
+   FROM (billing.communities c
+     CROSS JOIN LATERAL generate_series((date_trunc('day'::text, (billing.community_now(c.id) AT TIME ZONE 'UTC'::text)) - '89 days'::interval), date_trunc('day'::text, (billing.community_now(c.id) AT TIME ZONE 'UTC'::text)), '1 day'::interval) d(d));
+
+
+--
+-- Name: entitlement_activity_daily; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.entitlement_activity_daily WITH (security_invoker='true') AS
+ SELECT e.community_id,
+    ((e.created_at AT TIME ZONE 'UTC'::text))::date AS day,
+    count(*) FILTER (WHERE (e.type = 'member.entitlement.granted'::text)) AS grants,
+    count(*) FILTER (WHERE (e.type = 'member.entitlement.revoked'::text)) AS revokes
+   FROM billing.events e
+  WHERE (e.type = ANY (ARRAY['member.entitlement.granted'::text, 'member.entitlement.revoked'::text]))
+  GROUP BY e.community_id, (((e.created_at AT TIME ZONE 'UTC'::text))::date);
+
+
+--
+-- Name: mrr; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.mrr WITH (security_invoker='true') AS
+ SELECT m.community_id,
+    m.currency,
+    (round(sum(m.monthly_cents)))::bigint AS mrr_cents,
+    count(*) AS billing_subscriptions
+   FROM analytics.subscription_mrr m
+  WHERE m.billing_now
+  GROUP BY m.community_id, m.currency;
+
+
+--
+-- Name: mrr_by_tier; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.mrr_by_tier WITH (security_invoker='true') AS
+ SELECT m.community_id,
+    m.tier_id,
+    t.name AS tier_name,
+    m.currency,
+    (round(sum(m.monthly_cents)))::bigint AS mrr_cents,
+    count(*) AS billing_subscriptions
+   FROM (analytics.subscription_mrr m
+     JOIN billing.tiers t ON (((t.community_id = m.community_id) AND (t.id = m.tier_id))))
+  WHERE m.billing_now
+  GROUP BY m.community_id, m.tier_id, t.name, m.currency;
+
+
+--
+-- Name: mrr_daily; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.mrr_daily WITH (security_invoker='true') AS
+ SELECT dy.community_id,
+    dy.day,
+    m.currency,
+    (round(sum(m.monthly_cents)))::bigint AS mrr_cents,
+    count(*) AS billing_subscriptions
+   FROM (analytics.days dy
+     JOIN analytics.subscription_mrr m ON ((m.community_id = dy.community_id)))
+  WHERE
+        CASE
+            WHEN dy.today THEN m.billing_now
+            ELSE ((m.billing_from <= dy.as_of) AND ((m.billing_until IS NULL) OR (m.billing_until > dy.as_of)))
+        END
+  GROUP BY dy.community_id, dy.day, m.currency;
+
+
+--
+-- Name: paid_invoices_daily; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.paid_invoices_daily WITH (security_invoker='true') AS
+ SELECT i.community_id,
+    ((i.paid_at AT TIME ZONE 'UTC'::text))::date AS day,
+    i.currency,
+    count(*) AS invoices,
+    (sum(i.amount_paid_cents))::bigint AS paid_cents,
+    (sum(i.amount_refunded_cents))::bigint AS refunded_cents
+   FROM billing.invoices i
+  WHERE (i.status = 'paid'::text)
+  GROUP BY i.community_id, (((i.paid_at AT TIME ZONE 'UTC'::text))::date), i.currency;
+
+
+--
 -- Name: recent_activity; Type: VIEW; Schema: analytics; Owner: -
 --
 
@@ -5254,6 +5428,34 @@ CREATE VIEW analytics.recent_activity WITH (security_invoker='true') AS
 
 
 --
+-- Name: revenue_daily; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.revenue_daily WITH (security_invoker='true') AS
+ SELECT r.community_id,
+    r.day,
+    r.currency,
+    (sum(r.subscription_cents))::bigint AS subscription_cents,
+    (sum(r.purchase_cents))::bigint AS purchase_cents,
+    (sum((r.subscription_cents + r.purchase_cents)))::bigint AS total_cents
+   FROM ( SELECT i.community_id,
+            ((i.paid_at AT TIME ZONE 'UTC'::text))::date AS day,
+            i.currency,
+            i.amount_paid_cents AS subscription_cents,
+            (0)::bigint AS purchase_cents
+           FROM billing.invoices i
+          WHERE ((i.status = 'paid'::text) AND (i.subscription_id IS NOT NULL))
+        UNION ALL
+         SELECT p.community_id,
+            ((p.paid_at AT TIME ZONE 'UTC'::text))::date AS timezone,
+            p.currency,
+            0,
+            p.amount_cents
+           FROM billing.purchases p) r
+  GROUP BY r.community_id, r.day, r.currency;
+
+
+--
 -- Name: subscribers; Type: VIEW; Schema: analytics; Owner: -
 --
 
@@ -5262,6 +5464,25 @@ CREATE VIEW analytics.subscribers WITH (security_invoker='true') AS
     count(DISTINCT s.member_id) AS active_subscribers
    FROM billing.subscriptions s
   WHERE (s.status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text]))
+  GROUP BY s.community_id;
+
+
+--
+-- Name: trial_conversion; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.trial_conversion WITH (security_invoker='true') AS
+ SELECT s.community_id,
+    count(*) AS trials,
+    count(*) FILTER (WHERE (s.trial_end <= billing.community_now(s.community_id))) AS trials_ended,
+    count(*) FILTER (WHERE ((s.trial_end <= billing.community_now(s.community_id)) AND ((s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text])) OR (EXISTS ( SELECT 1
+           FROM billing.invoices i
+          WHERE ((i.community_id = s.community_id) AND (i.subscription_id = s.id) AND (i.status = 'paid'::text) AND (i.total_cents > 0) AND (i.paid_at >= s.trial_end))))))) AS converted,
+    round(((count(*) FILTER (WHERE ((s.trial_end <= billing.community_now(s.community_id)) AND ((s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text])) OR (EXISTS ( SELECT 1
+           FROM billing.invoices i
+          WHERE ((i.community_id = s.community_id) AND (i.subscription_id = s.id) AND (i.status = 'paid'::text) AND (i.total_cents > 0) AND (i.paid_at >= s.trial_end))))))))::numeric / (NULLIF(count(*) FILTER (WHERE (s.trial_end <= billing.community_now(s.community_id))), 0))::numeric), 4) AS conversion_rate
+   FROM billing.subscriptions s
+  WHERE (s.trial_end IS NOT NULL)
   GROUP BY s.community_id;
 
 
@@ -5523,6 +5744,600 @@ CREATE TABLE billing.webhook_attempts (
 );
 
 ALTER TABLE ONLY billing.webhook_attempts FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: churn; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.churn WITH (security_invoker='true', security_barrier='false') AS
+ SELECT billing.iso(c.window_start) AS window_start,
+    billing.iso(c.window_end) AS window_end,
+    c.billing_at_start,
+    c.churned,
+    c.churn_rate
+   FROM analytics.churn c
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW churn; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.churn IS '@primaryKey window_start
+@behavior -insert -update -delete
+Churn over the last 30 days. Needs analytics:read.';
+
+
+--
+-- Name: daily_activity; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.daily_activity WITH (security_invoker='true', security_barrier='false') AS
+ SELECT a.day,
+    a.signups,
+    a.cancels,
+    a.ended
+   FROM analytics.daily_activity a
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW daily_activity; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.daily_activity IS '@primaryKey day
+@behavior -insert -update -delete
+Signups, cancels and ended subscriptions per day. Needs analytics:read.';
+
+
+--
+-- Name: discounts; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.discounts WITH (security_invoker='true', security_barrier='false') AS
+ SELECT d.id,
+    d.code,
+    d.name,
+    d.value_type,
+    d.percent_off,
+    d.amount_off_cents,
+    d.currency,
+    d.duration,
+    d.duration_months,
+    d.use_limit,
+    d.min_spend_cents,
+    d.max_spend_cents,
+    d.starts_at,
+    d.expires_at,
+    d.is_active,
+    d.tier_ids,
+    d.created_at
+   FROM billing.discount_codes d
+  WHERE ((d.archived_at IS NULL) AND ( SELECT billing.has_scope('discounts:read'::text) AS has_scope));
+
+
+--
+-- Name: VIEW discounts; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.discounts IS '@primaryKey id
+@behavior -insert -update -delete
+Unarchived discount codes. Needs discounts:read.';
+
+
+--
+-- Name: entitlement_activity_daily; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.entitlement_activity_daily WITH (security_invoker='true', security_barrier='false') AS
+ SELECT a.day,
+    a.grants,
+    a.revokes
+   FROM analytics.entitlement_activity_daily a
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW entitlement_activity_daily; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.entitlement_activity_daily IS '@primaryKey day
+@behavior -insert -update -delete
+Entitlement grants and revokes per day. Needs analytics:read.';
+
+
+--
+-- Name: entitlements; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.entitlements WITH (security_invoker='true', security_barrier='false') AS
+ SELECT e.id,
+    e.key,
+    e.name,
+    e.created_at
+   FROM billing.entitlements e
+  WHERE ( SELECT billing.has_scope('plans:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW entitlements; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.entitlements IS '@primaryKey id
+@behavior -insert -update -delete
+Entitlements of the catalog (logical permissions). Needs plans:read.';
+
+
+--
+-- Name: events; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.events WITH (security_invoker='true', security_barrier='false') AS
+ SELECT e.id,
+    e.type,
+    e.created_at,
+    e.api_version,
+    e.data
+   FROM billing.events e
+  WHERE ( SELECT billing.has_scope('events:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW events; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.events IS '@primaryKey id
+@behavior -insert -update -delete
+The event outbox (the envelopes of GET /v1/events). Needs events:read.';
+
+
+--
+-- Name: external_subjects; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.external_subjects WITH (security_invoker='true', security_barrier='false') AS
+ SELECT x.namespace,
+    x.external_user_id,
+    x.member_id,
+    x.created_at
+   FROM billing.external_subjects x
+  WHERE ( SELECT billing.has_scope('members:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW external_subjects; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.external_subjects IS '@primaryKey namespace,external_user_id
+@foreignKey (member_id) references billing_graphql.members (id)
+@behavior -insert -update -delete
+Operator-owned identities mapped to members. Needs members:read.';
+
+
+--
+-- Name: invoices; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.invoices WITH (security_invoker='true', security_barrier='false') AS
+ SELECT i.id,
+    i.member_id,
+    i.subscription_id,
+    i.purchase_id,
+    i.status,
+    i.billing_reason,
+    i.currency,
+    i.lines,
+    i.subtotal_cents,
+    i.discount_cents,
+    i.total_cents,
+    i.amount_paid_cents,
+    i.amount_refunded_cents,
+    i.attempt_count,
+    i.next_attempt_at,
+    i.period_start,
+    i.period_end,
+    i.paid_at,
+    i.created_at,
+    i.updated_at
+   FROM billing.invoices i
+  WHERE ( SELECT billing.has_scope('invoices:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW invoices; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.invoices IS '@primaryKey id
+@foreignKey (member_id) references billing_graphql.members (id)
+@foreignKey (subscription_id) references billing_graphql.subscriptions (id)
+@foreignKey (purchase_id) references billing_graphql.purchases (id)
+@behavior -insert -update -delete
+Invoices. Needs invoices:read.';
+
+
+--
+-- Name: member_entitlements; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.member_entitlements WITH (security_invoker='true', security_barrier='false') AS
+ SELECT me.id,
+    me.member_id,
+    me.entitlement_id,
+    me.status,
+    me.revision,
+    me.sources,
+    me.benefits,
+    me.granted_at,
+    me.revoked_at,
+    me.updated_at
+   FROM billing.member_entitlements me
+  WHERE ( SELECT billing.has_scope('members:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW member_entitlements; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.member_entitlements IS '@primaryKey id
+@foreignKey (member_id) references billing_graphql.members (id)
+@foreignKey (entitlement_id) references billing_graphql.entitlements (id)
+@behavior -insert -update -delete
+The entitlement ledger: one row per member and entitlement. Needs members:read.';
+
+
+--
+-- Name: member_identities; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.member_identities WITH (security_invoker='true', security_barrier='false') AS
+ SELECT i.platform,
+    i.platform_uid,
+    i.member_id,
+    i.username,
+    i.created_at
+   FROM billing.member_identities i
+  WHERE ( SELECT billing.has_scope('members:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW member_identities; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.member_identities IS '@primaryKey platform,platform_uid
+@foreignKey (member_id) references billing_graphql.members (id)
+@behavior -insert -update -delete
+Platform identities linked to members. Needs members:read.';
+
+
+--
+-- Name: members; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.members WITH (security_invoker='true', security_barrier='false') AS
+ SELECT m.id,
+    m.created_at,
+    m.updated_at
+   FROM billing.members m
+  WHERE ( SELECT billing.has_scope('members:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW members; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.members IS '@primaryKey id
+@behavior -insert -update -delete
+Members. Needs members:read.';
+
+
+--
+-- Name: mrr; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.mrr WITH (security_invoker='true', security_barrier='false') AS
+ SELECT m.currency,
+    m.mrr_cents,
+    m.billing_subscriptions
+   FROM analytics.mrr m
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW mrr; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.mrr IS '@primaryKey currency
+@behavior -insert -update -delete
+Monthly recurring revenue now, per currency. Needs analytics:read.';
+
+
+--
+-- Name: mrr_by_tier; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.mrr_by_tier WITH (security_invoker='true', security_barrier='false') AS
+ SELECT m.tier_id,
+    m.tier_name,
+    m.currency,
+    m.mrr_cents,
+    m.billing_subscriptions
+   FROM analytics.mrr_by_tier m
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW mrr_by_tier; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.mrr_by_tier IS '@primaryKey tier_id,currency
+@foreignKey (tier_id) references billing_graphql.tiers (id)
+@behavior -insert -update -delete
+MRR now per tier and currency. Needs analytics:read.';
+
+
+--
+-- Name: mrr_daily; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.mrr_daily WITH (security_invoker='true', security_barrier='false') AS
+ SELECT m.day,
+    m.currency,
+    m.mrr_cents,
+    m.billing_subscriptions
+   FROM analytics.mrr_daily m
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW mrr_daily; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.mrr_daily IS '@primaryKey day,currency
+@behavior -insert -update -delete
+MRR by day (last 90 days) and currency. Needs analytics:read.';
+
+
+--
+-- Name: paid_invoices_daily; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.paid_invoices_daily WITH (security_invoker='true', security_barrier='false') AS
+ SELECT p.day,
+    p.currency,
+    p.invoices,
+    p.paid_cents,
+    p.refunded_cents
+   FROM analytics.paid_invoices_daily p
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW paid_invoices_daily; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.paid_invoices_daily IS '@primaryKey day,currency
+@behavior -insert -update -delete
+Paid invoices by day and currency. Needs analytics:read.';
+
+
+--
+-- Name: payment_attempts; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.payment_attempts WITH (security_invoker='true', security_barrier='false') AS
+ SELECT a.id,
+    a.invoice_id,
+    a.status,
+    a.amount_cents,
+    a.failure_message,
+    a.attempted_at,
+    a.created_at
+   FROM billing.payment_attempts a
+  WHERE ( SELECT billing.has_scope('invoices:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW payment_attempts; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.payment_attempts IS '@primaryKey id
+@foreignKey (invoice_id) references billing_graphql.invoices (id)
+@behavior -insert -update -delete
+Attempts to collect invoices. Needs invoices:read.';
+
+
+--
+-- Name: plans; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.plans WITH (security_invoker='true', security_barrier='false') AS
+ SELECT p.id,
+    p.tier_id,
+    p.key,
+    p.name,
+    p.amount_cents,
+    p.currency,
+    p."interval",
+    p.trial_days,
+    p.access_days,
+    p.active,
+    p.created_at
+   FROM billing.plans p
+  WHERE ( SELECT billing.has_scope('plans:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW plans; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.plans IS '@primaryKey id
+@foreignKey (tier_id) references billing_graphql.tiers (id)
+@behavior -insert -update -delete
+Billing plans (priced options of a tier). Needs plans:read.';
+
+
+--
+-- Name: purchases; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.purchases WITH (security_invoker='true', security_barrier='false') AS
+ SELECT p.id,
+    p.member_id,
+    p.plan_id,
+    p.status,
+    p.amount_cents,
+    p.currency,
+    p.access_expires_at,
+    p.paid_at,
+    p.client_reference_id,
+    p.created_at
+   FROM billing.purchases p
+  WHERE ( SELECT billing.has_scope('purchases:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW purchases; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.purchases IS '@primaryKey id
+@foreignKey (member_id) references billing_graphql.members (id)
+@foreignKey (plan_id) references billing_graphql.plans (id)
+@behavior -insert -update -delete
+One-time purchases. Needs purchases:read.';
+
+
+--
+-- Name: revenue_daily; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.revenue_daily WITH (security_invoker='true', security_barrier='false') AS
+ SELECT r.day,
+    r.currency,
+    r.subscription_cents,
+    r.purchase_cents,
+    r.total_cents
+   FROM analytics.revenue_daily r
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW revenue_daily; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.revenue_daily IS '@primaryKey day,currency
+@behavior -insert -update -delete
+Revenue from subscriptions (paid invoices) and purchases by day. Needs analytics:read.';
+
+
+--
+-- Name: subscribers; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.subscribers WITH (security_invoker='true', security_barrier='false') AS
+ SELECT 1 AS id,
+    s.active_subscribers
+   FROM analytics.subscribers s
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW subscribers; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.subscribers IS '@primaryKey id
+@behavior -insert -update -delete
+Members with access through a subscription now. Needs analytics:read.';
+
+
+--
+-- Name: subscriptions; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.subscriptions WITH (security_invoker='true', security_barrier='false') AS
+ SELECT s.id,
+    s.member_id,
+    s.plan_id,
+    s.status,
+    s.current_period_start,
+    s.current_period_end,
+    s.trial_end,
+    s.cancel_at,
+    s.cancelled_at,
+    s.cancellation_reason,
+    s.paused_until,
+    s.scheduled_plan_id,
+    s.scheduled_at,
+    s.client_reference_id,
+    s.discount_id,
+    s.created_at,
+    s.updated_at
+   FROM billing.subscriptions s
+  WHERE ( SELECT billing.has_scope('subscriptions:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW subscriptions; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.subscriptions IS '@primaryKey id
+@foreignKey (member_id) references billing_graphql.members (id)
+@foreignKey (plan_id) references billing_graphql.plans (id)
+@behavior -insert -update -delete
+Subscriptions. Needs subscriptions:read.';
+
+
+--
+-- Name: tiers; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.tiers WITH (security_invoker='true', security_barrier='false') AS
+ SELECT t.id,
+    t.key,
+    t.name,
+    t.description,
+    t.kind,
+    t.billing_mode,
+    t.rank,
+    t.active,
+    t.features,
+    t.perks,
+    t.created_at,
+    t.updated_at
+   FROM billing.tiers t
+  WHERE ( SELECT billing.has_scope('plans:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW tiers; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.tiers IS '@primaryKey id
+@behavior -insert -update -delete
+Plan tiers (customer-facing offerings). Needs plans:read.';
+
+
+--
+-- Name: trial_conversion; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.trial_conversion WITH (security_invoker='true', security_barrier='false') AS
+ SELECT 1 AS id,
+    t.trials,
+    t.trials_ended,
+    t.converted,
+    t.conversion_rate
+   FROM analytics.trial_conversion t
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW trial_conversion; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.trial_conversion IS '@primaryKey id
+@behavior -insert -update -delete
+Trials started, ended and converted. Needs analytics:read.';
 
 
 --
@@ -7497,6 +8312,13 @@ GRANT USAGE ON SCHEMA billing_api TO billing_api;
 
 
 --
+-- Name: SCHEMA billing_graphql; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA billing_graphql TO billing_api;
+
+
+--
 -- Name: SCHEMA billing_private; Type: ACL; Schema: -; Owner: -
 --
 
@@ -7804,6 +8626,14 @@ GRANT SELECT ON TABLE billing.grants TO billing_api;
 
 REVOKE ALL ON FUNCTION billing.grant_json(p_g billing.grants) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.grant_json(p_g billing.grants) TO billing_api;
+
+
+--
+-- Name: FUNCTION has_scope(p_scope text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.has_scope(p_scope text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.has_scope(p_scope text) TO billing_api;
 
 
 --
@@ -8987,10 +9817,10 @@ REVOKE ALL ON FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_s
 
 
 --
--- Name: TABLE mrr; Type: ACL; Schema: analytics; Owner: -
+-- Name: TABLE subscription_mrr; Type: ACL; Schema: analytics; Owner: -
 --
 
-GRANT SELECT ON TABLE analytics.mrr TO billing_api;
+GRANT SELECT ON TABLE analytics.subscription_mrr TO billing_api;
 
 
 --
@@ -9008,6 +9838,62 @@ GRANT UPDATE(clock_offset) ON TABLE billing.communities TO billing_api;
 
 
 --
+-- Name: TABLE churn; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.churn TO billing_api;
+
+
+--
+-- Name: TABLE daily_activity; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.daily_activity TO billing_api;
+
+
+--
+-- Name: TABLE days; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.days TO billing_api;
+
+
+--
+-- Name: TABLE entitlement_activity_daily; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.entitlement_activity_daily TO billing_api;
+
+
+--
+-- Name: TABLE mrr; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.mrr TO billing_api;
+
+
+--
+-- Name: TABLE mrr_by_tier; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.mrr_by_tier TO billing_api;
+
+
+--
+-- Name: TABLE mrr_daily; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.mrr_daily TO billing_api;
+
+
+--
+-- Name: TABLE paid_invoices_daily; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.paid_invoices_daily TO billing_api;
+
+
+--
 -- Name: TABLE recent_activity; Type: ACL; Schema: analytics; Owner: -
 --
 
@@ -9015,10 +9901,24 @@ GRANT SELECT ON TABLE analytics.recent_activity TO billing_api;
 
 
 --
+-- Name: TABLE revenue_daily; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.revenue_daily TO billing_api;
+
+
+--
 -- Name: TABLE subscribers; Type: ACL; Schema: analytics; Owner: -
 --
 
 GRANT SELECT ON TABLE analytics.subscribers TO billing_api;
+
+
+--
+-- Name: TABLE trial_conversion; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.trial_conversion TO billing_api;
 
 
 --
@@ -9124,6 +10024,167 @@ GRANT SELECT ON TABLE billing.tier_entitlements TO billing_api;
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_attempts TO billing_api;
+
+
+--
+-- Name: TABLE churn; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.churn TO billing_api;
+
+
+--
+-- Name: TABLE daily_activity; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.daily_activity TO billing_api;
+
+
+--
+-- Name: TABLE discounts; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.discounts TO billing_api;
+
+
+--
+-- Name: TABLE entitlement_activity_daily; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.entitlement_activity_daily TO billing_api;
+
+
+--
+-- Name: TABLE entitlements; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.entitlements TO billing_api;
+
+
+--
+-- Name: TABLE events; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.events TO billing_api;
+
+
+--
+-- Name: TABLE external_subjects; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.external_subjects TO billing_api;
+
+
+--
+-- Name: TABLE invoices; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.invoices TO billing_api;
+
+
+--
+-- Name: TABLE member_entitlements; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.member_entitlements TO billing_api;
+
+
+--
+-- Name: TABLE member_identities; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.member_identities TO billing_api;
+
+
+--
+-- Name: TABLE members; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.members TO billing_api;
+
+
+--
+-- Name: TABLE mrr; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.mrr TO billing_api;
+
+
+--
+-- Name: TABLE mrr_by_tier; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.mrr_by_tier TO billing_api;
+
+
+--
+-- Name: TABLE mrr_daily; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.mrr_daily TO billing_api;
+
+
+--
+-- Name: TABLE paid_invoices_daily; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.paid_invoices_daily TO billing_api;
+
+
+--
+-- Name: TABLE payment_attempts; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.payment_attempts TO billing_api;
+
+
+--
+-- Name: TABLE plans; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.plans TO billing_api;
+
+
+--
+-- Name: TABLE purchases; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.purchases TO billing_api;
+
+
+--
+-- Name: TABLE revenue_daily; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.revenue_daily TO billing_api;
+
+
+--
+-- Name: TABLE subscribers; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.subscribers TO billing_api;
+
+
+--
+-- Name: TABLE subscriptions; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.subscriptions TO billing_api;
+
+
+--
+-- Name: TABLE tiers; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.tiers TO billing_api;
+
+
+--
+-- Name: TABLE trial_conversion; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.trial_conversion TO billing_api;
 
 
 --

@@ -1,13 +1,15 @@
 // Composition root of the HTTP service: builds the services handlers get (payment
 // providers, outbound webhooks), the executor, and mounts every adapter on one
 // express app: health routes, provider routes (sandbox pages, Stripe webhooks), MCP
-// (/mcp) and REST (/v1, mounted last: it answers what no other route took).
+// (/mcp), GraphQL (/graphql, Ruru at /graphiql outside production) and REST (/v1,
+// mounted last: it answers what no other route took).
 import express from 'express';
 import type pg from 'pg';
 import type { Config } from './core/config';
 import type { Services } from './domain/operation';
 import { mountHealthRoutes } from './http/health-routes';
 export { createHttpServer } from './http/http-server';
+import { mountGraphql } from './graphql';
 import { mountRestApi } from './http/rest-routes';
 import { mountMcp } from './mcp';
 import { Executor } from './operations/executor';
@@ -53,7 +55,8 @@ export function createApp(opts: AppOptions) {
   mountHealthRoutes(app, ownerPool);
   mountProviderRoutes(app, { config, ownerPool });
   mountMcp(app, executor);
+  const graphql = mountGraphql(app, executor, { pool: apiPool, graphiql: config.graphiql });
   opts.mount?.(app, executor);
   mountRestApi(app, executor);
-  return { app, executor };
+  return { app, executor, graphql };
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type pg from 'pg';
 import { createApp, createHttpServer } from './app';
+import { GRAPHIQL_PATH, GRAPHQL_PATH } from './graphql';
 import { loadConfig, packageRoot } from './core/config';
 import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
@@ -109,6 +110,7 @@ async function main() {
   let worker: { stop(): Promise<void> } | null = null;
   let owner: pg.Pool | null = null;
   let api: pg.Pool | null = null;
+  let releaseGraphql: () => Promise<void> = async () => {};
   try {
     log('Applying migrations ...');
     await migrateDatabase(database.url).catch((err: Error) => {
@@ -126,13 +128,16 @@ async function main() {
     server = createHttpServer();
     const port = await listen(server, config.port, config.host);
     config = { ...config, port };
-    const { app } = createApp({ config, apiPool: api, ownerPool: owner });
+    const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });
+    releaseGraphql = () => graphql.release();
     server.on('request', app);
     // The worker gets this config too: it may hold a generated webhook encryption key.
     worker = await startWorker({ connectionString: database.url, config });
 
     const url = config.publicBaseUrl ?? `http://localhost:${port}`;
     process.stdout.write(`Billing API listening on ${url}\n`);
+    process.stdout.write(`GraphQL (read-only, same bearer keys) at ${url}${GRAPHQL_PATH}`
+      + `${config.graphiql ? `; GraphiQL (Ruru) at ${url}${GRAPHIQL_PATH}` : ''}\n`);
     if (demo) printDemo(demo, url);
     else await printCommunities(owner);
   } catch (err) {
@@ -159,6 +164,7 @@ async function main() {
     try {
       await drain(server!, 10_000);
       await worker!.stop();
+      await releaseGraphql();
       await api!.end();
       await owner!.end();
     } catch (err) {

@@ -27,6 +27,8 @@ export interface Config {
   trustProxy: boolean;
   /** NODE_ENV=production: stricter defaults; the base URL is PUBLIC_BASE_URL only. */
   production: boolean;
+  /** Ruru (GraphiQL) at /graphiql: development only, never when NODE_ENV=production. */
+  graphiql: boolean;
 }
 
 function num(value: string | undefined, fallback: number): number {
@@ -73,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     poolSize: num(env.PG_POOL_SIZE, 20),
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
     production,
+    graphiql: !production,
   };
 }
 

@@ -41,6 +41,14 @@ export interface Outcome {
   retryAfter?: number;
 }
 
+/** An authenticated caller: the key's community and scopes, and its bucket after this request's token. */
+export interface Identity {
+  communityId: string;
+  keyId: string;
+  scopes: string[];
+  rl: RateLimitInfo;
+}
+
 interface AuthResult {
   ok: boolean;
   error?: 'unauthorized' | 'rate_limited';
@@ -208,6 +216,23 @@ export class Executor {
     if (failed) return failed;
     if (auth.error) return this.mapSqlOutcome(auth, 200);
     return auth.rl;
+  }
+
+  /**
+   * Who is calling, for a door that runs its own SQL under the caller's settings
+   * (GraphQL): authenticates the key and takes a token from the same bucket as REST
+   * (billing_private.authenticate, the lookup billing.api_auth makes). A missing,
+   * unknown or revoked key, or an empty bucket, is the same Outcome REST answers.
+   */
+  async identify(caller: Caller): Promise<{ ok: true; identity: Identity } | { ok: false; outcome: Outcome }> {
+    const { rows } = await this.pool.query<{ r: SqlOutcome }>(
+      'select billing_private.authenticate($1, $2, $3) as r',
+      [this.keyHash(caller), caller.ip, this.config.rateLimits],
+    );
+    const auth = rows[0].r;
+    const failed = this.authFailure(auth);
+    if (failed) return { ok: false, outcome: failed };
+    return { ok: true, identity: { communityId: auth.community_id!, keyId: auth.key_id!, scopes: auth.scopes ?? [], rl: auth.rl } };
   }
 
   private authFailure(auth: SqlOutcome): Outcome | null {

@@ -79,6 +79,14 @@ test('first start migrates, creates the demo with a working key, serves the API,
     const plans = await call(s.url, 'GET', '/v1/plans', { key });
     expect(plans.status).toBe(200);
     expect(plans.body.data.map((t: { name: string }) => t.name).sort()).toEqual(['Gold', 'Guide', 'Silver']);
+    // GraphQL: where it lives is printed, the key works there, and Ruru is served (not production).
+    expect(s.stdout()).toContain(`GraphQL (read-only, same bearer keys) at ${s.url}/graphql; GraphiQL (Ruru) at ${s.url}/graphiql`);
+    const gql = await fetch(`${s.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ query: '{ tiers(first: 10, orderBy: NAME_ASC) { nodes { name } } }' }) });
+    expect(await gql.json()).toEqual({ data: { tiers: { nodes: [{ name: 'Gold' }, { name: 'Guide' }, { name: 'Silver' }] } } });
+    const ruru = await fetch(`${s.url}/graphiql`, { headers: { accept: 'text/html' } });
+    expect(ruru.status).toBe(200);
+    expect(ruru.headers.get('content-type')).toMatch(/text\/html/);
 
     const keyFile = path.join(dataDir, 'webhook-encryption.key');
     expect(fs.readFileSync(keyFile, 'utf8').trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/);

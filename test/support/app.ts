@@ -31,7 +31,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
   };
   const owner = createOwnerPool(TEST_DB());
   const api = createApiPool(TEST_DB(), 10);
-  const { app } = createApp({ config, apiPool: api, ownerPool: owner });
+  const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });
   const server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -43,6 +43,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await graphql.release();
       await api.end();
       await owner.end();
     },

@@ -1,0 +1,4 @@
+-- GraphQL (items 1 and 2 of "Operators' own doors"): the analytics views, and the
+-- read-only billing_graphql schema PostGraphile exposes.
+--!include 48-analytics.sql
+--!include 95-graphql.sql

@@ -1,0 +1,99 @@
+// The PostGraphile 5 preset of /graphql: the billing_graphql schema only (SQL views in
+// db/migrations/fixtures/95-graphql.sql), read-only, connections with keyset cursors,
+// run as billing_api with the caller's community and scopes in pgSettings, so the
+// same RLS policies (and the views' scope filters) fence it.
+import 'postgraphile';
+import type pg from 'pg';
+import { makePgService } from 'postgraphile/adaptors/pg';
+import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
+import type { Identity } from '../operations/executor';
+import { pageVariablesError, queryLimitsRule } from './graphql-limits';
+
+export const GRAPHQL_PATH = '/graphql';
+export const GRAPHIQL_PATH = '/graphiql';
+/** Backstop for what the query limits cannot foresee: no statement runs longer. */
+const STATEMENT_TIMEOUT_MS = 5000;
+
+/** The transaction-local settings of one request: the same ones billing.api_auth sets for REST. */
+export function pgSettingsFor(identity: Identity): Record<string, string> {
+  return {
+    role: 'billing_api',
+    'app.community_id': identity.communityId,
+    'app.key_id': identity.keyId,
+    'app.scopes': identity.scopes.join(' '),
+    statement_timeout: String(STATEMENT_TIMEOUT_MS),
+  };
+}
+
+const LimitsPlugin: GraphileConfig.Plugin = {
+  name: 'BillingQueryLimitsPlugin',
+  version: '1.0.0',
+  grafserv: {
+    middleware: {
+      setPreset(next, event) {
+        event.validationRules.push(queryLimitsRule);
+        return next();
+      },
+    },
+  },
+  grafast: {
+    middleware: {
+      prepareArgs(next, event) {
+        const message = pageVariablesError(event.args.document, event.args.variableValues as Record<string, unknown> | undefined);
+        if (message) throw Object.assign(new Error(message), { statusCode: 400 });
+        return next();
+      },
+    },
+  },
+};
+
+// Names as REST shows them: `id` stays `id` (no Relay node ids, so no `rowId`), and a
+// table's connection is its plural (`subscriptions`, not `allSubscriptions`).
+const NamingPlugin: GraphileConfig.Plugin = {
+  name: 'BillingNamingPlugin',
+  version: '1.0.0',
+  inflection: {
+    replace: {
+      _attributeName(_previous, _options, { attributeName, codec }) {
+        const attribute = codec.attributes[attributeName];
+        return this.coerceToGraphQLName(attribute.extensions?.tags?.name || attributeName);
+      },
+      _allRows(_previous, _options, resource) {
+        return this.camelCase(this.pluralize(this._singularizedResourceName(resource)));
+      },
+    },
+  },
+};
+
+export function graphqlPreset(opts: { pool: pg.Pool; graphiql: boolean; identityOf: (req: unknown) => Identity | undefined }): GraphileConfig.Preset {
+  return {
+    extends: [PostGraphileAmberPreset],
+    plugins: [LimitsPlugin, NamingPlugin],
+    // No Relay node interface (ids are the API's own) and no root Subscription type (its
+    // name is the subscriptions view's type; GraphQL here is queries only).
+    disablePlugins: ['NodePlugin', 'SubscriptionPlugin'],
+    // Read-only: no create/update/delete anywhere (the views' smart tags say it too).
+    // Connections only (keyset cursors over the primary key and orderBy), no plain lists.
+    schema: { defaultBehavior: '-insert -update -delete -list +connection' },
+    pgServices: [makePgService({ pool: opts.pool, schemas: ['billing_graphql'], pubsub: false })],
+    grafserv: {
+      graphqlPath: GRAPHQL_PATH,
+      graphiql: opts.graphiql,
+      graphiqlPath: GRAPHIQL_PATH,
+      graphiqlOnGraphQLGET: false,
+      websockets: false,
+      watch: false,
+      maxRequestLength: 100_000,
+    },
+    grafast: {
+      explain: false,
+      context(requestContext) {
+        const req = requestContext.expressv4?.req ?? requestContext.node?.req;
+        const identity = opts.identityOf(req);
+        // The route authenticates before grafserv runs: no identity means no request got here unauthenticated.
+        if (!identity) throw new Error('GraphQL request without an authenticated caller');
+        return { pgSettings: pgSettingsFor(identity) };
+      },
+    },
+  };
+}
