@@ -62,7 +62,9 @@ export async function startStripeMock(): Promise<StripeMock> {
   const refunds: Obj[] = [];
   const schedules = new Map<string, Obj>();
   let seq = 0;
-  const id = (prefix: string) => `${prefix}_mock${++seq}`;
+  // Ids unique across mocks: test files share one database (and its provider_events).
+  const tag = Math.random().toString(36).slice(2, 8);
+  const id = (prefix: string) => `${prefix}_mock${tag}${++seq}`;
   const stripe = new Stripe(SECRET_KEY);
 
   const json = (res: http.ServerResponse, status: number, body: unknown) => {
