@@ -11,7 +11,12 @@ export function bearerKey(header: string | undefined): string | null {
 }
 
 export function callerOf(req: Request): Caller {
-  return { key: bearerKey(req.header('authorization')), ip: req.ip ?? req.socket.remoteAddress ?? 'unknown' };
+  const observation = req.observation;
+  return {
+    key: bearerKey(req.header('authorization')),
+    ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    identified: observation && ((communityId, keyId) => { observation.communityId = communityId; observation.keyId = keyId; }),
+  };
 }
 
 export function setRateHeaders(res: Response, rl: RateLimitInfo | undefined, retry: boolean) {

@@ -39,7 +39,7 @@ interface Started { child: ChildProcess; url: string; stdout: () => string; stde
 async function start(): Promise<Started> {
   const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: withDatabase(server(), database), PORT: '0', HOST: '127.0.0.1', BILLING_DATA_DIR: dataDir, WEBHOOK_ENCRYPTION_KEY: '' },
+    env: { ...process.env, DATABASE_URL: withDatabase(server(), database), PORT: '0', HOST: '127.0.0.1', BILLING_DATA_DIR: dataDir, WEBHOOK_ENCRYPTION_KEY: '', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

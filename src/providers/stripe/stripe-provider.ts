@@ -11,6 +11,7 @@ import type pg from 'pg';
 import Stripe from 'stripe';
 import type { Config } from '../../core/config';
 import { ApiError } from '../../core/errors';
+import { stripeCalls } from '../../core/metrics';
 import { inCommunity } from '../../db/community-transaction';
 import { completeCheckout } from '../../domain/checkout/checkout-completion';
 import { returnTarget } from '../../domain/checkout/payment-port';
@@ -26,7 +27,7 @@ type StripeClient = Stripe.Stripe;
 
 export function createStripeClient(config: Config): StripeClient | null {
   if (!config.stripeSecretKey) return null;
-  return new Stripe(config.stripeSecretKey, {
+  const client = new Stripe(config.stripeSecretKey, {
     maxNetworkRetries: 1,
     timeout: 20000,
     telemetry: false,
@@ -34,12 +35,18 @@ export function createStripeClient(config: Config): StripeClient | null {
     ...(config.stripeApiPort ? { port: config.stripeApiPort } : {}),
     ...(config.stripeApiProtocol ? { protocol: config.stripeApiProtocol } : {}),
   });
+  // Every answer from Stripe (retries included); unreachable Stripe is counted in stripeFailure.
+  client.on('response', (event: { status: number }) => {
+    stripeCalls.inc({ outcome: event.status < 400 ? 'success' : event.status < 500 ? 'client_error' : 'server_error' });
+  });
+  return client;
 }
 
 /** Stripe refusing a request is a conflict with the provider's state; Stripe unreachable is 503. */
 export function stripeFailure(err: unknown): never {
   if (err instanceof ApiError) throw err;
   const e = err as { type?: string; message?: string; statusCode?: number };
+  if (e?.type === 'StripeConnectionError') stripeCalls.inc({ outcome: 'network_error' });
   if (e?.type === 'StripeConnectionError' || e?.type === 'StripeAPIError' || e?.type === 'StripeRateLimitError' || (e?.statusCode ?? 0) >= 500) {
     throw new ApiError('service_unavailable', 'Stripe could not be reached; nothing was changed. Retry later.');
   }
