@@ -80,7 +80,10 @@ export function requestLog(req: Request): Logger {
 export function mountMetrics(app: express.Express, token: string | null): void {
   const expected = token ? crypto.createHash('sha256').update(token).digest() : null;
   app.get('/metrics', async (req: Request, res: Response, next: NextFunction) => {
-    if (!expected) return next();
+    if (!expected) {
+      res.status(404).type('text/plain').send('metrics: off (METRICS_TOKEN is not set)\n');
+      return;
+    }
     const m = /^Bearer (\S+)$/.exec(req.header('authorization') ?? '');
     const given = crypto.createHash('sha256').update(m ? m[1] : '').digest();
     if (!m || !crypto.timingSafeEqual(given, expected)) {
