@@ -12,8 +12,10 @@ export { createHttpServer } from './http/http-server';
 import { mountGraphql } from './graphql';
 import { mountRestApi } from './http/rest-routes';
 import { mountMcp } from './mcp';
+import { observeDatabase } from './core/metrics';
 import { Executor } from './operations/executor';
 import { createPaymentServices, mountProviderRoutes } from './providers';
+import { mountMetrics, observeRequests } from './web/observe';
 import { createWebhookService } from './webhooks';
 
 export interface AppOptions {
@@ -52,6 +54,13 @@ export function createApp(opts: AppOptions) {
   // (Executor.baseUrlFor), never remembered from one request for another.
   const executor = new Executor(apiPool, config, opts.services ?? createServices(config));
 
+  // First: every request gets its id, access log line and metrics, whoever answers it.
+  app.use(observeRequests());
+  observeDatabase({
+    pools: { api: apiPool, owner: ownerPool },
+    ownerQuery: <R>(text: string) => ownerPool.query({ text, query_timeout: 5000 } as pg.QueryConfig) as unknown as Promise<{ rows: R[] }>,
+  });
+  mountMetrics(app, config.metricsToken);
   mountHealthRoutes(app, ownerPool);
   mountProviderRoutes(app, { config, ownerPool });
   mountMcp(app, executor);

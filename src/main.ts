@@ -8,7 +8,8 @@ import path from 'node:path';
 import type pg from 'pg';
 import { createApp, createHttpServer } from './app';
 import { GRAPHIQL_PATH, GRAPHQL_PATH } from './graphql';
-import { loadConfig, packageRoot } from './core/config';
+import { Config, loadConfig, packageRoot } from './core/config';
+import { log as logger } from './core/log';
 import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
 import { resolveEncryptionKey } from './db/encryption-key';
@@ -19,7 +20,8 @@ import { createCommunity, createKey } from './domain/communities/community-admin
 import { startWorker } from '../worker';
 
 const DEMO_CATALOG = path.join(packageRoot, 'db/fixtures/demo-catalog.json');
-const log = (line: string) => process.stderr.write(`${line}\n`);
+// Progress and failures are log lines (stderr); what the user asked for (URL, demo key) is stdout.
+const log = (line: string) => logger.info({ component: 'main' }, line.trimEnd());
 
 interface Demo { communityId: string; key: string }
 
@@ -168,7 +170,7 @@ async function main() {
       await api!.end();
       await owner!.end();
     } catch (err) {
-      log(`shutdown: ${(err as Error).message}`);
+      logger.error({ component: 'main', err }, 'shutdown failed');
       code = 1;
     }
     await stopDatabase();
@@ -183,6 +185,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  log(`billing: ${(err as Error)?.message ?? String(err)}`);
+  logger.fatal({ component: 'main', err }, `billing: ${(err as Error)?.message ?? String(err)}`);
   process.exit(1);
 });

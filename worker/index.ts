@@ -13,6 +13,8 @@ import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Logger, run, Runner, TaskList, WorkerEvents } from 'graphile-worker';
 import { Config, loadConfig } from '../src/core/config';
+import { log } from '../src/core/log';
+import { jobDuration, jobs } from '../src/core/metrics';
 import { taskList } from './tasks';
 import { makeWebhookSendTask } from './tasks/webhook_deliveries__send';
 import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
@@ -53,7 +55,29 @@ export interface WorkerHandle {
 
 function logger(verbose: boolean): Logger {
   return new Logger(() => (level: string, message: string) => {
-    if (verbose || level === 'error' || level === 'warning') process.stderr.write(`[worker] ${level}: ${message}\n`);
+    if (level === 'error') log.error({ component: 'worker' }, message);
+    else if (level === 'warning') log.warn({ component: 'worker' }, message);
+    else if (verbose) log.info({ component: 'worker' }, message);
+  });
+}
+
+/** One log line and metrics per job: task, job id, attempt, duration, outcome. */
+function observeJobs(events: WorkerEvents): void {
+  const started = new Map<string, bigint>();
+  events.on('job:start', ({ job }) => { started.set(job.id, process.hrtime.bigint()); });
+  events.on('job:complete', ({ job, error }) => {
+    const t0 = started.get(job.id);
+    started.delete(job.id);
+    const seconds = t0 === undefined ? 0 : Number(process.hrtime.bigint() - t0) / 1e9;
+    const outcome = error ? 'error' : 'success';
+    jobs.inc({ task: job.task_identifier, outcome });
+    jobDuration.observe({ task: job.task_identifier }, seconds);
+    const fields = {
+      kind: 'job', task: job.task_identifier, job_id: job.id, attempt: job.attempts, max_attempts: job.max_attempts,
+      duration_ms: Math.round(seconds * 1e6) / 1e3, outcome,
+    };
+    if (error) log.error({ ...fields, err: error }, 'job');
+    else log.info(fields, 'job');
   });
 }
 
@@ -80,6 +104,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
   // Jobs are locked by the pool's id (jobs.locked_by), so that is what beats.
   events.on('pool:create', ({ workerPool }) => { workerIds.add(workerPool.id); });
+  observeJobs(events);
 
   const beat = async () => {
     try {
@@ -90,7 +115,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
         await pool.query(`select pg_notify('jobs:insert', '')`);
       }
     } catch (err) {
-      process.stderr.write(`[worker] heartbeat failed: ${(err as Error).message}\n`);
+      log.warn({ component: 'worker', err }, 'heartbeat failed');
     }
   };
 

@@ -29,6 +29,31 @@ export interface Config {
   production: boolean;
   /** Ruru (GraphiQL) at /graphiql: development only, never when NODE_ENV=production. */
   graphiql: boolean;
+  /** Bearer token of GET /metrics; null: /metrics answers 404. */
+  metricsToken: string | null;
+}
+
+export interface LogSettings {
+  /** pino level: fatal, error, warn, info, debug, trace or silent. */
+  level: string;
+  /** Human-readable lines (pino-pretty) instead of JSON. */
+  pretty: boolean;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * LOG_LEVEL (default info; silent under jest unless set) and LOG_FORMAT (json or
+ * pretty; default pretty outside production, where pino-pretty, a dev dependency, is
+ * installed).
+ */
+export function logSettings(env: NodeJS.ProcessEnv = process.env): LogSettings {
+  const underJest = env.JEST_WORKER_ID !== undefined;
+  const level = env.LOG_LEVEL || (underJest ? 'silent' : 'info');
+  if (!LOG_LEVELS.includes(level)) throw new Error(`LOG_LEVEL: expected one of ${LOG_LEVELS.join(', ')}, got ${level}`);
+  const format = env.LOG_FORMAT || (env.NODE_ENV === 'production' || underJest ? 'json' : 'pretty');
+  if (format !== 'json' && format !== 'pretty') throw new Error(`LOG_FORMAT: expected json or pretty, got ${format}`);
+  return { level, pretty: format === 'pretty' };
 }
 
 function num(value: string | undefined, fallback: number): number {
@@ -76,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
     production,
     graphiql: !production,
+    metricsToken: env.METRICS_TOKEN || null,
   };
 }
 

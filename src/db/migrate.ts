@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { migrate, watch, Settings } from 'graphile-migrate';
 import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+import { log } from '../core/log';
 
 export const migrationsFolder = path.resolve(__dirname, '../../db/migrations');
 
@@ -26,13 +27,15 @@ function quietLogger(): Settings['logger'] {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Logger } = require('@graphile/logger') as typeof import('@graphile/logger');
   return new Logger(() => (level: string, message: string) => {
-    if (level === 'error' || level === 'warning') process.stderr.write(`[migrate] ${message}\n`);
+    if (level === 'error') log.error({ component: 'migrate' }, message);
+    else if (level === 'warning') log.warn({ component: 'migrate' }, message);
   });
 }
 
 function quietWorkerLogger(): WorkerLogger {
   return new WorkerLogger(() => (level: string, message: string) => {
-    if (level === 'error' || level === 'warning') process.stderr.write(`[worker-migrate] ${message}\n`);
+    if (level === 'error') log.error({ component: 'worker-migrate' }, message);
+    else if (level === 'warning') log.warn({ component: 'worker-migrate' }, message);
   });
 }
 

@@ -9,6 +9,7 @@ import type { Operation } from '../domain/operation';
 import { operations } from '../operations';
 import { Executor, problemOutcome } from '../operations/executor';
 import { callerOf, sendOutcome } from '../web/express-io';
+import { requestLog, routeTemplate } from '../web/observe';
 import { buildOpenApi } from './openapi';
 
 /** Route order: literal segments before parameters (/members/lookup before /members/{id}). */
@@ -118,7 +119,8 @@ export function mountRestApi(app: express.Express, executor: Executor): void {
     if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
       return void fail(req, res, new ApiError('invalid_request', 'The request could not be read.', { status: 400 }), null);
     }
-    process.stderr.write(`[api] ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}\n`);
+    // The stack goes to the log only; the response says nothing of it.
+    requestLog(req).error({ err, method: req.method, route: routeTemplate(req) }, 'unexpected error');
     sendOutcome(res, problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.')));
   });
 

@@ -10,6 +10,7 @@ import { API_VERSION } from '../core/api-version';
 import { ApiError } from '../core/errors';
 import type { Operation } from '../domain/operation';
 import { findOperation } from '../operations';
+import { log } from '../core/log';
 import { Caller, Executor, Outcome, problemOutcome, RateLimitInfo, validationError } from '../operations/executor';
 import { findTool, ToolDef, tools } from './tools';
 
@@ -150,7 +151,7 @@ export function createMcpServer(runner: ToolRunner, auth: RequestAuth, listed: T
     } catch (err) {
       if (err instanceof McpError) throw err;
       // Never a database message in a result: log it, answer the REST 500 problem.
-      process.stderr.write(`[mcp] ${request.params.name}: ${(err as Error)?.stack ?? String(err)}\n`);
+      log.error({ err, tool: request.params.name }, 'unexpected error in an MCP tool');
       return toolResult(problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.'), auth.rateLimit));
     }
   });

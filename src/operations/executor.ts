@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
 import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
 import { hashKey, KEY_PATTERN } from '../core/ids';
+import { rateLimitRefusals } from '../core/metrics';
 import type { Operation, OpContext, Services } from '../domain/operation';
 
 export interface Caller {
@@ -15,6 +16,8 @@ export interface Caller {
   ip: string;
   /** Scheme and Host header the request arrived with (the base URL outside production). */
   origin?: { protocol: string; host: string | undefined } | null;
+  /** Told who the key belongs to once it is recognised (access log fields). */
+  identified?: (communityId: string, keyId: string) => void;
 }
 
 export interface RawInput {
@@ -212,7 +215,7 @@ export class Executor {
       [this.keyHash(caller), caller.ip, this.config.rateLimits, scope],
     );
     const auth = rows[0].r;
-    const failed = this.authFailure(auth);
+    const failed = this.authFailure(auth, caller);
     if (failed) return failed;
     if (auth.error) return this.mapSqlOutcome(auth, 200);
     return auth.rl;
@@ -230,14 +233,16 @@ export class Executor {
       [this.keyHash(caller), caller.ip, this.config.rateLimits],
     );
     const auth = rows[0].r;
-    const failed = this.authFailure(auth);
+    const failed = this.authFailure(auth, caller);
     if (failed) return { ok: false, outcome: failed };
     return { ok: true, identity: { communityId: auth.community_id!, keyId: auth.key_id!, scopes: auth.scopes ?? [], rl: auth.rl } };
   }
 
-  private authFailure(auth: SqlOutcome): Outcome | null {
+  private authFailure(auth: SqlOutcome, caller: Caller): Outcome | null {
+    if (auth.community_id && auth.key_id) caller.identified?.(auth.community_id, auth.key_id);
     if (auth.ok) return null;
     if (auth.error === 'rate_limited') {
+      rateLimitRefusals.inc();
       const err = new ApiError('rate_limited', `Too many requests; retry after ${auth.rl.retry_after} seconds.`);
       return problemOutcome(err, auth.rl);
     }
@@ -275,7 +280,7 @@ export class Executor {
           [this.keyHash(caller), caller.ip, this.config.rateLimits, op.scope, op.sql, parsed.input, idem],
         );
         const out = rows[0].r;
-        return this.authFailure(out) ?? this.mapSqlOutcome(out, status);
+        return this.authFailure(out, caller) ?? this.mapSqlOutcome(out, status);
       });
     }
     return retryConflicts(() => this.runHandler(op, caller, parsed.input, idem, status));
@@ -294,7 +299,7 @@ export class Executor {
       const { rows } = await client.query<{ r: SqlOutcome & { token_available?: boolean } }>('select billing.api_auth_deferred($1, $2, $3) as r',
         [this.keyHash(caller), caller.ip, this.config.rateLimits]);
       const auth = rows[0].r;
-      const failed = this.authFailure(auth);
+      const failed = this.authFailure(auth, caller);
       if (failed) {
         await client.query('commit');
         open = false;

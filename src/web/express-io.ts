@@ -13,10 +13,12 @@ export function bearerKey(header: string | undefined): string | null {
 }
 
 export function callerOf(req: Request): Caller {
+  const observation = req.observation;
   return {
     key: bearerKey(req.header('authorization')),
     ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     origin: { protocol: req.protocol, host: req.get('host') },
+    identified: observation && ((communityId, keyId) => { observation.communityId = communityId; observation.keyId = keyId; }),
   };
 }
 

@@ -41,7 +41,7 @@ async function start(): Promise<Started> {
   // when it does not answer within 30 ms (a loaded machine), cutting the drain short.
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: withDatabase(server(), database), PORT: '0', HOST: '127.0.0.1', BILLING_DATA_DIR: dataDir, WEBHOOK_ENCRYPTION_KEY: '' },
+    env: { ...process.env, DATABASE_URL: withDatabase(server(), database), PORT: '0', HOST: '127.0.0.1', BILLING_DATA_DIR: dataDir, WEBHOOK_ENCRYPTION_KEY: '', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -9,6 +9,7 @@ import { parseEncryptionKey, SecretBox } from '../../src/webhooks/crypto';
 import { createSender, Sender, SendResult } from '../../src/webhooks/send';
 import { webhookHeaders } from '../../src/webhooks/sign';
 import { loadConfig } from '../../src/core/config';
+import { webhookDeliveries, webhookDuration } from '../../src/core/metrics';
 
 /**
  * Delay before each attempt, modelled on Standard Webhooks' recommendation:
@@ -92,6 +93,12 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       const result = await send.post(d.url, webhookHeaders(keys, d.event_id, d.body), d.body, helpers.abortSignal);
       return { id: d.id, ...result };
     }));
+
+    for (const r of results) {
+      const outcome = r.ok ? 'success' : r.status_code !== null ? 'http_error' : r.error?.startsWith('cannot sign') ? 'unsigned' : 'network_error';
+      webhookDeliveries.inc({ outcome });
+      if (outcome !== 'unsigned') webhookDuration.observe(r.duration_ms / 1000);
+    }
 
     const attempt = payload.after + 1;
     const retryAt = attempt < schedule.length ? new Date(Date.now() + schedule[attempt]) : null;

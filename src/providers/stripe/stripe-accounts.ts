@@ -7,6 +7,7 @@ import type pg from 'pg';
 import Stripe from 'stripe';
 import type { Config } from '../../core/config';
 import { ApiError } from '../../core/errors';
+import { stripeCalls } from '../../core/metrics';
 import { PaymentSecretBox, PaymentSecretName, paymentSecretCiphertext } from '../../domain/checkout/payment-secrets';
 
 export type StripeClient = Stripe.Stripe;
@@ -19,7 +20,7 @@ export interface CommunityReader {
 
 export function createStripeClient(config: Config, secretKey: string | null = config.stripeSecretKey): StripeClient | null {
   if (!secretKey) return null;
-  return new Stripe(secretKey, {
+  const client = new Stripe(secretKey, {
     maxNetworkRetries: 1,
     timeout: 20000,
     telemetry: false,
@@ -27,6 +28,11 @@ export function createStripeClient(config: Config, secretKey: string | null = co
     ...(config.stripeApiPort ? { port: config.stripeApiPort } : {}),
     ...(config.stripeApiProtocol ? { protocol: config.stripeApiProtocol } : {}),
   });
+  // Every answer from Stripe (retries included); unreachable Stripe is counted in stripeFailure.
+  client.on('response', (event: { status: number }) => {
+    stripeCalls.inc({ outcome: event.status < 400 ? 'success' : event.status < 500 ? 'client_error' : 'server_error' });
+  });
+  return client;
 }
 
 const CACHE_LIMIT = 1000;

@@ -12,6 +12,7 @@ import type pg from 'pg';
 import Stripe from 'stripe';
 import type { Config } from '../../core/config';
 import { ApiError } from '../../core/errors';
+import { stripeCalls } from '../../core/metrics';
 import { inCommunity } from '../../db/community-transaction';
 import { completeCheckout } from '../../domain/checkout/checkout-completion';
 import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
@@ -28,6 +29,7 @@ export interface StripeWebhookDeps {
 export function stripeFailure(err: unknown): never {
   if (err instanceof ApiError) throw err;
   const e = err as { type?: string; message?: string; statusCode?: number };
+  if (e?.type === 'StripeConnectionError') stripeCalls.inc({ outcome: 'network_error' });
   if (e?.type === 'StripeConnectionError' || e?.type === 'StripeAPIError' || e?.type === 'StripeRateLimitError' || (e?.statusCode ?? 0) >= 500) {
     throw new ApiError('service_unavailable', 'Stripe could not be reached; nothing was changed. Retry later.');
   }
