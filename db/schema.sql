@@ -1,4 +1,4 @@
--- db/migrations sha256:0ba1c8d78ec465ba115439c8ff1cf03a2f4c35d2f1d4bd5de2452bcc1b6ea556 (regenerate with npm run db:schema)
+-- db/migrations sha256:7d5f4de596fc58d48a96fcf7812242752246ef777962663509760eb4a08910e8 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -4507,6 +4507,26 @@ $$;
 
 
 --
+-- Name: worker_apply_due(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_apply_due(p_community_id text) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select billing.apply_due(p_community_id) $$;
+
+
+--
+-- Name: worker_community_ids(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_community_ids(p_only text) RETURNS SETOF text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select c.id::text from billing.communities c where p_only is null or c.id = p_only order by c.id $$;
+
+
+--
 -- Name: worker_heartbeat(text[], interval); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -4529,6 +4549,18 @@ begin
   end if;
   return coalesce(v_dead, '{}');
 end
+$$;
+
+
+--
+-- Name: worker_heartbeat_stop(text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[]) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  delete from billing_private.worker_heartbeats where worker_id = any (p_worker_ids)
 $$;
 
 
@@ -6563,6 +6595,7 @@ GRANT USAGE ON SCHEMA billing_api TO billing_api;
 --
 
 GRANT USAGE ON SCHEMA billing_private TO billing_api;
+GRANT USAGE ON SCHEMA billing_private TO billing_worker;
 
 
 --
@@ -7727,6 +7760,7 @@ GRANT ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_i
 --
 
 REVOKE ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) TO billing_worker;
 
 
 --
@@ -7778,6 +7812,7 @@ REVOKE ALL ON FUNCTION billing_private.tg_webhook_endpoints__limit() FROM PUBLIC
 --
 
 REVOKE ALL ON FUNCTION billing_private.webhook_deliveries_load(p_community_id text, p_ids text[], p_after integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_deliveries_load(p_community_id text, p_ids text[], p_after integer) TO billing_worker;
 
 
 --
@@ -7793,6 +7828,7 @@ GRANT ALL ON FUNCTION billing_private.webhook_delivery_enqueue(p_delivery_id tex
 --
 
 REVOKE ALL ON FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_after integer, p_manual boolean, p_results jsonb, p_retry_at timestamp with time zone, p_disable_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_after integer, p_manual boolean, p_results jsonb, p_retry_at timestamp with time zone, p_disable_after interval) TO billing_worker;
 
 
 --
@@ -7819,10 +7855,35 @@ GRANT ALL ON FUNCTION billing_private.webhook_test_target(p_endpoint_id text) TO
 
 
 --
+-- Name: FUNCTION worker_apply_due(p_community_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_community_ids(p_only text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_community_ids(p_only text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_community_ids(p_only text) TO billing_worker;
+
+
+--
 -- Name: FUNCTION worker_heartbeat(p_worker_ids text[], p_stale interval); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_heartbeat_stop(p_worker_ids text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[]) TO billing_worker;
 
 
 --

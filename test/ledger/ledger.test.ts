@@ -3,12 +3,12 @@
 // the services (checkout, lifecycle) do; the triggers do the rest.
 import type pg from 'pg';
 import { createOwnerPool, createApiPool } from '../../src/db/pool';
-import { TEST_DB } from '../support/app';
+import { TEST_APP_DB, TEST_DB } from '../support/app';
 import { ENTITLEMENT_EVENT, eventsSince, ledgerRows, seedWorld, World } from './world';
 
 let owner: pg.Pool;
 let api: pg.Pool;
-beforeAll(() => { owner = createOwnerPool(TEST_DB(), 4); api = createApiPool(TEST_DB(), 2); });
+beforeAll(() => { owner = createOwnerPool(TEST_DB(), 4); api = createApiPool(TEST_APP_DB(), 2); });
 afterAll(async () => { await owner.end(); await api.end(); });
 
 async function lastEventId(w: World): Promise<string> {

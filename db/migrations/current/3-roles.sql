@@ -1,0 +1,5 @@
+--!include 00-foundation.sql
+--!include 05-worker.sql
+--!include 40-subscriptions.sql
+--!include 70-webhooks.sql
+--!include 90-retention.sql
