@@ -1,4 +1,4 @@
--- db/migrations sha256:7d5f4de596fc58d48a96fcf7812242752246ef777962663509760eb4a08910e8 (regenerate with npm run db:schema)
+-- db/migrations sha256:3ed445767b96c5d0d7ab9a045f9355499c9560109598bd3431d77267377aea4c (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -828,7 +828,15 @@ $$;
 
 CREATE FUNCTION billing.current_community_id() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
-    AS $$ select nullif(current_setting('app.community_id', true), '') $$;
+    AS $$
+  select case
+    when exists (select 1 from pg_catalog.pg_auth_members m
+                 where m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(session_user))
+                   and m.roleid = 'billing_operator'::pg_catalog.regrole)
+      then billing_private.operator_community_id()
+    else nullif(pg_catalog.current_setting('app.community_id', true), '')
+  end
+$$;
 
 
 --
@@ -1063,7 +1071,8 @@ $$;
 --
 
 CREATE FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_hash text) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_rec billing.idempotency_keys;
@@ -1093,7 +1102,8 @@ $$;
 --
 
 CREATE FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) RETURNS void
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status,
     response_body, expires_at)
@@ -2980,7 +2990,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.checkout_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3054,7 +3065,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.checkout_set_provider(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cs billing.checkout_sessions;
@@ -3196,7 +3208,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.external_subjects_attach(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_community text := billing.current_community_id();
@@ -3290,7 +3303,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.link_code_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3318,7 +3332,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.link_code_redeem(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3477,7 +3492,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.portal_session_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3506,7 +3522,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.portal_session_set_url(p_args jsonb) RETURNS void
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   update billing.portal_sessions set url = p_args->>'url' where id = p_args->>'id'
 $$;
@@ -3562,7 +3579,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_cancel(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -3589,7 +3607,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -3611,7 +3630,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_reactivate(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -3636,7 +3656,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_switch(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -3778,7 +3799,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_deliveries_redeliver(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -3813,7 +3835,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -3836,7 +3859,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_delete(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   perform billing.require_scope('webhooks:write');
@@ -3898,7 +3922,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_rotate_secret(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -3920,7 +3945,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -4040,6 +4066,16 @@ begin
     'scopes', to_jsonb(v_scopes), 'token_available', coalesce(v_available, true));
 end
 $$;
+
+
+--
+-- Name: operator_community_id(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_community_id() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select o.community_id::text from billing_private.operator_roles o where o.role_name = session_user $$;
 
 
 --
@@ -4919,6 +4955,19 @@ CREATE SEQUENCE billing_private.id_seq
 
 
 --
+-- Name: operator_roles; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_roles (
+    role_name text NOT NULL COLLATE pg_catalog."C",
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.operator_roles FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: rate_buckets; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -5264,6 +5313,14 @@ ALTER TABLE ONLY billing_private.event_types
 
 
 --
+-- Name: operator_roles operator_roles_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_roles
+    ADD CONSTRAINT operator_roles_pkey PRIMARY KEY (role_name);
+
+
+--
 -- Name: rate_buckets rate_buckets_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -5495,6 +5552,13 @@ CREATE UNIQUE INDEX api_keys_hash ON billing_private.api_keys USING btree (key_h
 --
 
 CREATE UNIQUE INDEX api_keys_id ON billing_private.api_keys USING btree (id);
+
+
+--
+-- Name: operator_roles_community; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE INDEX operator_roles_community ON billing_private.operator_roles USING btree (community_id);
 
 
 --
@@ -5954,6 +6018,14 @@ ALTER TABLE ONLY billing.webhook_endpoints
 
 ALTER TABLE ONLY billing_private.api_keys
     ADD CONSTRAINT api_keys_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_roles operator_roles_community_fk; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_roles
+    ADD CONSTRAINT operator_roles_community_fk FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
 
 
 --
@@ -6517,6 +6589,12 @@ ALTER TABLE billing_private.api_keys ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_private.event_types ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: operator_roles; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_roles ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: api_keys owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
@@ -6528,6 +6606,13 @@ CREATE POLICY owner_only ON billing_private.api_keys USING (true);
 --
 
 CREATE POLICY owner_only ON billing_private.event_types USING (true);
+
+
+--
+-- Name: operator_roles owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_roles USING (true);
 
 
 --
@@ -6574,6 +6659,7 @@ ALTER TABLE billing_private.worker_heartbeats ENABLE ROW LEVEL SECURITY;
 --
 
 GRANT USAGE ON SCHEMA analytics TO billing_api;
+GRANT USAGE ON SCHEMA analytics TO billing_operator;
 
 
 --
@@ -6581,6 +6667,7 @@ GRANT USAGE ON SCHEMA analytics TO billing_api;
 --
 
 GRANT USAGE ON SCHEMA billing TO billing_api;
+GRANT USAGE ON SCHEMA billing TO billing_operator;
 
 
 --
@@ -6595,6 +6682,7 @@ GRANT USAGE ON SCHEMA billing_api TO billing_api;
 --
 
 GRANT USAGE ON SCHEMA billing_private TO billing_api;
+GRANT USAGE ON SCHEMA billing_private TO billing_operator;
 GRANT USAGE ON SCHEMA billing_private TO billing_worker;
 
 
@@ -6671,6 +6759,7 @@ GRANT ALL ON FUNCTION billing.gen_id(p_prefix text) TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.plans TO billing_api;
+GRANT SELECT ON TABLE billing.plans TO billing_operator;
 
 
 --
@@ -6678,6 +6767,7 @@ GRANT SELECT ON TABLE billing.plans TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.tiers TO billing_api;
+GRANT SELECT ON TABLE billing.tiers TO billing_operator;
 
 
 --
@@ -6707,7 +6797,9 @@ GRANT ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p
 -- Name: TABLE checkout_sessions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.checkout_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.checkout_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.checkout_sessions TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.checkout_sessions TO billing_writer;
 
 
 --
@@ -6748,6 +6840,7 @@ GRANT ALL ON FUNCTION billing.checkout_member(p_subject jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing.community_now(p_community_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.community_now(p_community_id text) TO billing_api;
+GRANT ALL ON FUNCTION billing.community_now(p_community_id text) TO billing_operator;
 
 
 --
@@ -6763,6 +6856,7 @@ REVOKE ALL ON FUNCTION billing.complete_checkout(p_checkout_id text, p_details j
 
 REVOKE ALL ON FUNCTION billing.current_community_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.current_community_id() TO billing_api;
+GRANT ALL ON FUNCTION billing.current_community_id() TO billing_operator;
 
 
 --
@@ -6778,6 +6872,7 @@ GRANT ALL ON FUNCTION billing.current_scopes() TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.discount_codes TO billing_api;
+GRANT SELECT ON TABLE billing.discount_codes TO billing_operator;
 
 
 --
@@ -6830,7 +6925,9 @@ GRANT ALL ON FUNCTION billing.encode_cursor(p_id text) TO billing_api;
 -- Name: TABLE events; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.events TO billing_api;
+GRANT SELECT ON TABLE billing.events TO billing_api;
+GRANT SELECT ON TABLE billing.events TO billing_operator;
+GRANT SELECT,INSERT ON TABLE billing.events TO billing_writer;
 
 
 --
@@ -6892,6 +6989,7 @@ GRANT ALL ON FUNCTION billing.invoice_lines_valid(p_lines jsonb) TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.invoices TO billing_api;
+GRANT SELECT ON TABLE billing.invoices TO billing_operator;
 
 
 --
@@ -6929,6 +7027,7 @@ REVOKE ALL ON FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_memb
 
 REVOKE ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) TO billing_operator;
 
 
 --
@@ -6995,7 +7094,9 @@ REVOKE ALL ON FUNCTION billing.ledger_sweep(p_community_id text) FROM PUBLIC;
 -- Name: TABLE subscriptions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.subscriptions TO billing_api;
+GRANT SELECT ON TABLE billing.subscriptions TO billing_api;
+GRANT SELECT ON TABLE billing.subscriptions TO billing_operator;
+GRANT SELECT,UPDATE ON TABLE billing.subscriptions TO billing_writer;
 
 
 --
@@ -7018,7 +7119,9 @@ GRANT ALL ON FUNCTION billing.member_changed(p_community_id text, p_member_id te
 -- Name: TABLE member_entitlements; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.member_entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.member_entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.member_entitlements TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.member_entitlements TO billing_writer;
 
 
 --
@@ -7034,6 +7137,7 @@ GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitl
 --
 
 GRANT SELECT ON TABLE billing.entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.entitlements TO billing_operator;
 
 
 --
@@ -7065,6 +7169,7 @@ REVOKE ALL ON FUNCTION billing.next_period_end(p_anchor timestamp with time zone
 
 REVOKE ALL ON FUNCTION billing.now() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.now() TO billing_api;
+GRANT ALL ON FUNCTION billing.now() TO billing_operator;
 
 
 --
@@ -7100,7 +7205,8 @@ REVOKE ALL ON FUNCTION billing.provider_retries_exhausted(p_subscription_ref tex
 -- Name: TABLE purchases; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.purchases TO billing_api;
+GRANT SELECT ON TABLE billing.purchases TO billing_api;
+GRANT SELECT ON TABLE billing.purchases TO billing_operator;
 
 
 --
@@ -7222,6 +7328,7 @@ REVOKE ALL ON FUNCTION billing.subscription_advance(p_sub_id text, p_now timesta
 
 REVOKE ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) TO billing_operator;
 
 
 --
@@ -7410,7 +7517,9 @@ GRANT ALL ON FUNCTION billing.tier_json(p_tier billing.tiers) TO billing_api;
 -- Name: TABLE webhook_deliveries; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_deliveries TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_deliveries TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_deliveries TO billing_operator;
+GRANT SELECT,UPDATE ON TABLE billing.webhook_deliveries TO billing_writer;
 
 
 --
@@ -7425,7 +7534,9 @@ GRANT ALL ON FUNCTION billing.webhook_delivery_json(p_delivery billing.webhook_d
 -- Name: TABLE webhook_endpoints; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_endpoints TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_endpoints TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_endpoints TO billing_operator;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_endpoints TO billing_writer;
 
 
 --
@@ -7756,6 +7867,15 @@ GRANT ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_i
 
 
 --
+-- Name: FUNCTION operator_community_id(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_community_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_api;
+GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_operator;
+
+
+--
 -- Name: FUNCTION purge_expired(p_delivery_retention interval); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -7891,6 +8011,7 @@ GRANT ALL ON FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[])
 --
 
 GRANT SELECT ON TABLE analytics.mrr TO billing_api;
+GRANT SELECT ON TABLE analytics.mrr TO billing_operator;
 
 
 --
@@ -7898,13 +8019,7 @@ GRANT SELECT ON TABLE analytics.mrr TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.communities TO billing_api;
-
-
---
--- Name: COLUMN communities.clock_offset; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT UPDATE(clock_offset) ON TABLE billing.communities TO billing_api;
+GRANT SELECT ON TABLE billing.communities TO billing_operator;
 
 
 --
@@ -7912,6 +8027,7 @@ GRANT UPDATE(clock_offset) ON TABLE billing.communities TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.recent_activity TO billing_api;
+GRANT SELECT ON TABLE analytics.recent_activity TO billing_operator;
 
 
 --
@@ -7919,13 +8035,16 @@ GRANT SELECT ON TABLE analytics.recent_activity TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.subscribers TO billing_api;
+GRANT SELECT ON TABLE analytics.subscribers TO billing_operator;
 
 
 --
 -- Name: TABLE discount_redemptions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.discount_redemptions TO billing_api;
+GRANT SELECT ON TABLE billing.discount_redemptions TO billing_api;
+GRANT SELECT ON TABLE billing.discount_redemptions TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.discount_redemptions TO billing_writer;
 
 
 --
@@ -7933,41 +8052,52 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.discount_redemptions TO billi
 --
 
 GRANT SELECT ON TABLE billing.entitlement_benefits TO billing_api;
+GRANT SELECT ON TABLE billing.entitlement_benefits TO billing_operator;
 
 
 --
 -- Name: TABLE external_subjects; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.external_subjects TO billing_api;
+GRANT SELECT ON TABLE billing.external_subjects TO billing_api;
+GRANT SELECT ON TABLE billing.external_subjects TO billing_operator;
+GRANT SELECT,INSERT ON TABLE billing.external_subjects TO billing_writer;
 
 
 --
 -- Name: TABLE idempotency_keys; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.idempotency_keys TO billing_api;
+GRANT SELECT ON TABLE billing.idempotency_keys TO billing_api;
+GRANT SELECT ON TABLE billing.idempotency_keys TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.idempotency_keys TO billing_writer;
 
 
 --
 -- Name: TABLE link_codes; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.link_codes TO billing_api;
+GRANT SELECT ON TABLE billing.link_codes TO billing_api;
+GRANT SELECT ON TABLE billing.link_codes TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.link_codes TO billing_writer;
 
 
 --
 -- Name: TABLE member_identities; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.member_identities TO billing_api;
+GRANT SELECT ON TABLE billing.member_identities TO billing_api;
+GRANT SELECT ON TABLE billing.member_identities TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.member_identities TO billing_writer;
 
 
 --
 -- Name: TABLE members; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.members TO billing_api;
+GRANT SELECT ON TABLE billing.members TO billing_api;
+GRANT SELECT ON TABLE billing.members TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.members TO billing_writer;
 
 
 --
@@ -7975,6 +8105,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.members TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
+GRANT SELECT ON TABLE billing.payment_attempts TO billing_operator;
 
 
 --
@@ -7982,20 +8113,24 @@ GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.platform_configs TO billing_api;
+GRANT SELECT ON TABLE billing.platform_configs TO billing_operator;
 
 
 --
 -- Name: TABLE portal_sessions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.portal_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.portal_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.portal_sessions TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.portal_sessions TO billing_writer;
 
 
 --
 -- Name: TABLE provider_events; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.provider_events TO billing_api;
+GRANT SELECT ON TABLE billing.provider_events TO billing_api;
+GRANT SELECT ON TABLE billing.provider_events TO billing_operator;
 
 
 --
@@ -8003,6 +8138,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.provider_events TO billing_ap
 --
 
 GRANT SELECT ON TABLE billing.sandbox_cards TO billing_api;
+GRANT SELECT ON TABLE billing.sandbox_cards TO billing_operator;
 
 
 --
@@ -8010,13 +8146,15 @@ GRANT SELECT ON TABLE billing.sandbox_cards TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.tier_entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.tier_entitlements TO billing_operator;
 
 
 --
 -- Name: TABLE webhook_attempts; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_attempts TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_attempts TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_attempts TO billing_operator;
 
 
 --
@@ -8024,6 +8162,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_attempts TO billing_a
 --
 
 GRANT USAGE ON SEQUENCE billing_private.id_seq TO billing_api;
+
+
+--
+-- Name: DEFAULT PRIVILEGES FOR TABLES; Type: DEFAULT ACL; Schema: billing; Owner: -
+--
+
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA billing GRANT SELECT ON TABLES  TO billing_operator;
 
 
 --

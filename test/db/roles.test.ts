@@ -107,3 +107,65 @@ test('each service login has a statement_timeout (and the API an idle-in-transac
   const workerSettings = (await worker.query(`select current_setting('statement_timeout') as st`)).rows[0];
   expect(workerSettings).toEqual({ st: '5min' });
 });
+
+// ---- least privilege for billing_api (audit item 5) -------------------------------------
+
+describe('as billing_api with a community set, direct writes are refused', () => {
+  let ids: { community: string; member: string; plan: string; sub: string; purchase: string; entitlement: string; invoice: string };
+
+  beforeAll(async () => {
+    const q = async (sql: string, values: unknown[] = []) => (await owner.query(sql, values)).rows[0];
+    const community = (await q(`insert into billing.communities (name) values ('roles forgery') returning id`)).id;
+    const tier = (await q(`insert into billing.tiers (community_id, key, name) values ($1, 'gold', 'Gold') returning id`, [community])).id;
+    const plan = (await q(`insert into billing.plans (community_id, tier_id, key, amount_cents, currency, interval) values ($1, $2, 'gold-m', 1500, 'usd', 'month') returning id`, [community, tier])).id;
+    const entitlement = (await q(`insert into billing.entitlements (community_id, key, name) values ($1, 'chat', 'Chat') returning id`, [community])).id;
+    const member = (await q(`insert into billing.members (community_id) values ($1) returning id`, [community])).id;
+    const sub = (await q(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_end) values ($1, $2, $3, 'active', now() + interval '30 days') returning id`, [community, member, plan])).id;
+    const purchase = (await q(`insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency) values ($1, $2, $3, 900, 'usd') returning id`, [community, member, plan])).id;
+    const invoice = (await q(`insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines, subtotal_cents, discount_cents, total_cents, provider, created_at)
+      values ($1, $2, $3, 'open', 'subscription_cycle', 'usd', '[{"type": "plan", "description": "Gold", "amount_cents": 1500}]', 1500, 0, 1500, 'sandbox', now()) returning id`, [community, member, sub])).id;
+    ids = { community, member, plan, sub, purchase, entitlement, invoice };
+  });
+
+  /** Runs sql on the API pool (billing_app as billing_api) with the community set, rolled back. */
+  async function asApiIn(sql: string, values: unknown[] = []) {
+    return onClient(api, async (c) => {
+      await c.query(`select set_config('app.community_id', $1, true)`, [ids.community]);
+      return c.query(sql, values);
+    });
+  }
+
+  const forgeries: Array<[string, () => [string, unknown[]]]> = [
+    ['a completed purchase', () => [`insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency) values ($1, $2, $3, 0, 'usd')`, [ids.community, ids.member, ids.plan]]],
+    ['a purchase update', () => [`update billing.purchases set amount_cents = 0 where id = $1`, [ids.purchase]]],
+    ['a subscription', () => [`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_end) values ($1, $2, $3, 'active', now() + interval '100 years')`, [ids.community, ids.member, ids.plan]]],
+    ['a subscription update', () => [`update billing.subscriptions set current_period_end = now() + interval '100 years' where id = $1`, [ids.sub]]],
+    ['a member entitlement', () => [`insert into billing.member_entitlements (community_id, member_id, entitlement_id, status) values ($1, $2, $3, 'active')`, [ids.community, ids.member, ids.entitlement]]],
+    ['a member entitlement update', () => [`update billing.member_entitlements set status = 'active' where community_id = $1`, [ids.community]]],
+    ['an event', () => [`insert into billing.events (community_id, type, data) values ($1, 'purchase.completed', '{}')`, [ids.community]]],
+    ['an invoice', () => [`insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines, subtotal_cents, discount_cents, total_cents, provider, created_at)
+      values ($1, $2, $3, 'paid', 'subscription_cycle', 'usd', '[{"type": "plan", "description": "Gold", "amount_cents": 0}]', 0, 0, 0, 'sandbox', now())`, [ids.community, ids.member, ids.sub]]],
+    ['an invoice update', () => [`update billing.invoices set status = 'paid' where id = $1`, [ids.invoice]]],
+    ["the community's clock", () => [`update billing.communities set clock_offset = interval '100 years' where id = $1`, [ids.community]]],
+    ['an idempotency record', () => [`insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status, expires_at) values ($1, 'POST /x', 'k', 'h', 200, now() + interval '1 day')`, [ids.community]]],
+    ['a member deletion', () => [`delete from billing.members where id = $1`, [ids.member]]],
+  ];
+  for (const [what, sql] of forgeries) {
+    test(`forging ${what} is refused`, async () => {
+      const [text, values] = sql();
+      await expect(asApiIn(text, values)).rejects.toThrow(/permission denied/);
+    });
+  }
+
+  test('billing_api holds no INSERT, UPDATE or DELETE on any table of billing, nor UPDATE of a column', async () => {
+    const { rows } = await owner.query(`
+      select format('%I.%I', n.nspname, c.relname) as t, p.privilege_type
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      cross join lateral (values ('INSERT'), ('UPDATE'), ('DELETE')) p(privilege_type)
+      where n.nspname in ('billing', 'billing_private') and c.relkind in ('r', 'p')
+        and (has_table_privilege('billing_api', c.oid, p.privilege_type)
+          or (p.privilege_type in ('INSERT', 'UPDATE') and has_any_column_privilege('billing_api', c.oid, p.privilege_type)))
+      order by 1, 2`);
+    expect(rows).toEqual([]);
+  });
+});

@@ -1,5 +1,13 @@
 --!include 00-foundation.sql
 --!include 05-worker.sql
+--!include 10-tenancy.sql
+--!include 30-members.sql
 --!include 40-subscriptions.sql
+--!include 45-purchases.sql
+--!include 48-analytics.sql
+--!include 50-ledger.sql
+--!include 60-events.sql
 --!include 70-webhooks.sql
+--!include 80-checkout.sql
+--!include 85-idempotency-and-limits.sql
 --!include 90-retention.sql
