@@ -31,7 +31,7 @@ export function loginUrl(ownerUrl: string, role: ServiceLogin): string {
  * A SCRAM-SHA-256 verifier for ALTER ROLE ... PASSWORD, so the clear password never
  * reaches the server (nor its statement log).
  */
-function scramVerifier(password: string): string {
+export function scramVerifier(password: string): string {
   const salt = crypto.randomBytes(16);
   const iterations = 4096;
   const salted = crypto.pbkdf2Sync(password, salt, iterations, 32, 'sha256');
