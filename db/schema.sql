@@ -1,4 +1,4 @@
--- db/migrations sha256:307ccad2635f671656797c4be7ddc9b2d6b5965d199b416a53868d040463671c (regenerate with npm run db:schema)
+-- db/migrations sha256:8e4d6d8288fda906291519d929be422c6431a5feb3e2014dd4fb5d9a039f0fe9 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -890,7 +890,15 @@ $$;
 
 CREATE FUNCTION billing.current_community_id() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
-    AS $$ select nullif(current_setting('app.community_id', true), '') $$;
+    AS $$
+  select case
+    when exists (select 1 from pg_catalog.pg_auth_members m
+                 where m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(session_user))
+                   and m.roleid = 'billing_operator'::pg_catalog.regrole)
+      then billing_private.operator_community_id()
+    else nullif(pg_catalog.current_setting('app.community_id', true), '')
+  end
+$$;
 
 
 --
@@ -1204,7 +1212,8 @@ CREATE FUNCTION billing.has_scope(p_scope text) RETURNS boolean
 --
 
 CREATE FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_hash text) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_rec billing.idempotency_keys;
@@ -1234,7 +1243,8 @@ $$;
 --
 
 CREATE FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) RETURNS void
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status,
     response_body, expires_at)
@@ -3371,7 +3381,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.checkout_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3447,7 +3458,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.checkout_set_provider(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cs billing.checkout_sessions;
@@ -3589,7 +3601,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.external_subjects_attach(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_community text := billing.current_community_id();
@@ -3766,7 +3779,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.link_code_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3794,7 +3808,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.link_code_redeem(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3953,7 +3968,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.portal_session_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_cid text := billing.current_community_id();
@@ -3987,7 +4003,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.portal_session_set_url(p_args jsonb) RETURNS void
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   update billing.portal_sessions set url = p_args->>'url' where id = p_args->>'id'
 $$;
@@ -4043,7 +4060,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_cancel(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -4080,7 +4098,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -4102,7 +4121,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_pause(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -4131,7 +4151,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_reactivate(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -4158,7 +4179,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_resume(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -4179,7 +4201,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.subscription_switch(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_sub billing.subscriptions;
@@ -4321,7 +4344,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_deliveries_redeliver(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -4356,7 +4380,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_create(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -4379,7 +4404,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_delete(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
   perform billing.require_scope('webhooks:write');
@@ -4441,7 +4467,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_rotate_secret(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -4463,7 +4490,8 @@ $$;
 --
 
 CREATE FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
   v_endpoint billing.webhook_endpoints;
@@ -4651,6 +4679,16 @@ begin
   return billing.invoice_record_refund(p_invoice_id, p_amount, p_revoke, p_provider_ref);
 end
 $$;
+
+
+--
+-- Name: operator_community_id(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_community_id() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select o.community_id::text from billing_private.operator_roles o where o.role_name = session_user $$;
 
 
 --
@@ -5186,6 +5224,26 @@ $$;
 
 
 --
+-- Name: worker_apply_due(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_apply_due(p_community_id text) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select billing.apply_due(p_community_id) $$;
+
+
+--
+-- Name: worker_community_ids(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_community_ids(p_only text) RETURNS SETOF text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select c.id::text from billing.communities c where p_only is null or c.id = p_only order by c.id $$;
+
+
+--
 -- Name: worker_heartbeat(text[], interval); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -5208,6 +5266,18 @@ begin
   end if;
   return coalesce(v_dead, '{}');
 end
+$$;
+
+
+--
+-- Name: worker_heartbeat_stop(text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[]) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  delete from billing_private.worker_heartbeats where worker_id = any (p_worker_ids)
 $$;
 
 
@@ -6384,6 +6454,19 @@ CREATE SEQUENCE billing_private.id_seq
 
 
 --
+-- Name: operator_roles; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_roles (
+    role_name text NOT NULL COLLATE pg_catalog."C",
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.operator_roles FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: payment_secrets; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -6779,6 +6862,14 @@ ALTER TABLE ONLY billing_private.event_types
 
 
 --
+-- Name: operator_roles operator_roles_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_roles
+    ADD CONSTRAINT operator_roles_pkey PRIMARY KEY (role_name);
+
+
+--
 -- Name: payment_secrets payment_secrets_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -7060,6 +7151,13 @@ CREATE UNIQUE INDEX api_keys_hash ON billing_private.api_keys USING btree (key_h
 --
 
 CREATE UNIQUE INDEX api_keys_id ON billing_private.api_keys USING btree (id);
+
+
+--
+-- Name: operator_roles_community; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE INDEX operator_roles_community ON billing_private.operator_roles USING btree (community_id);
 
 
 --
@@ -7574,6 +7672,14 @@ ALTER TABLE ONLY billing.webhook_endpoints
 
 ALTER TABLE ONLY billing_private.api_keys
     ADD CONSTRAINT api_keys_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_roles operator_roles_community_fk; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_roles
+    ADD CONSTRAINT operator_roles_community_fk FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
 
 
 --
@@ -8225,6 +8331,12 @@ ALTER TABLE billing_private.api_keys ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_private.event_types ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: operator_roles; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_roles ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: api_keys owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
@@ -8236,6 +8348,13 @@ CREATE POLICY owner_only ON billing_private.api_keys USING (true);
 --
 
 CREATE POLICY owner_only ON billing_private.event_types USING (true);
+
+
+--
+-- Name: operator_roles owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_roles USING (true);
 
 
 --
@@ -8295,6 +8414,7 @@ ALTER TABLE billing_private.worker_heartbeats ENABLE ROW LEVEL SECURITY;
 --
 
 GRANT USAGE ON SCHEMA analytics TO billing_api;
+GRANT USAGE ON SCHEMA analytics TO billing_operator;
 
 
 --
@@ -8302,6 +8422,7 @@ GRANT USAGE ON SCHEMA analytics TO billing_api;
 --
 
 GRANT USAGE ON SCHEMA billing TO billing_api;
+GRANT USAGE ON SCHEMA billing TO billing_operator;
 
 
 --
@@ -8323,6 +8444,8 @@ GRANT USAGE ON SCHEMA billing_graphql TO billing_api;
 --
 
 GRANT USAGE ON SCHEMA billing_private TO billing_api;
+GRANT USAGE ON SCHEMA billing_private TO billing_operator;
+GRANT USAGE ON SCHEMA billing_private TO billing_worker;
 
 
 --
@@ -8414,6 +8537,7 @@ GRANT ALL ON FUNCTION billing.gen_id(p_prefix text) TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.plans TO billing_api;
+GRANT SELECT ON TABLE billing.plans TO billing_operator;
 
 
 --
@@ -8421,6 +8545,7 @@ GRANT SELECT ON TABLE billing.plans TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.tiers TO billing_api;
+GRANT SELECT ON TABLE billing.tiers TO billing_operator;
 
 
 --
@@ -8450,7 +8575,9 @@ GRANT ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p
 -- Name: TABLE checkout_sessions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.checkout_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.checkout_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.checkout_sessions TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.checkout_sessions TO billing_writer;
 
 
 --
@@ -8491,6 +8618,7 @@ GRANT ALL ON FUNCTION billing.checkout_member(p_subject jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing.community_now(p_community_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.community_now(p_community_id text) TO billing_api;
+GRANT ALL ON FUNCTION billing.community_now(p_community_id text) TO billing_operator;
 
 
 --
@@ -8506,6 +8634,7 @@ REVOKE ALL ON FUNCTION billing.complete_checkout(p_checkout_id text, p_details j
 
 REVOKE ALL ON FUNCTION billing.current_community_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.current_community_id() TO billing_api;
+GRANT ALL ON FUNCTION billing.current_community_id() TO billing_operator;
 
 
 --
@@ -8521,6 +8650,7 @@ GRANT ALL ON FUNCTION billing.current_scopes() TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.discount_codes TO billing_api;
+GRANT SELECT ON TABLE billing.discount_codes TO billing_operator;
 
 
 --
@@ -8542,6 +8672,7 @@ REVOKE ALL ON FUNCTION billing.discount_line(p_code text, p_amount bigint, p_sta
 -- Name: TABLE disputes; Type: ACL; Schema: billing; Owner: -
 --
 
+GRANT SELECT ON TABLE billing.disputes TO billing_operator;
 GRANT SELECT ON TABLE billing.disputes TO billing_api;
 
 
@@ -8588,7 +8719,9 @@ GRANT ALL ON FUNCTION billing.encode_cursor(p_id text) TO billing_api;
 -- Name: TABLE events; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.events TO billing_api;
+GRANT SELECT ON TABLE billing.events TO billing_api;
+GRANT SELECT ON TABLE billing.events TO billing_operator;
+GRANT SELECT,INSERT ON TABLE billing.events TO billing_writer;
 
 
 --
@@ -8617,6 +8750,7 @@ REVOKE ALL ON FUNCTION billing.expire_checkouts() FROM PUBLIC;
 -- Name: TABLE grants; Type: ACL; Schema: billing; Owner: -
 --
 
+GRANT SELECT ON TABLE billing.grants TO billing_operator;
 GRANT SELECT ON TABLE billing.grants TO billing_api;
 
 
@@ -8680,6 +8814,7 @@ GRANT ALL ON FUNCTION billing.invoice_lines_valid(p_lines jsonb) TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.invoices TO billing_api;
+GRANT SELECT ON TABLE billing.invoices TO billing_operator;
 
 
 --
@@ -8738,6 +8873,7 @@ REVOKE ALL ON FUNCTION billing.invoice_record_refund(p_invoice_id text, p_amount
 
 REVOKE ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION billing.iso(p_ts timestamp with time zone) TO billing_operator;
 
 
 --
@@ -8804,7 +8940,9 @@ REVOKE ALL ON FUNCTION billing.ledger_sweep(p_community_id text) FROM PUBLIC;
 -- Name: TABLE subscriptions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.subscriptions TO billing_api;
+GRANT SELECT ON TABLE billing.subscriptions TO billing_api;
+GRANT SELECT ON TABLE billing.subscriptions TO billing_operator;
+GRANT SELECT,UPDATE ON TABLE billing.subscriptions TO billing_writer;
 
 
 --
@@ -8827,7 +8965,9 @@ GRANT ALL ON FUNCTION billing.member_changed(p_community_id text, p_member_id te
 -- Name: TABLE member_entitlements; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.member_entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.member_entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.member_entitlements TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.member_entitlements TO billing_writer;
 
 
 --
@@ -8843,6 +8983,7 @@ GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitl
 --
 
 GRANT SELECT ON TABLE billing.entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.entitlements TO billing_operator;
 
 
 --
@@ -8874,6 +9015,7 @@ REVOKE ALL ON FUNCTION billing.next_period_end(p_anchor timestamp with time zone
 
 REVOKE ALL ON FUNCTION billing.now() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.now() TO billing_api;
+GRANT ALL ON FUNCTION billing.now() TO billing_operator;
 
 
 --
@@ -8909,7 +9051,8 @@ REVOKE ALL ON FUNCTION billing.provider_retries_exhausted(p_subscription_ref tex
 -- Name: TABLE purchases; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.purchases TO billing_api;
+GRANT SELECT ON TABLE billing.purchases TO billing_api;
+GRANT SELECT ON TABLE billing.purchases TO billing_operator;
 
 
 --
@@ -8963,6 +9106,7 @@ REVOKE ALL ON FUNCTION billing.record_provider_event(p_provider text, p_event_id
 -- Name: TABLE refunds; Type: ACL; Schema: billing; Owner: -
 --
 
+GRANT SELECT ON TABLE billing.refunds TO billing_operator;
 GRANT SELECT ON TABLE billing.refunds TO billing_api;
 
 
@@ -9046,6 +9190,7 @@ REVOKE ALL ON FUNCTION billing.subscription_advance(p_sub_id text, p_now timesta
 
 REVOKE ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION billing.subscription_discount_cents(p_sub billing.subscriptions, p_amount bigint, p_start timestamp with time zone) TO billing_operator;
 
 
 --
@@ -9256,7 +9401,9 @@ GRANT ALL ON FUNCTION billing.tier_json(p_tier billing.tiers) TO billing_api;
 -- Name: TABLE webhook_deliveries; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_deliveries TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_deliveries TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_deliveries TO billing_operator;
+GRANT SELECT,UPDATE ON TABLE billing.webhook_deliveries TO billing_writer;
 
 
 --
@@ -9271,7 +9418,9 @@ GRANT ALL ON FUNCTION billing.webhook_delivery_json(p_delivery billing.webhook_d
 -- Name: TABLE webhook_endpoints; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_endpoints TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_endpoints TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_endpoints TO billing_operator;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_endpoints TO billing_writer;
 
 
 --
@@ -9682,6 +9831,15 @@ GRANT ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount
 
 
 --
+-- Name: FUNCTION operator_community_id(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_community_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_api;
+GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_operator;
+
+
+--
 -- Name: FUNCTION payment_secret_ciphertext(p_provider text, p_name text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -9694,6 +9852,7 @@ GRANT ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text,
 --
 
 REVOKE ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) TO billing_worker;
 
 
 --
@@ -9769,6 +9928,7 @@ REVOKE ALL ON FUNCTION billing_private.tg_webhook_endpoints__limit() FROM PUBLIC
 --
 
 REVOKE ALL ON FUNCTION billing_private.webhook_deliveries_load(p_community_id text, p_ids text[], p_after integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_deliveries_load(p_community_id text, p_ids text[], p_after integer) TO billing_worker;
 
 
 --
@@ -9784,6 +9944,7 @@ GRANT ALL ON FUNCTION billing_private.webhook_delivery_enqueue(p_delivery_id tex
 --
 
 REVOKE ALL ON FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_after integer, p_manual boolean, p_results jsonb, p_retry_at timestamp with time zone, p_disable_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_after integer, p_manual boolean, p_results jsonb, p_retry_at timestamp with time zone, p_disable_after interval) TO billing_worker;
 
 
 --
@@ -9810,10 +9971,35 @@ GRANT ALL ON FUNCTION billing_private.webhook_test_target(p_endpoint_id text) TO
 
 
 --
+-- Name: FUNCTION worker_apply_due(p_community_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_community_ids(p_only text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_community_ids(p_only text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_community_ids(p_only text) TO billing_worker;
+
+
+--
 -- Name: FUNCTION worker_heartbeat(p_worker_ids text[], p_stale interval); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_stale interval) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_heartbeat_stop(p_worker_ids text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[]) TO billing_worker;
 
 
 --
@@ -9821,6 +10007,7 @@ REVOKE ALL ON FUNCTION billing_private.worker_heartbeat(p_worker_ids text[], p_s
 --
 
 GRANT SELECT ON TABLE analytics.subscription_mrr TO billing_api;
+GRANT SELECT ON TABLE analytics.subscription_mrr TO billing_operator;
 
 
 --
@@ -9828,13 +10015,7 @@ GRANT SELECT ON TABLE analytics.subscription_mrr TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.communities TO billing_api;
-
-
---
--- Name: COLUMN communities.clock_offset; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT UPDATE(clock_offset) ON TABLE billing.communities TO billing_api;
+GRANT SELECT ON TABLE billing.communities TO billing_operator;
 
 
 --
@@ -9842,6 +10023,7 @@ GRANT UPDATE(clock_offset) ON TABLE billing.communities TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.churn TO billing_api;
+GRANT SELECT ON TABLE analytics.churn TO billing_operator;
 
 
 --
@@ -9849,6 +10031,7 @@ GRANT SELECT ON TABLE analytics.churn TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.daily_activity TO billing_api;
+GRANT SELECT ON TABLE analytics.daily_activity TO billing_operator;
 
 
 --
@@ -9856,6 +10039,7 @@ GRANT SELECT ON TABLE analytics.daily_activity TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.days TO billing_api;
+GRANT SELECT ON TABLE analytics.days TO billing_operator;
 
 
 --
@@ -9863,6 +10047,7 @@ GRANT SELECT ON TABLE analytics.days TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.entitlement_activity_daily TO billing_api;
+GRANT SELECT ON TABLE analytics.entitlement_activity_daily TO billing_operator;
 
 
 --
@@ -9870,6 +10055,7 @@ GRANT SELECT ON TABLE analytics.entitlement_activity_daily TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.mrr TO billing_api;
+GRANT SELECT ON TABLE analytics.mrr TO billing_operator;
 
 
 --
@@ -9877,6 +10063,7 @@ GRANT SELECT ON TABLE analytics.mrr TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.mrr_by_tier TO billing_api;
+GRANT SELECT ON TABLE analytics.mrr_by_tier TO billing_operator;
 
 
 --
@@ -9884,6 +10071,7 @@ GRANT SELECT ON TABLE analytics.mrr_by_tier TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.mrr_daily TO billing_api;
+GRANT SELECT ON TABLE analytics.mrr_daily TO billing_operator;
 
 
 --
@@ -9891,6 +10079,7 @@ GRANT SELECT ON TABLE analytics.mrr_daily TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.paid_invoices_daily TO billing_api;
+GRANT SELECT ON TABLE analytics.paid_invoices_daily TO billing_operator;
 
 
 --
@@ -9898,6 +10087,7 @@ GRANT SELECT ON TABLE analytics.paid_invoices_daily TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.recent_activity TO billing_api;
+GRANT SELECT ON TABLE analytics.recent_activity TO billing_operator;
 
 
 --
@@ -9905,6 +10095,7 @@ GRANT SELECT ON TABLE analytics.recent_activity TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.revenue_daily TO billing_api;
+GRANT SELECT ON TABLE analytics.revenue_daily TO billing_operator;
 
 
 --
@@ -9912,6 +10103,7 @@ GRANT SELECT ON TABLE analytics.revenue_daily TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.subscribers TO billing_api;
+GRANT SELECT ON TABLE analytics.subscribers TO billing_operator;
 
 
 --
@@ -9919,13 +10111,16 @@ GRANT SELECT ON TABLE analytics.subscribers TO billing_api;
 --
 
 GRANT SELECT ON TABLE analytics.trial_conversion TO billing_api;
+GRANT SELECT ON TABLE analytics.trial_conversion TO billing_operator;
 
 
 --
 -- Name: TABLE discount_redemptions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.discount_redemptions TO billing_api;
+GRANT SELECT ON TABLE billing.discount_redemptions TO billing_api;
+GRANT SELECT ON TABLE billing.discount_redemptions TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.discount_redemptions TO billing_writer;
 
 
 --
@@ -9933,40 +10128,50 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.discount_redemptions TO billi
 --
 
 GRANT SELECT ON TABLE billing.entitlement_benefits TO billing_api;
+GRANT SELECT ON TABLE billing.entitlement_benefits TO billing_operator;
 
 
 --
 -- Name: TABLE external_subjects; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.external_subjects TO billing_api;
+GRANT SELECT ON TABLE billing.external_subjects TO billing_api;
+GRANT SELECT ON TABLE billing.external_subjects TO billing_operator;
+GRANT SELECT,INSERT ON TABLE billing.external_subjects TO billing_writer;
 
 
 --
 -- Name: TABLE idempotency_keys; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.idempotency_keys TO billing_api;
+GRANT SELECT ON TABLE billing.idempotency_keys TO billing_api;
+GRANT SELECT ON TABLE billing.idempotency_keys TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.idempotency_keys TO billing_writer;
 
 
 --
 -- Name: TABLE link_codes; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.link_codes TO billing_api;
+GRANT SELECT ON TABLE billing.link_codes TO billing_api;
+GRANT SELECT ON TABLE billing.link_codes TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.link_codes TO billing_writer;
 
 
 --
 -- Name: TABLE member_identities; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.member_identities TO billing_api;
+GRANT SELECT ON TABLE billing.member_identities TO billing_api;
+GRANT SELECT ON TABLE billing.member_identities TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.member_identities TO billing_writer;
 
 
 --
 -- Name: TABLE member_provider_customers; Type: ACL; Schema: billing; Owner: -
 --
 
+GRANT SELECT ON TABLE billing.member_provider_customers TO billing_operator;
 GRANT SELECT ON TABLE billing.member_provider_customers TO billing_api;
 
 
@@ -9974,7 +10179,9 @@ GRANT SELECT ON TABLE billing.member_provider_customers TO billing_api;
 -- Name: TABLE members; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.members TO billing_api;
+GRANT SELECT ON TABLE billing.members TO billing_api;
+GRANT SELECT ON TABLE billing.members TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.members TO billing_writer;
 
 
 --
@@ -9982,6 +10189,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.members TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
+GRANT SELECT ON TABLE billing.payment_attempts TO billing_operator;
 
 
 --
@@ -9989,20 +10197,24 @@ GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.platform_configs TO billing_api;
+GRANT SELECT ON TABLE billing.platform_configs TO billing_operator;
 
 
 --
 -- Name: TABLE portal_sessions; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.portal_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.portal_sessions TO billing_api;
+GRANT SELECT ON TABLE billing.portal_sessions TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.portal_sessions TO billing_writer;
 
 
 --
 -- Name: TABLE provider_events; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.provider_events TO billing_api;
+GRANT SELECT ON TABLE billing.provider_events TO billing_api;
+GRANT SELECT ON TABLE billing.provider_events TO billing_operator;
 
 
 --
@@ -10010,6 +10222,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.provider_events TO billing_ap
 --
 
 GRANT SELECT ON TABLE billing.sandbox_cards TO billing_api;
+GRANT SELECT ON TABLE billing.sandbox_cards TO billing_operator;
 
 
 --
@@ -10017,13 +10230,15 @@ GRANT SELECT ON TABLE billing.sandbox_cards TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing.tier_entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.tier_entitlements TO billing_operator;
 
 
 --
 -- Name: TABLE webhook_attempts; Type: ACL; Schema: billing; Owner: -
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing.webhook_attempts TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_attempts TO billing_api;
+GRANT SELECT ON TABLE billing.webhook_attempts TO billing_operator;
 
 
 --
@@ -10192,6 +10407,13 @@ GRANT SELECT ON TABLE billing_graphql.trial_conversion TO billing_api;
 --
 
 GRANT USAGE ON SEQUENCE billing_private.id_seq TO billing_api;
+
+
+--
+-- Name: DEFAULT PRIVILEGES FOR TABLES; Type: DEFAULT ACL; Schema: billing; Owner: -
+--
+
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA billing GRANT SELECT ON TABLES  TO billing_operator;
 
 
 --

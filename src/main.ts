@@ -14,6 +14,7 @@ import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
 import { resolveEncryptionKey } from './db/encryption-key';
 import { migrateDatabase } from './db/migration-status';
+import { ensureLogin } from './db/logins';
 import { createApiPool, createOwnerPool } from './db/pool';
 import { applyCatalog, readCatalogFile } from './domain/catalog/catalog-file';
 import { createCommunity, createKey } from './domain/communities/community-admin';
@@ -123,7 +124,10 @@ async function main() {
       throw err;
     });
     owner = createOwnerPool(database.url);
-    api = createApiPool(database.url, config.poolSize);
+    // The API and the worker never connect as the owner (src/db/logins.ts).
+    const appUrl = config.appDatabaseUrl ?? await ensureLogin(database.url, 'billing_app');
+    const workerUrl = config.workerDatabaseUrl ?? await ensureLogin(database.url, 'billing_worker');
+    api = createApiPool(appUrl, config.poolSize);
     const demo = await createDemoIfEmpty(owner);
 
     // Listen first so the real port (PORT=0 picks a free one) is in the config.
@@ -134,7 +138,7 @@ async function main() {
     releaseGraphql = () => graphql.release();
     server.on('request', app);
     // The worker gets this config too: it may hold a generated webhook encryption key.
-    worker = await startWorker({ connectionString: database.url, config });
+    worker = await startWorker({ connectionString: workerUrl, config });
 
     const url = config.publicBaseUrl ?? `http://localhost:${port}`;
     process.stdout.write(`Billing API listening on ${url}\n`);

@@ -1,7 +1,8 @@
 // The worker process: graphile-worker running worker/tasks with LISTEN/NOTIFY (new
 // jobs start within milliseconds of their commit; pollInterval only matters for jobs
-// scheduled in the future, such as webhook retries). It connects as the owner role
-// (it sees every community through the owner_access policy). Any number of workers
+// scheduled in the future, such as webhook retries). It connects as billing_worker
+// (src/db/logins.ts): graphile-worker's own tables, and our SECURITY DEFINER doors
+// (billing_private.worker_*, webhook_*, purge_expired), nothing else. Any number of workers
 // may run at once: graphile-worker locks each job to one of them.
 //
 // Dead workers: graphile-worker releases the jobs of a worker that died without
@@ -149,7 +150,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       stopping ??= (async () => {
         clearInterval(timer);
         await runner.stop();
-        await pool.query('delete from billing_private.worker_heartbeats where worker_id = any ($1)', [[...workerIds]]).catch(() => {});
+        await pool.query('select billing_private.worker_heartbeat_stop($1)', [[...workerIds]]).catch(() => {});
         delivery.close();
         await pool.end();
       })();

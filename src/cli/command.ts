@@ -3,6 +3,7 @@
 import type pg from 'pg';
 import type { Config } from '../core/config';
 import { Database, openDatabase } from '../db/database';
+import { ensureLogin } from '../db/logins';
 import { createApiPool, createOwnerPool } from '../db/pool';
 
 export type OptionSpec = { type: 'string'; required?: boolean; description: string; /** placeholder in usage */ value?: string } | { type: 'boolean'; description: string };
@@ -76,10 +77,10 @@ export class CliContext {
     return this.owner;
   }
 
-  /** A pool as billing_api (RLS applies; set app.community_id per transaction). */
+  /** A pool as billing_api through the app login (RLS applies; set app.community_id per transaction). */
   async apiPool(): Promise<pg.Pool> {
     if (!this.api) {
-      this.api = createApiPool(await this.databaseUrl(), 2);
+      this.api = createApiPool(this.config.appDatabaseUrl ?? await ensureLogin(await this.databaseUrl(), 'billing_app'), 2);
       this.pools.push(this.api);
     }
     return this.api;

@@ -5,3 +5,4 @@ export { default as communities } from './communities-commands';
 export { default as keys } from './keys-commands';
 export { default as catalog } from './catalog-commands';
 export { default as sandbox } from './sandbox-commands';
+export { default as sqlAccess } from './sql-access-commands';

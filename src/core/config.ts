@@ -12,6 +12,10 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string | null;
+  /** The API pool's login (APP_DATABASE_URL); null: billing_app, set up from DATABASE_URL (src/db/logins.ts). */
+  appDatabaseUrl: string | null;
+  /** The worker's login (WORKER_DATABASE_URL); null: billing_worker, set up likewise. */
+  workerDatabaseUrl: string | null;
   dataDir: string;
   publicBaseUrl: string | null;
   rateLimits: RateLimits;
@@ -80,6 +84,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: portNumber(env.PORT, 3000),
     host: env.HOST ?? '0.0.0.0',
     databaseUrl: env.DATABASE_URL || null,
+    appDatabaseUrl: env.APP_DATABASE_URL || null,
+    workerDatabaseUrl: env.WORKER_DATABASE_URL || null,
     dataDir: env.BILLING_DATA_DIR ? path.resolve(env.BILLING_DATA_DIR) : path.join(packageRoot, '.data'),
     publicBaseUrl: env.PUBLIC_BASE_URL || null,
     rateLimits: {

@@ -3,7 +3,8 @@
 import type { JobHelpers } from 'graphile-worker';
 import { main } from '../../src/cli/index';
 import { subscriptionsApplyDue } from '../../worker/tasks/subscriptions__apply_due';
-import { call, startApp, TestApp, TEST_DB } from '../support/app';
+import pg from 'pg';
+import { call, startApp, TestApp, TEST_DB, TEST_WORKER_DB } from '../support/app';
 import { checkout, createShop, externalSubject, subscribe } from './fixtures';
 
 let app: TestApp;
@@ -68,14 +69,18 @@ test('the worker task applies period ends (here limited to one community, as the
   await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/cancel`, { key: shop.key });
   // The clock moved without applying anything (as if time simply passed).
   await app.owner.query(`update billing.communities set clock_offset = interval '35 days' where id = $1`, [shop.communityId]);
+  // As the worker's login, as graphile-worker runs it.
+  const client = new pg.Client({ connectionString: TEST_WORKER_DB() });
+  await client.connect();
   const helpers = {
-    withPgClient: async <T>(fn: (client: unknown) => Promise<T>) => {
-      const client = await app.owner.connect();
-      try { return await fn(client); } finally { client.release(); }
-    },
+    withPgClient: async <T>(fn: (client: unknown) => Promise<T>) => fn(client),
     logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
   } as unknown as JobHelpers;
-  await subscriptionsApplyDue({ community_id: shop.communityId }, helpers);
+  try {
+    await subscriptionsApplyDue({ community_id: shop.communityId }, helpers);
+  } finally {
+    await client.end();
+  }
   const sub = await call(app.url, 'GET', `/v1/subscriptions/${subscriptionId}`, { key: shop.key });
   expect(sub.body.status).toBe('cancelled');
   const ents = await call(app.url, 'GET', `/v1/members/${memberId}/entitlements`, { key: shop.key });

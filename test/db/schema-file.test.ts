@@ -14,6 +14,7 @@ test('db/schema.sql holds the dumped schema, policies and grants included', () =
   const text = fs.readFileSync(schemaFile, 'utf8');
   expect(text).toContain('CREATE TABLE billing.subscriptions');
   expect(text).toContain('CREATE POLICY tenant ON billing.subscriptions');
-  expect(text).toMatch(/GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE billing\.subscriptions TO billing_api;/);
+  expect(text).toMatch(/GRANT SELECT ON TABLE billing\.subscriptions TO billing_api;/);
+  expect(text).toMatch(/GRANT SELECT,UPDATE ON TABLE billing\.subscriptions TO billing_writer;/);
   expect(text).not.toContain('graphile_worker.jobs');
 });

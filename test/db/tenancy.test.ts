@@ -61,12 +61,15 @@ async function tenantTables(): Promise<string[]> {
   return rows.map((r) => r.t);
 }
 
-/** Runs fn as billing_api in a transaction that is rolled back, optionally with a community set. */
-async function asApi<T>(communityId: string | null, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs fn as billing_api (or billing_writer, the owner of the API's writing operations)
+ * in a transaction that is rolled back, optionally with a community set.
+ */
+async function asApi<T>(communityId: string | null, fn: (c: pg.PoolClient) => Promise<T>, role = 'billing_api'): Promise<T> {
   const client = await owner.connect();
   try {
     await client.query('begin');
-    await client.query(`select set_config('role', 'billing_api', true)`);
+    await client.query(`select set_config('role', $1, true)`, [role]);
     if (communityId) await client.query(`select set_config('app.community_id', $1, true)`, [communityId]);
     return await fn(client);
   } finally {
@@ -137,26 +140,26 @@ test("with community A set, the API role sees none of B's rows in any table", as
   });
 });
 
-test("with community A set, the API role cannot insert rows into B", async () => {
+test("with community A set, the API's writing role cannot insert rows into B", async () => {
   await asApi(a.communityId, async (c) => {
     await expect(c.query(`insert into billing.members (community_id) values ($1)`, [b.communityId]))
       .rejects.toThrow(/row-level security/);
-  });
+  }, 'billing_writer');
   await asApi(a.communityId, async (c) => {
     await expect(c.query(`insert into billing.events (community_id, type, data) values ($1, 'x', '{}')`, [b.communityId]))
       .rejects.toThrow(/row-level security/);
-  });
+  }, 'billing_writer');
 });
 
 test("with community A set, updates and deletes of B's rows touch nothing", async () => {
   await asApi(a.communityId, async (c) => {
     const upd = await c.query(`update billing.subscriptions set status = 'cancelled' where community_id = $1`, [b.communityId]);
     expect(upd.rowCount).toBe(0);
-    const del = await c.query(`delete from billing.members where community_id = $1`, [b.communityId]);
+    const del = await c.query(`delete from billing.webhook_endpoints where community_id = $1`, [b.communityId]);
     expect(del.rowCount).toBe(0);
     // Moving one of A's rows into B is refused too.
-    await expect(c.query(`update billing.members set community_id = $1`, [b.communityId])).rejects.toThrow(/row-level security|violates/);
-  });
+    await expect(c.query(`update billing.member_identities set community_id = $1`, [b.communityId])).rejects.toThrow(/row-level security|violates/);
+  }, 'billing_writer');
   const { rows } = await owner.query(`select count(*)::int as n from billing.subscriptions where community_id = $1 and status = 'active'`, [b.communityId]);
   expect(rows[0].n).toBeGreaterThan(0);
 });

@@ -2,14 +2,13 @@
 // transitions" rules 2-4 and "Events"). Source rows are written directly in SQL, as
 // the services (checkout, lifecycle) do; the triggers do the rest.
 import type pg from 'pg';
-import { createOwnerPool, createApiPool } from '../../src/db/pool';
+import { createOwnerPool } from '../../src/db/pool';
 import { TEST_DB } from '../support/app';
 import { ENTITLEMENT_EVENT, eventsSince, ledgerRows, seedWorld, World } from './world';
 
 let owner: pg.Pool;
-let api: pg.Pool;
-beforeAll(() => { owner = createOwnerPool(TEST_DB(), 4); api = createApiPool(TEST_DB(), 2); });
-afterAll(async () => { await owner.end(); await api.end(); });
+beforeAll(() => { owner = createOwnerPool(TEST_DB(), 4); });
+afterAll(async () => { await owner.end(); });
 
 async function lastEventId(w: World): Promise<string> {
   return (await eventsSince(owner, w.communityId, '')).at(-1)?.id ?? '';
@@ -210,12 +209,14 @@ test('triggers read the row\'s community and its clock, never the session settin
   expect((await eventsSince(owner, other.communityId, '')).some((e) => e.type.startsWith('purchase.'))).toBe(false);
 });
 
-test('the API role, confined by RLS to its community, drives the same triggers', async () => {
+// billing_writer owns the API operations that write (billing_api itself only reads).
+test("the API's writing role, confined by RLS to its community, drives the same triggers", async () => {
   const w = await seedWorld(owner);
   const subId = await subscribe(w, 0, 0);
-  const client = await api.connect();
+  const client = await owner.connect();
   try {
     await client.query('begin');
+    await client.query(`select set_config('role', 'billing_writer', true)`);
     await client.query(`select set_config('app.community_id', $1, true)`, [w.communityId]);
     await client.query(`update billing.subscriptions set status = 'paused' where id = $1`, [subId]);
     await client.query('commit');

@@ -14,16 +14,26 @@ const createMember = defineOperation({
   name: 'test_create_member', method: 'POST', path: '/v1/test-members', scope: 'members:write', tag: 'Test',
   summary: 'creates a member slowly', idempotent: true, status: 201,
   body: z.object({ note: z.string() }),
+  // Writes go through operations (billing_api only reads tables): each run adds one
+  // link code row, which is what the tests count.
   handler: async (ctx, input) => {
-    const { rows } = await ctx.query<{ id: string }>('insert into billing.members (community_id) values ($1) returning id', [ctx.communityId]);
+    const { rows } = await ctx.query<{ r: { code: string } }>(
+      `select billing_api.link_code_create(jsonb_build_object('id', (select m.id from billing.members m order by m.id limit 1),
+        'intended_platform', 'discord')) as r`);
     await ctx.query('select pg_sleep(0.3)');
     if (input.note === 'fail') throw Object.assign(new Error('nope'), { code: 'BL409', message: 'State does not allow it.' });
-    return { id: rows[0].id, note: input.note };
+    return { id: rows[0].r.code, note: input.note };
   },
 });
 
+/** Each tenant gets one member, for whom the handler writes link codes. */
+async function withMember(communityId: string): Promise<void> {
+  await app.owner.query('insert into billing.members (community_id) values ($1)', [communityId]);
+}
+
+/** Operations that took effect: link codes written by the handler. */
 async function memberCount(): Promise<number> {
-  const { rows } = await app.owner.query('select count(*)::int as n from billing.members where community_id = $1', [tenant.communityId]);
+  const { rows } = await app.owner.query('select count(*)::int as n from billing.link_codes where community_id = $1', [tenant.communityId]);
   return rows[0].n;
 }
 
@@ -31,7 +41,10 @@ beforeAll(async () => {
   app = await startApp();
   executor = new Executor(app.api, app.config, createServices(app.config));
 });
-beforeEach(async () => { tenant = await createTenant(app.owner); });
+beforeEach(async () => {
+  tenant = await createTenant(app.owner);
+  await withMember(tenant.communityId);
+});
 afterAll(() => app.close());
 
 const caller = () => ({ key: tenant.key, ip: '127.0.0.1' });
@@ -62,6 +75,7 @@ test('the same key with a different body answers 422 idempotency_key_reuse and c
 
 test('keys are scoped per community: another community may use the same key', async () => {
   const other = await createTenant(app.owner);
+  await withMember(other.communityId);
   const r1 = await executor.run(createMember, caller(), { body: { note: 'a' }, idempotencyKey: 'shared' });
   const r2 = await executor.run(createMember, { key: other.key, ip: '127.0.0.1' }, { body: { note: 'a' }, idempotencyKey: 'shared' });
   expect(r1.replayed).toBeFalsy();

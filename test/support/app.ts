@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
 import { loadConfig, Config } from '../../src/core/config';
+import { loginUrl } from '../../src/db/logins';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { createApp, createHttpServer } from '../../src/app';
 import { SCOPES, Scope } from '../../src/core/scopes';
@@ -13,6 +14,11 @@ export const TEST_DB = () => {
   if (!url) throw new Error('BILLING_TEST_DB is not set: run tests through jest (globalSetup)');
   return url;
 };
+
+/** The run's database as the API's login (billing_app; set up by globalSetup). */
+export const TEST_APP_DB = () => loginUrl(TEST_DB(), 'billing_app');
+/** The run's database as the worker's login (billing_worker). */
+export const TEST_WORKER_DB = () => loginUrl(TEST_DB(), 'billing_worker');
 
 export interface TestApp {
   url: string;
@@ -30,7 +36,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
     ...overrides,
   };
   const owner = createOwnerPool(TEST_DB());
-  const api = createApiPool(TEST_DB(), 10);
+  const api = createApiPool(TEST_APP_DB(), 10);
   const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });
   const server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

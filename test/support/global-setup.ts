@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbedded } from '../../src/db/embedded';
+import { ensureLogin } from '../../src/db/logins';
 import { applyMigrations, migrationsFolder, withDatabase } from '../../src/db/migrate';
 
 function migrationsHash(): string {
@@ -51,6 +52,9 @@ export default async function globalSetup() {
   await admin.query(`create database ${runDb} template ${template}`);
   await admin.end();
   process.env.BILLING_TEST_DB = withDatabase(serverUrl, runDb);
+  // The service's logins, as npm start sets them up (cluster-wide: every database of this server).
+  await ensureLogin(process.env.BILLING_TEST_DB, 'billing_app');
+  await ensureLogin(process.env.BILLING_TEST_DB, 'billing_worker');
   process.env.BILLING_TEST_SERVER = serverUrl;
   (globalThis as { __runDb?: string }).__runDb = runDb;
 }

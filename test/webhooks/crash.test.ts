@@ -7,6 +7,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { call, createTenant, startApp, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
+import { loginUrl } from '../../src/db/logins';
 import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, verify, waitFor, worker } from './support';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
@@ -35,7 +36,7 @@ afterAll(async () => {
 async function spawnWorker(): Promise<{ proc: ChildProcess; workerIds: string[] }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker-child.ts')], {
     cwd: path.resolve(__dirname, '../..'),
-    env: { ...process.env, CHILD_DATABASE_URL: db.url, CHILD_ENCRYPTION_KEY: ENCRYPTION_KEY },
+    env: { ...process.env, CHILD_DATABASE_URL: loginUrl(db.url, 'billing_worker'), CHILD_ENCRYPTION_KEY: ENCRYPTION_KEY },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = readline.createInterface({ input: proc.stdout! });

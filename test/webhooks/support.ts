@@ -8,7 +8,7 @@ import pg from 'pg';
 import { applyMigrations, withDatabase } from '../../src/db/migrate';
 import { Webhook } from 'standardwebhooks';
 import { startWorker, StartWorkerOptions, WorkerHandle } from '../../worker';
-import { call, TEST_DB } from '../support/app';
+import { call, TEST_DB, TEST_WORKER_DB } from '../support/app';
 
 export const ENCRYPTION_KEY = crypto.randomBytes(32).toString('base64');
 
@@ -112,7 +112,7 @@ export function verify(secret: string, r: Received): { id: string; type: string;
 
 export async function worker(opts: Partial<StartWorkerOptions> = {}): Promise<WorkerHandle> {
   return startWorker({
-    connectionString: TEST_DB(),
+    connectionString: TEST_WORKER_DB(),
     concurrency: 4,
     pollInterval: 100,
     retrySchedule: [0, 200, 200, 200, 200, 200, 200, 200],

@@ -1,7 +1,8 @@
 // Periodic: applies everything that became due (expired checkouts, period ends,
 // scheduled switches, trial ends, cancellations, purchase expiry through the ledger
-// sweep), one transaction per community (billing.apply_due), so one community's
-// failure does not hold back the others. Scheduled by the worker's crontab.
+// sweep), one transaction per community (billing.apply_due, through the worker's
+// door billing_private.worker_apply_due), so one community's failure does not hold
+// back the others. Scheduled by the worker's crontab.
 import type { Task } from 'graphile-worker';
 
 export const subscriptionsApplyDue: Task = async (payload, helpers) => {
@@ -11,11 +12,11 @@ export const subscriptionsApplyDue: Task = async (payload, helpers) => {
   const failures: string[] = [];
   await helpers.withPgClient(async (client) => {
     const { rows } = await client.query<{ id: string }>(
-      'select id from billing.communities where $1::text is null or id = $1 order by id', [only]);
+      'select id from billing_private.worker_community_ids($1) as id', [only]);
     for (const { id } of rows) {
       try {
         await client.query('begin');
-        await client.query('select billing.apply_due($1)', [id]);
+        await client.query('select billing_private.worker_apply_due($1)', [id]);
         await client.query('commit');
       } catch (err) {
         await client.query('rollback').catch(() => {});

@@ -1,1 +1,23 @@
--- Enter migration here
+-- One change, every domain it touches included again in fixture order (fixtures are
+-- idempotent; docs/development.md): HTTP edge hardening (tokens stored hashed, the rate
+-- token taken last), database roles (billing_writer owns the writing operations,
+-- operator SQL logins), GraphQL views and analytics, money continued (refunds,
+-- disputes, grants, pause, calendar arithmetic in UTC), Stripe for production
+-- (per-community secrets, one customer per member).
+--!include 00-foundation.sql
+--!include 05-worker.sql
+--!include 10-tenancy.sql
+--!include 20-catalog.sql
+--!include 30-members.sql
+--!include 40-subscriptions.sql
+--!include 45-purchases.sql
+--!include 46-invoices.sql
+--!include 47-grants.sql
+--!include 48-analytics.sql
+--!include 50-ledger.sql
+--!include 60-events.sql
+--!include 70-webhooks.sql
+--!include 80-checkout.sql
+--!include 85-idempotency-and-limits.sql
+--!include 90-retention.sql
+--!include 95-graphql.sql

@@ -1,2 +1,0 @@
---!include 10-tenancy.sql
---!include 80-checkout.sql

@@ -1,4 +1,0 @@
--- GraphQL (items 1 and 2 of "Operators' own doors"): the analytics views, and the
--- read-only billing_graphql schema PostGraphile exposes.
---!include 48-analytics.sql
---!include 95-graphql.sql

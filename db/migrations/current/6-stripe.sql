@@ -1,4 +1,0 @@
--- Stripe for production: per-community Stripe secrets (encrypted, owner only) and one
--- Stripe customer per member and community, reused by later checkouts.
---!include 10-tenancy.sql
---!include 80-checkout.sql
