@@ -1,4 +1,4 @@
--- db/migrations sha256:8e4d6d8288fda906291519d929be422c6431a5feb3e2014dd4fb5d9a039f0fe9 (regenerate with npm run db:schema)
+-- db/migrations sha256:bdc769dba9b0fc4d3059ceb1780820c4ff591eb911a73761c585af0a951dcbf5 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -1491,6 +1491,9 @@ begin
   end if;
   if p_provider_ref is not null then
     select * into v_dp from billing.disputes d where d.community_id = v_inv.community_id and d.provider_ref = p_provider_ref for update;
+  elsif exists (select 1 from billing.disputes d where d.community_id = v_inv.community_id and d.invoice_id = v_inv.id) then
+    -- A payment is disputed once (the sandbox's disputes carry no provider id to tell them apart).
+    perform billing.raise('BL409', 'Invoice ' || v_inv.id || ' is already disputed.');
   end if;
   if v_dp.id is not null then
     -- Later news of the same dispute: its status only.

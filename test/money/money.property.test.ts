@@ -1,6 +1,6 @@
 // The money invariant, by property (issue 11): over random sequences of checkouts,
 // declines and accepts, clock moves (renewals and dunning retries), switches, cancels
-// and reactivations, pauses and resumes, refunds that revoke, and grants (comps) on the
+// and reactivations, pauses and resumes, refunds that revoke, disputes, and grants (comps) on the
 // sandbox provider, including batches of concurrent requests on the same subscription:
 //   - the service agrees with an independent TypeScript model of the subscription
 //     state machine (status, plan, anchored period ends, retries, invoices charged);
@@ -12,7 +12,7 @@
 //     the edges only (granted and revoked alternate, ending in the ledger's state).
 // Runs with a fixed seed (CI) and with a random one; fast-check prints seed and path.
 import fc from 'fast-check';
-import { sandboxAdvance, sandboxSetCard } from '../../src/domain/checkout/checkout-completion';
+import { sandboxAdvance, sandboxDispute, sandboxSetCard } from '../../src/domain/checkout/checkout-completion';
 import { call, startApp, TestApp } from '../support/app';
 import { createShop, externalSubject, pay, Shop } from '../checkout/fixtures';
 import { expectedSupport, ledgerRows } from '../ledger/world';
@@ -35,6 +35,8 @@ interface ModelSub {
   declines: boolean; scheduled: PlanKey | null; due: number | null; attempts: number; charged: number[];
   /** The first invoice was refunded in full (with revoke_access). */
   refunded: boolean;
+  /** A dispute was opened against the first invoice. */
+  disputed: boolean;
 }
 interface Model { subs: ModelSub[] }
 
@@ -93,6 +95,7 @@ type Cmd =
   | { k: 'pause'; s: number }
   | { k: 'resume'; s: number }
   | { k: 'refund'; s: number }
+  | { k: 'dispute'; s: number }
   | { k: 'grant'; m: number; tier: 'silver' | 'gold' | 'platinum'; days: number | null }
   | { k: 'revoke_grant'; g: number };
 
@@ -110,6 +113,7 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ k: fc.constant('pause' as const), s: fc.nat({ max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('resume' as const), s: fc.nat({ max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('refund' as const), s: fc.nat({ max: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('dispute' as const), s: fc.nat({ max: 5 }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('grant' as const), m: fc.nat({ max: M - 1 }), tier: fc.constantFrom('silver' as const, 'gold' as const, 'platinum' as const),
     days: fc.option(fc.integer({ min: 1, max: 40 }), { nil: null }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('revoke_grant' as const), g: fc.nat({ max: 5 }) }) },
@@ -175,7 +179,7 @@ async function apply(run: Run, c: Cmd): Promise<void> {
       const anchor = rows[0].start.getTime();
       expect(rows[0].end.getTime()).toBe(addMonths(anchor, 1));
       subs.push({ id: rows[0].id, member: c.m, plan: c.plan, status: 'active', periodEnd: rows[0].end.getTime(), anchor,
-        declines: false, scheduled: null, due: null, attempts: 0, charged: [PLANS[c.plan].amount], refunded: false });
+        declines: false, scheduled: null, due: null, attempts: 0, charged: [PLANS[c.plan].amount], refunded: false, disputed: false });
       run.memberIds[c.m] = r.body.member_id;
       return;
     }
@@ -237,6 +241,23 @@ async function apply(run: Run, c: Cmd): Promise<void> {
       expect([c, r.status]).toEqual([c, 200]);
       s.refunded = true;
       if (s.status !== 'cancelled') { s.status = 'cancelled'; s.due = null; s.scheduled = null; }
+      return;
+    }
+    case 'dispute': {
+      const s = pickSub(c.s);
+      if (!s) return;
+      const { rows } = await app.owner.query<{ id: string; status: string }>(
+        `select id, status from billing.invoices where subscription_id = $1 and billing_reason = 'subscription_create'`, [s.id]);
+      const opened = await sandboxDispute(app.owner, rows[0].id).then(() => true, (err: { code?: string }) => {
+        expect([c, err.code === 'BL409' || err.code === 'conflict']).toEqual([c, true]);
+        return false;
+      });
+      // Only a paid invoice can be disputed; a second dispute of it is refused too (not paid twice, not disputed twice).
+      expect([c, opened]).toEqual([c, !s.disputed]);
+      if (opened) {
+        s.disputed = true;
+        if (s.status !== 'cancelled') { s.status = 'cancelled'; s.due = null; s.scheduled = null; }
+      }
       return;
     }
     case 'grant': {
