@@ -118,3 +118,23 @@ export function toApiError(err: unknown): ApiError {
 }
 
 export const UNAUTHORIZED_DETAIL = 'A valid API key is required: send Authorization: Bearer <key>.';
+
+/**
+ * The codes each HTTP status can carry: every code's default status, the SQLSTATE
+ * table's pairs, and invalid_request as 400 (unreadable requests, bad cursors). The
+ * OpenAPI document narrows each error response's `code` to its status's list.
+ */
+export function codesByStatus(): Map<number, ErrorCode[]> {
+  const pairs: [ErrorCode, number][] = [
+    ...(Object.entries(DEFAULT_STATUS) as [ErrorCode, number][]),
+    ...Object.values(SQLSTATES),
+    ['invalid_request', 400],
+  ];
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const [code, status] of pairs) {
+    const codes = byStatus.get(status) ?? [];
+    if (!codes.includes(code)) codes.push(code);
+    byStatus.set(status, codes);
+  }
+  return byStatus;
+}

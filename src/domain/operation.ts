@@ -51,6 +51,11 @@ export interface Operation {
   response?: z.ZodType;
   status?: number;
   idempotent?: boolean;
+  /**
+   * Examples for the OpenAPI document; when absent they are generated from the
+   * schemas (src/http/openapi.ts). Give one when the generated value would mislead.
+   */
+  examples?: { request?: Record<string, unknown>; response?: unknown };
   /** billing_api function taking the merged input as jsonb: one round trip. */
   sql?: string;
   handler?: (ctx: OpContext, input: Record<string, unknown>) => Promise<unknown>;

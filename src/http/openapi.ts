@@ -1,8 +1,11 @@
 // The OpenAPI 3.1 document, generated from the operations registry so docs and
-// behaviour cannot drift.
+// behaviour cannot drift. Each operation lists the error statuses it can answer,
+// each with a problem+json schema whose `code` is narrowed to the codes that
+// status carries (src/core/errors.ts); bodies and successes carry examples,
+// generated from the schemas unless the operation gives its own.
 import { z } from 'zod';
 import { API_VERSION } from '../core/api-version';
-import { PROBLEM_BASE } from '../core/errors';
+import { codesByStatus, problemBody, PROBLEM_BASE } from '../core/errors';
 import type { Operation } from '../domain/operation';
 
 type Json = Record<string, unknown>;
@@ -25,8 +28,147 @@ const problemSchema = {
   },
 };
 
+const TAGS: Record<string, string> = {
+  Plans: 'The community\'s plan tiers and their prices.',
+  Members: 'Members, their identities, entitlements, grants, portal sessions and link codes.',
+  Subscriptions: 'Subscriptions and their lifecycle: cancel, pause, resume, reactivate, switch.',
+  Purchases: 'One-time purchases.',
+  Invoices: 'Invoices and refunds.',
+  Discounts: 'Discount codes.',
+  Analytics: 'Revenue and membership figures.',
+  Entitlements: 'Whether an identity is entitled to a tier.',
+  Events: 'The event log that webhooks deliver.',
+  Checkout: 'Hosted checkout links.',
+  Webhooks: 'Webhook endpoints and their deliveries.',
+};
+
+/** What each error status means for a caller, for the response descriptions. */
+const ERROR_TEXT: Record<number, string> = {
+  400: 'The request could not be read (body not JSON, bad cursor, unknown Api-Version, missing required query parameter).',
+  401: 'Missing, malformed, unknown or revoked API key.',
+  402: 'The payment provider declined the payment; nothing was changed.',
+  403: 'The API key lacks the scope this operation requires (required_scope names it).',
+  404: 'No such resource in the key\'s community.',
+  409: 'The resource is not in a state that allows this operation.',
+  422: 'An input is invalid (param names it) or a business rule refuses it.',
+  429: 'Rate limited: retry after the Retry-After header\'s seconds.',
+  503: 'A dependency (payment provider, webhook encryption) is unavailable; nothing was changed. Retry later.',
+};
+
+const CODES_BY_STATUS = codesByStatus();
+
+function problemName(status: number): string {
+  return `Problem${status}`;
+}
+
+/** Problem with `status` fixed and `code` narrowed to what that status carries. */
+function statusProblemSchema(status: number): Json {
+  return {
+    allOf: [
+      { $ref: '#/components/schemas/Problem' },
+      {
+        type: 'object',
+        properties: { status: { const: status }, code: { enum: CODES_BY_STATUS.get(status) ?? [] } },
+      },
+    ],
+  };
+}
+
+/** Operations without a path id that still answer 404, and why. */
+const NOT_FOUND_WITHOUT_PATH_ID: Record<string, string> = {
+  lookup_member: 'no member holds the identity',
+  create_checkout_link: 'the tier or plan is unknown or inactive',
+  redeem_link_code: 'the code is unknown, expired, used or replaced',
+};
+
+/** The error statuses an operation can answer. */
+export function errorStatuses(op: Operation): number[] {
+  const changes = op.method !== 'GET';
+  const statuses = new Set<number>([400, 401, 429]);
+  if (op.scope) statuses.add(403);
+  if (/\{\w+\}/.test(op.path) || op.name in NOT_FOUND_WITHOUT_PATH_ID || /\b404\b/.test(op.description ?? '')) statuses.add(404);
+  if (op.query || op.body || changes) statuses.add(422);
+  if (changes || /\b409\b/.test(op.description ?? '')) statuses.add(409);
+  if (op.name === 'switch_subscription') statuses.add(402);
+  // Webhook routes need the encryption key; state changes may call the payment provider.
+  if (op.tag === 'Webhooks' || changes || /\b503\b/.test(op.description ?? '')) statuses.add(503);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+// ---- examples, generated from a JSON schema ---------------------------------------
+
+const KNOWN_PATTERNS: Record<string, string> = {
+  '^[a-z]{1,5}_[0-9a-f]{26}$': 'evt_0123456789abcdef0123456789',
+};
+
+/** A value that satisfies `schema` (the subset of JSON Schema zod emits here). */
+export function exampleOf(schema: Json, name = 'value'): unknown {
+  if (schema.examples && Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
+  if (schema.default !== undefined) return schema.default;
+  if (schema.const !== undefined) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const branches = schema[key] as Json[] | undefined;
+    if (branches) return exampleOf(branches.find((b) => b.type !== 'null') ?? branches[0], name);
+  }
+  if (Array.isArray(schema.allOf)) return exampleOf(Object.assign({}, ...(schema.allOf as Json[])), name);
+  const type = Array.isArray(schema.type) ? (schema.type as string[]).find((t) => t !== 'null') : schema.type as string | undefined;
+  switch (type) {
+    case 'object': {
+      const out: Json = {};
+      const props = (schema.properties ?? {}) as Record<string, Json>;
+      for (const key of (schema.required ?? []) as string[]) {
+        if (props[key]) out[key] = exampleOf(props[key], key);
+      }
+      return out;
+    }
+    case 'array': {
+      const n = Math.max(1, Number(schema.minItems ?? 1));
+      return Array.from({ length: n }, () => exampleOf((schema.items ?? {}) as Json, name));
+    }
+    case 'integer':
+    case 'number': {
+      const min = schema.minimum ?? (typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : undefined);
+      return typeof min === 'number' ? Math.max(min, Math.min(1, Number(schema.maximum ?? 1))) : 1;
+    }
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    case 'string':
+      return stringExample(schema, name);
+    default:
+      return name;
+  }
+}
+
+function stringExample(schema: Json, name: string): string {
+  if (typeof schema.pattern === 'string') {
+    const known = KNOWN_PATTERNS[schema.pattern];
+    if (!known) throw new Error(`OpenAPI examples: no example for the pattern ${schema.pattern} (${name}); add it to KNOWN_PATTERNS`);
+    return known;
+  }
+  switch (schema.format) {
+    case 'date-time': return '2026-01-15T12:00:00.000Z';
+    case 'date': return '2026-01-15';
+    case 'uri': case 'url': return 'https://example.com/return';
+    case 'email': return 'member@example.com';
+    case 'uuid': return '7d444840-9dc0-11d1-b245-5ffdce74fad2';
+    default: break;
+  }
+  let value = /_id$|^id$/.test(name) ? `${name.replace(/_id$/, '').slice(0, 4) || 'id'}_0123456789abcdef0123456789` : `example_${name}`;
+  const min = Number(schema.minLength ?? 0);
+  const max = Number(schema.maxLength ?? Infinity);
+  if (value.length < min) value = value.padEnd(min, 'x');
+  if (value.length > max) value = value.slice(0, max);
+  return value;
+}
+
+// ---- the document -------------------------------------------------------------------
+
 export function buildOpenApi(operations: readonly Operation[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
+  const usedStatuses = new Set<number>();
   for (const op of operations) {
     const parameters: Json[] = [];
     for (const [where, obj] of [['path', op.params], ['query', op.query]] as const) {
@@ -40,40 +182,78 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       }
     }
     if (op.idempotent) {
-      parameters.push({ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } });
+      parameters.push({
+        name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 },
+        description: 'Replays of the same key answer the first response instead of repeating the work.',
+      });
     }
     const status = String(op.status ?? 200);
+    let success: Json;
+    if (op.response) {
+      const schema = schemaOf(op.response, 'output');
+      success = {
+        description: 'Success',
+        content: { 'application/json': { schema, examples: { example: { value: op.examples?.response ?? exampleOf(schema) } } } },
+      };
+    } else {
+      success = { description: 'Success' };
+    }
+    const responses: Json = { [status]: success };
+    for (const errorStatus of errorStatuses(op)) {
+      usedStatuses.add(errorStatus);
+      responses[String(errorStatus)] = { $ref: `#/components/responses/${problemName(errorStatus)}` };
+    }
+    responses.default = { description: 'Any other error, e.g. 500 internal_error.', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
     const entry: Json = {
       operationId: op.name,
       summary: op.summary,
-      description: op.description,
+      description: `${op.description ?? op.summary}${op.scope ? ` Requires the API key scope ${op.scope}.` : ''}`,
       tags: [op.tag],
       security: [{ bearer: [] }],
       'x-required-scope': op.scope,
       parameters,
-      responses: {
-        [status]: op.response
-          ? { description: 'Success', content: { 'application/json': { schema: schemaOf(op.response, 'output') } } }
-          : { description: 'Success' },
-        default: { description: 'Error', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
-      },
+      responses,
     };
     if (op.body) {
-      entry.requestBody = { required: false, content: { 'application/json': { schema: schemaOf(op.body.strict(), 'input') } } };
+      const schema = schemaOf(op.body.strict(), 'input') as Json;
+      entry.requestBody = {
+        required: Array.isArray(schema.required) && schema.required.length > 0,
+        content: { 'application/json': { schema, examples: { example: { value: op.examples?.request ?? exampleOf(schema) } } } },
+      };
     }
     (paths[op.path] ??= {})[op.method.toLowerCase()] = entry;
   }
+  const statuses = [...usedStatuses].sort((a, b) => a - b);
+  const schemas: Json = { Problem: problemSchema };
+  const responses: Json = {};
+  for (const s of statuses) {
+    schemas[problemName(s)] = statusProblemSchema(s);
+    const code = (CODES_BY_STATUS.get(s) ?? ['internal_error'])[0];
+    responses[problemName(s)] = {
+      description: ERROR_TEXT[s] ?? 'Error',
+      content: {
+        'application/problem+json': {
+          schema: { $ref: `#/components/schemas/${problemName(s)}` },
+          examples: { example: { value: problemBody(code, s, ERROR_TEXT[s]) } },
+        },
+      },
+    };
+  }
+  const usedTags = [...new Set(operations.map((op) => op.tag))];
   return {
     openapi: '3.1.0',
     info: {
       title: 'Community Billing API',
       version: API_VERSION,
       description: 'Community-scoped subscription billing and access. Errors are RFC 9457 problem+json with a stable code.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [{ url: '/' }],
+    servers: [{ url: '/', description: 'This server' }],
+    tags: usedTags.map((name) => ({ name, description: TAGS[name] ?? name })),
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: { Problem: problemSchema },
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key of a community: Authorization: Bearer bk_...' } },
+      schemas,
+      responses,
     },
     paths,
   };

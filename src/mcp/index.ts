@@ -1,13 +1,28 @@
-// The MCP tool endpoint (/mcp): Streamable HTTP transport of @modelcontextprotocol/sdk,
-// stateless (a new server and transport per HTTP request, JSON responses, no
-// sessions), over the operations registry. Authentication, rate limiting, tenant
-// and scope are the executor's, exactly as for REST. See docs/decisions.md.
+// The MCP tool endpoint (/mcp), on the v2 SDK (@modelcontextprotocol/server):
+// stateless (a new server per HTTP request, JSON responses, no sessions), over the
+// operations registry. Authentication, rate limiting, tenant and scope are the
+// executor's, exactly as for REST. Two protocol eras share one server factory:
+// 2026-07-28 requests (per-request `_meta` envelope, server/discover) go to the SDK's
+// createMcpHandler; 2025-era requests (initialize handshake, up to 2025-11-25) go to
+// a stateless Streamable HTTP transport with JSON responses, as before. See
+// docs/decisions.md.
 import express, { Request, Response } from 'express';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import {
+  createMcpHandler, isLegacyRequest, McpRequestContext, WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import { API_VERSION } from '../core/api-version';
 import { Executor, Outcome, RateLimitInfo } from '../operations/executor';
 import { callerOf, sendOutcome } from '../web/express-io';
 import { createMcpServer, listTools, RequestAuth, ToolRunner } from './server';
+
+/** The request's RequestAuth travels to the server factory in the SDK's pass-through authInfo. */
+const REQUEST_AUTH = 'community-billing/request-auth';
+
+function requestAuthOf(ctx: McpRequestContext): RequestAuth {
+  const auth = ctx.authInfo?.extra?.[REQUEST_AUTH];
+  if (!auth) throw new Error('MCP: a server was built without the request\'s caller');
+  return auth as RequestAuth;
+}
 
 export const MCP_PATH = '/mcp';
 /** As /v1: a larger body is refused by the app's error handler (400 invalid_request). */
@@ -55,6 +70,25 @@ async function sendWebResponse(res: Response, response: globalThis.Response, rl:
 export function mountMcp(app: express.Express, executor: Executor): void {
   const runner = new ToolRunner(executor);
   const listed = listTools();
+  // Modern era only: 2025-era traffic is routed below (the SDK's own legacy fallback
+  // would answer with SSE streams, and this endpoint answers JSON). The default
+  // responseMode 'auto' answers one JSON body, as the tools emit nothing before their
+  // result ('json' would say the same but warns at every start).
+  const modern = createMcpHandler((ctx) => createMcpServer(runner, requestAuthOf(ctx), listed), {
+    legacy: 'reject',
+  });
+
+  /** A 2025-era request: the initialize handshake and the calls after it, stateless. */
+  async function serveLegacy(request: globalThis.Request, auth: RequestAuth): Promise<globalThis.Response> {
+    const server = createMcpServer(runner, auth, listed);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await server.connect(transport);
+      return await transport.handleRequest(request);
+    } finally {
+      await server.close();
+    }
+  }
 
   /** Authenticates the request unless a tool call already did; a refusal is answered here. */
   async function settle(res: Response, auth: RequestAuth): Promise<boolean> {
@@ -75,15 +109,10 @@ export function mountMcp(app: express.Express, executor: Executor): void {
       const text = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
       const auth: RequestAuth = { caller: callerOf(req), authenticated: false };
       if (!isSingleToolCall(text) && !(await settle(res, auth))) return;
-      const server = createMcpServer(runner, auth, listed);
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      let response: globalThis.Response;
-      try {
-        await server.connect(transport);
-        response = await transport.handleRequest(toWebRequest(req, text));
-      } finally {
-        await server.close();
-      }
+      const request = toWebRequest(req, text);
+      const response = await isLegacyRequest(request)
+        ? await serveLegacy(request, auth)
+        : await modern.fetch(request, { authInfo: { token: '', clientId: '', scopes: [], extra: { [REQUEST_AUTH]: auth } } });
       // The transport may have answered without reaching the tool (bad headers, bad JSON-RPC).
       if (!(await settle(res, auth))) return;
       await sendWebResponse(res, response, auth.rateLimit);

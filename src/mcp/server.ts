@@ -1,10 +1,11 @@
-// One MCP server per HTTP request (stateless): tools/list answers the tool table,
-// tools/call runs the tool's registry operation through Executor.run with the
-// request's caller, exactly as the REST route would.
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+// One MCP server per HTTP request (stateless), built with the v2 SDK's McpServer:
+// each tool of the table is registered with registerTool; a call runs the tool's
+// registry operation through Executor.run with the request's caller, exactly as the
+// REST route would. The same factory serves both protocol eras (2026-07-28 and the
+// 2025 initialize handshake); see index.ts.
 import {
-  CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+  CallToolResult, McpServer, ProtocolError, ProtocolErrorCode, StandardSchemaWithJSON, Tool,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { API_VERSION } from '../core/api-version';
 import { ApiError } from '../core/errors';
@@ -112,7 +113,7 @@ export class ToolRunner {
     if (!tool) {
       await this.refuse(auth, null, new ApiError('not_found', 'unknown tool'));
       if (auth.refusal) return toolResult(auth.refusal);
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}. Call tools/list for the available tools.`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}. Call tools/list for the available tools.`);
     }
     const op = findOperation(tool.operation);
     if (!op) {
@@ -141,23 +142,51 @@ export class ToolRunner {
   }
 }
 
-/** A fresh low-level server for one HTTP request. */
-export function createMcpServer(runner: ToolRunner, auth: RequestAuth, listed: Tool[]): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    try {
-      return await runner.call(auth, request.params.name, request.params.arguments);
-    } catch (err) {
-      if (err instanceof McpError) throw err;
-      // Never a database message in a result: log it, answer the REST 500 problem.
-      log.error({ err, tool: request.params.name }, 'unexpected error in an MCP tool');
-      return toolResult(problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.'), auth.rateLimit));
-    }
-  });
+/**
+ * The advertised input schema of a tool, as a Standard Schema that accepts any
+ * arguments. registerTool needs a schema for tools/list; validation must stay with
+ * the tool runner, which checks the key and the scope first and answers a bad input
+ * as REST's 422 problem naming the field (the SDK's own validation would answer a
+ * bare message before the scope check).
+ */
+function advertised(inputSchema: Tool['inputSchema']): StandardSchemaWithJSON<Record<string, unknown>> {
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'community-billing',
+      validate: (value: unknown) => ({ value: value as Record<string, unknown> }),
+      jsonSchema: { input: () => inputSchema, output: () => inputSchema },
+    },
+  };
+}
+
+export interface ListedTool {
+  tool: Tool;
+  schema: StandardSchemaWithJSON<Record<string, unknown>>;
+}
+
+/** A fresh server for one HTTP request, its tools registered from the table. */
+export function createMcpServer(runner: ToolRunner, auth: RequestAuth, listed: ListedTool[]): McpServer {
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  for (const { tool, schema } of listed) {
+    server.registerTool(tool.name, {
+      title: tool.title,
+      description: tool.description,
+      inputSchema: schema,
+      annotations: tool.annotations,
+    }, async (args) => {
+      try {
+        return await runner.call(auth, tool.name, args);
+      } catch (err) {
+        // Never a database message in a result: log it, answer the REST 500 problem.
+        log.error({ err, tool: tool.name }, 'unexpected error in an MCP tool');
+        return toolResult(problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.'), auth.rateLimit));
+      }
+    });
+  }
   return server;
 }
 
-export function listTools(): Tool[] {
-  return tools.map(describeTool);
+export function listTools(): ListedTool[] {
+  return tools.map(describeTool).map((tool) => ({ tool, schema: advertised(tool.inputSchema) }));
 }

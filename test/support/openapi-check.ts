@@ -17,6 +17,7 @@ interface Route {
 }
 
 interface Doc {
+  openapi: Json;
   routes: Route[];
   problem: ValidateFunction;
   validators: Map<string, ValidateFunction>;
@@ -24,12 +25,15 @@ interface Doc {
 }
 
 const docs = new Map<string, Promise<Doc | null>>();
+const DOC_ID = 'openapi-document';
 
 function compileDoc(openapi: Json): Doc {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
   addFormats(ajv);
   const components = (openapi.components as { schemas?: Record<string, Json> } | undefined)?.schemas ?? {};
   const problem = ajv.compile(components.Problem ?? { type: 'object' });
+  // The document's components, so that error schemas can $ref them (#/components/schemas/...).
+  ajv.addSchema({ $id: DOC_ID, components: { schemas: components } });
   const routes: Route[] = [];
   for (const [path, methods] of Object.entries((openapi.paths ?? {}) as Record<string, Record<string, Json>>)) {
     const segments = path.split('/');
@@ -44,7 +48,7 @@ function compileDoc(openapi: Json): Doc {
   }
   // Literal segments win over parameters (/members/lookup before /members/{id}), as in the router.
   routes.sort((a, b) => b.literalSegments - a.literalSegments);
-  return { routes, problem, validators: new Map(), ajv };
+  return { openapi, routes, problem, validators: new Map(), ajv };
 }
 
 async function loadDoc(base: string): Promise<Doc | null> {
@@ -63,6 +67,27 @@ async function loadDoc(base: string): Promise<Doc | null> {
     docs.set(base, cached);
   }
   return cached;
+}
+
+/** Follows a local $ref (#/components/...) of the document. */
+function deref(doc: Doc, node: Json | undefined): Json | undefined {
+  let at: Json | undefined = node;
+  for (let hops = 0; at && typeof at.$ref === 'string' && hops < 10; hops++) {
+    const ref: string = at.$ref;
+    at = ref.slice(2).split('/').reduce<unknown>((o, k) => (o as Json | undefined)?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc.openapi) as Json | undefined;
+  }
+  return at;
+}
+
+/** The validator of a documented schema, whose $refs point into the document's components. */
+function validatorFor(doc: Doc, key: string, schema: Json): ValidateFunction {
+  let validate = doc.validators.get(key);
+  if (!validate) {
+    const rebased = JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${DOC_ID}#/components/`)) as Json;
+    validate = doc.ajv.compile(rebased);
+    doc.validators.set(key, validate);
+  }
+  return validate;
 }
 
 function describeErrors(v: ValidateFunction): string {
@@ -85,6 +110,18 @@ export async function checkResponse(base: string, method: string, url: string, s
     if (!/^application\/problem\+json/.test(contentType ?? '')) fail(`error content-type is ${contentType}, expected application/problem+json`);
     if (!doc.problem(body)) fail(`body is not a Problem:\n${describeErrors(doc.problem)}`);
     if ((body as { status?: unknown }).status !== status) fail(`problem.status ${(body as { status?: unknown }).status} differs from the HTTP status`);
+    // An operation that lists its client errors must list this one, and its code must
+    // be one that status documents.
+    const listsErrors = Object.keys(route.responses).some((s) => /^4\d\d$/.test(s));
+    const documentedError = deref(doc, route.responses[String(status)]);
+    if (listsErrors && status < 500 && !documentedError) {
+      fail(`status ${status} is not documented (documented: ${Object.keys(route.responses).join(', ')})`);
+    }
+    const errorSchema = (documentedError?.content as Record<string, { schema?: Json }> | undefined)?.['application/problem+json']?.schema;
+    if (errorSchema) {
+      const validate = validatorFor(doc, `${route.method} ${route.path} ${status}`, errorSchema);
+      if (!validate(body)) fail(`problem does not match the documented ${status} response:\n${describeErrors(validate)}`);
+    }
     return;
   }
   const documented = route.responses[String(status)];
@@ -94,11 +131,6 @@ export async function checkResponse(base: string, method: string, url: string, s
     if (text !== '') fail('a body was sent but the document describes none');
     return;
   }
-  const key = `${route.method} ${route.path} ${status}`;
-  let validate = doc.validators.get(key);
-  if (!validate) {
-    validate = doc.ajv.compile(schema);
-    doc.validators.set(key, validate);
-  }
+  const validate = validatorFor(doc, `${route.method} ${route.path} ${status}`, schema);
   if (!validate(body)) fail(`body does not match the documented schema:\n${describeErrors(validate)}`);
 }
