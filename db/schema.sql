@@ -1,4 +1,4 @@
--- db/migrations sha256:bdc769dba9b0fc4d3059ceb1780820c4ff591eb911a73761c585af0a951dcbf5 (regenerate with npm run db:schema)
+-- db/migrations sha256:9bb58af961ff7881bdc29122e64bde07fabd1b38ffb653b9f3a2b0ac2b3f589d (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
