@@ -1,4 +1,4 @@
--- db/migrations sha256:9bb58af961ff7881bdc29122e64bde07fabd1b38ffb653b9f3a2b0ac2b3f589d (regenerate with npm run db:schema)
+-- db/migrations sha256:cc763f42a379e08215ac0e6fb1373156efdfe215b3152de13165fefa685cf8ae (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -428,6 +428,14 @@ begin
     provider_updated_at = greatest(v_at, s.provider_updated_at),
     updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id;
+  -- Stripe's unpaid (retries over): the subscription's open invoices have no retry
+  -- left, so a past_due subscription loses access. Only for a state newer than the
+  -- last applied (an old unpaid arriving late changes nothing).
+  if coalesce((p_state->>'retries_exhausted')::boolean, false) then
+    update billing.invoices i set next_attempt_at = null
+    where i.community_id = v_sub.community_id and i.subscription_id = v_sub.id and i.status = 'open'
+      and i.next_attempt_at is not null;
+  end if;
   return v_sub.id;
 end
 $$;

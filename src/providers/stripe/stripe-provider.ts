@@ -316,6 +316,7 @@ export function subscriptionState(sub: Stripe.Subscription, eventCreated: number
     ended_at: iso(sub.ended_at),
     provider_updated_at: iso(eventCreated),
     paused_until: pausedUntil ?? null,
+    retries_exhausted: sub.status === 'unpaid',
   };
   if (status === null) delete state.status;
   return state;
@@ -448,7 +449,6 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
       const state = subscriptionState(sub, event.created);
       const applied = await client.query<{ id: string | null }>('select billing.apply_provider_subscription($1) as id', [state]);
       if (applied.rows[0].id) {
-        if (sub.status === 'unpaid') await client.query('select billing.provider_retries_exhausted($1)', [sub.id]);
         return { status: 200, body: { received: true } };
       }
       // Subscription events may arrive before checkout.session.completed: create it now.
