@@ -168,7 +168,16 @@ async function main() {
   const key = await cli('keys', 'create', '--community', community.id, '--scopes', 'plans:read', '--name', 'smoke');
 
   step(`start: ${docker.cmd.join(' ')} (NODE_ENV=production)`);
-  const service = spawn(docker.cmd[0], docker.cmd.slice(1), { cwd: app, env: { ...env, PORT: '0', HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Production requires PUBLIC_BASE_URL (links are never built from a Host header): a
+  // free local port, and the base URL that names it.
+  const port = await new Promise((resolve, reject) => {
+    const probe = require('node:net').createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => { const p = probe.address().port; probe.close(() => resolve(p)); });
+  });
+  const service = spawn(docker.cmd[0], docker.cmd.slice(1), {
+    cwd: app, env: { ...env, PORT: String(port), HOST: '127.0.0.1', PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   service.stderr.on('data', (d) => (err += d));
