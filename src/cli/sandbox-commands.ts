@@ -5,6 +5,22 @@
 import { sandboxAdvance, sandboxComplete, sandboxDispute, sandboxSetCard } from '../domain/checkout/checkout-completion';
 import { defineCommand, defineGroup, requireString, UsageError } from './command';
 
+/** `sandbox decline` and `sandbox accept`: one command each, setting the subscription's card. */
+function cardCommand(name: string, declines: boolean, summary: string) {
+  return defineCommand({
+    name,
+    summary,
+    options: {
+      subscription: { type: 'string', required: true, value: 'SUB_ID', description: 'a sandbox subscription' },
+    },
+    async run(ctx, input) {
+      return sandboxSetCard(await ctx.ownerPool(), requireString(input, 'subscription'), declines);
+    },
+    print: (r: { subscription_id: string; declines: boolean }) =>
+      `Future charges of ${r.subscription_id} will ${r.declines ? 'be declined' : 'succeed'}`,
+  });
+}
+
 export default defineGroup({
   name: 'sandbox',
   summary: 'pay sandbox checkouts and move the sandbox test clock',
@@ -38,30 +54,8 @@ export default defineGroup({
       },
       print: (r: { now: string }) => `The sandbox clock now reads ${r.now}`,
     }),
-    defineCommand({
-      name: 'decline',
-      summary: 'makes a sandbox subscription\'s future charges fail (renewals, retries, plan changes)',
-      options: {
-        subscription: { type: 'string', required: true, value: 'SUB_ID', description: 'a sandbox subscription' },
-      },
-      async run(ctx, input) {
-        return sandboxSetCard(await ctx.ownerPool(), requireString(input, 'subscription'), true);
-      },
-      print: (r: { subscription_id: string; declines: boolean }) =>
-        `Future charges of ${r.subscription_id} will ${r.declines ? 'be declined' : 'succeed'}`,
-    }),
-    defineCommand({
-      name: 'accept',
-      summary: 'makes a sandbox subscription\'s future charges succeed again',
-      options: {
-        subscription: { type: 'string', required: true, value: 'SUB_ID', description: 'a sandbox subscription' },
-      },
-      async run(ctx, input) {
-        return sandboxSetCard(await ctx.ownerPool(), requireString(input, 'subscription'), false);
-      },
-      print: (r: { subscription_id: string; declines: boolean }) =>
-        `Future charges of ${r.subscription_id} will ${r.declines ? 'be declined' : 'succeed'}`,
-    }),
+    cardCommand('decline', true, 'makes a sandbox subscription\'s future charges fail (renewals, retries, plan changes)'),
+    cardCommand('accept', false, 'makes a sandbox subscription\'s future charges succeed again'),
     defineCommand({
       name: 'dispute',
       summary: 'opens a dispute against a paid sandbox invoice: the access it paid for ends at once',
