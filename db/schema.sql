@@ -1,4 +1,4 @@
--- db/migrations sha256:cc763f42a379e08215ac0e6fb1373156efdfe215b3152de13165fefa685cf8ae (regenerate with npm run db:schema)
+-- db/migrations sha256:7a57fa1d310c04fb30aa8da4ec72bf005533e002a082bcfeaa46ef006ae04260 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -545,26 +545,33 @@ $$;
 
 
 --
--- Name: check_one_time_plans(text, text); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: check_tier_plans(text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.check_one_time_plans(p_community_id text, p_tier_id text) RETURNS void
+CREATE FUNCTION billing.check_tier_plans(p_community_id text, p_tier_id text) RETURNS void
     LANGUAGE plpgsql STABLE
     AS $$
 declare
   v_plan billing.plans;
+  v_mode text;
 begin
+  select t.billing_mode into v_mode from billing.tiers t where t.community_id = p_community_id and t.id = p_tier_id;
   select p.* into v_plan from billing.plans p
-  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
-  where p.community_id = p_community_id and p.tier_id = p_tier_id and t.billing_mode = 'one_time'
-    and (p.interval is not null or p.trial_days <> 0)
+  where p.community_id = p_community_id and p.tier_id = p_tier_id
+    and case v_mode
+      when 'one_time' then p.interval is not null or p.trial_days <> 0
+      else p.interval is null or p.access_days is not null end
   order by p.id
   limit 1;
-  if v_plan.id is not null then
+  if v_plan.id is null then return; end if;
+  if v_mode = 'one_time' then
     raise exception using errcode = 'check_violation',
       message = 'Plan ' || v_plan.key || ' belongs to a tier billed one_time: it has no interval and no trial.',
       detail = case when v_plan.interval is not null then 'interval' else 'trial_days' end;
   end if;
+  raise exception using errcode = 'check_violation',
+    message = 'Plan ' || v_plan.key || ' belongs to a recurring tier: it has an interval (month or year) and no access_days.',
+    detail = case when v_plan.interval is null then 'interval' else 'access_days' end;
 end
 $$;
 
@@ -900,9 +907,8 @@ CREATE FUNCTION billing.current_community_id() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
   select case
-    when exists (select 1 from pg_catalog.pg_auth_members m
-                 where m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(session_user))
-                   and m.roleid = 'billing_operator'::pg_catalog.regrole)
+    when pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
+         and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')
       then billing_private.operator_community_id()
     else nullif(pg_catalog.current_setting('app.community_id', true), '')
   end
@@ -2097,11 +2103,14 @@ $$;
 --
 
 CREATE FUNCTION billing.now() RETURNS timestamp with time zone
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
-  select now() + coalesce(
-    (select c.clock_offset from billing.communities c where c.id = billing.current_community_id()),
-    '0'::interval)
+declare
+  v_offset interval;
+begin
+  select c.clock_offset into v_offset from billing.communities c where c.id = billing.current_community_id();
+  return now() + coalesce(v_offset, '0'::interval);
+end
 $$;
 
 
@@ -3036,14 +3045,14 @@ $$;
 
 
 --
--- Name: tg_plans__one_time_rules(); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: tg_plans__tier_plan_rules(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.tg_plans__one_time_rules() RETURNS trigger
+CREATE FUNCTION billing.tg_plans__tier_plan_rules() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
-  perform billing.check_one_time_plans(new.community_id, new.tier_id);
+  perform billing.check_tier_plans(new.community_id, new.tier_id);
   return null;
 end
 $$;
@@ -3231,14 +3240,14 @@ $$;
 
 
 --
--- Name: tg_tiers__one_time_rules(); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: tg_tiers__tier_plan_rules(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.tg_tiers__one_time_rules() RETURNS trigger
+CREATE FUNCTION billing.tg_tiers__tier_plan_rules() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
-  perform billing.check_one_time_plans(new.community_id, new.id);
+  perform billing.check_tier_plans(new.community_id, new.id);
   return null;
 end
 $$;
@@ -7186,17 +7195,17 @@ CREATE TRIGGER _100_immutable BEFORE UPDATE ON billing.invoices FOR EACH ROW EXE
 
 
 --
--- Name: plans _100_one_time_rules; Type: TRIGGER; Schema: billing; Owner: -
+-- Name: plans _100_tier_plan_rules; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER _100_one_time_rules AFTER INSERT OR UPDATE OF tier_id, "interval", trial_days ON billing.plans DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION billing.tg_plans__one_time_rules();
+CREATE CONSTRAINT TRIGGER _100_tier_plan_rules AFTER INSERT OR UPDATE OF tier_id, "interval", trial_days, access_days ON billing.plans DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION billing.tg_plans__tier_plan_rules();
 
 
 --
--- Name: tiers _100_one_time_rules; Type: TRIGGER; Schema: billing; Owner: -
+-- Name: tiers _100_tier_plan_rules; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER _100_one_time_rules AFTER UPDATE OF billing_mode ON billing.tiers DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.billing_mode = 'one_time'::text)) EXECUTE FUNCTION billing.tg_tiers__one_time_rules();
+CREATE CONSTRAINT TRIGGER _100_tier_plan_rules AFTER UPDATE OF billing_mode ON billing.tiers DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.billing_mode IS DISTINCT FROM old.billing_mode)) EXECUTE FUNCTION billing.tg_tiers__tier_plan_rules();
 
 
 --
@@ -8568,10 +8577,10 @@ GRANT ALL ON FUNCTION billing.check_eligible(p_member_id text, p_tier billing.ti
 
 
 --
--- Name: FUNCTION check_one_time_plans(p_community_id text, p_tier_id text); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION check_tier_plans(p_community_id text, p_tier_id text); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.check_one_time_plans(p_community_id text, p_tier_id text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.check_tier_plans(p_community_id text, p_tier_id text) FROM PUBLIC;
 
 
 --
@@ -9345,10 +9354,10 @@ REVOKE ALL ON FUNCTION billing.tg_plans__ledger() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION tg_plans__one_time_rules(); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION tg_plans__tier_plan_rules(); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.tg_plans__one_time_rules() FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.tg_plans__tier_plan_rules() FROM PUBLIC;
 
 
 --
@@ -9394,10 +9403,10 @@ REVOKE ALL ON FUNCTION billing.tg_tier_entitlements__ledger_insert() FROM PUBLIC
 
 
 --
--- Name: FUNCTION tg_tiers__one_time_rules(); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION tg_tiers__tier_plan_rules(); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.tg_tiers__one_time_rules() FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.tg_tiers__tier_plan_rules() FROM PUBLIC;
 
 
 --
