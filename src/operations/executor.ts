@@ -37,6 +37,12 @@ export interface RateLimitInfo {
 export interface Outcome {
   status: number;
   body: unknown;
+  /**
+   * The body as JSON text when the database wrote it (SQL operations): REST sends it
+   * unchanged, so a 100-row list is neither parsed nor re-serialised in Node; `body`
+   * parses it only when a door reads it (MCP).
+   */
+  bodyText?: string;
   problem: boolean;
   rateLimit?: RateLimitInfo;
   replayed?: boolean;
@@ -65,6 +71,18 @@ interface AuthResult {
 }
 
 type SqlOutcome = AuthResult & { error?: unknown };
+
+/** A success whose body is the database's JSON text, parsed on first read. */
+function textOutcome(status: number, text: string, rateLimit: RateLimitInfo, replayed: boolean): Outcome {
+  let parsed: { value: unknown } | null = null;
+  return {
+    status, problem: false, rateLimit, replayed, bodyText: text,
+    get body() {
+      parsed ??= { value: JSON.parse(text) as unknown };
+      return parsed.value;
+    },
+  };
+}
 
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -275,12 +293,16 @@ export class Executor {
     const status = op.status ?? 200;
     if (op.sql) {
       return retryConflicts(async () => {
-        const { rows } = await this.pool.query<{ r: SqlOutcome }>(
-          'select billing.api_call($1, $2, $3, $4, $5, $6, $7) as r',
+        // The result comes back as text (see Outcome.bodyText); the rest is small.
+        const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>(
+          `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7) o`,
           [this.keyHash(caller), caller.ip, this.config.rateLimits, op.scope, op.sql, parsed.input, idem],
         );
-        const out = rows[0].r;
-        return this.authFailure(out, caller) ?? this.mapSqlOutcome(out, status);
+        const { r: out, t: text } = rows[0];
+        const failed = this.authFailure(out, caller);
+        if (failed) return failed;
+        if (text !== null && !out.error && !(out as { problem?: unknown }).problem) return textOutcome(status, text, out.rl, out.replayed === true);
+        return this.mapSqlOutcome(text === null ? out : { ...out, result: JSON.parse(text) as unknown }, status);
       });
     }
     return retryConflicts(() => this.runHandler(op, caller, parsed.input, idem, status));

@@ -37,10 +37,10 @@ export function sendOutcome(res: Response, outcome: Outcome) {
   // RFC 9110 11.6.1 / RFC 6750 3: a 401 names the scheme it wants.
   if (outcome.status === 401) res.setHeader('WWW-Authenticate', WWW_AUTHENTICATE);
   res.status(outcome.status);
-  if (outcome.status === 204 || outcome.body === undefined) {
+  if (outcome.status === 204 || (outcome.bodyText === undefined && outcome.body === undefined)) {
     res.end();
     return;
   }
   res.type(outcome.problem ? 'application/problem+json' : 'application/json');
-  res.send(JSON.stringify(outcome.body));
+  res.send(outcome.bodyText ?? JSON.stringify(outcome.body));
 }
