@@ -1,4 +1,4 @@
--- db/migrations sha256:7a57fa1d310c04fb30aa8da4ec72bf005533e002a082bcfeaa46ef006ae04260 (regenerate with npm run db:schema)
+-- db/migrations sha256:8631ee568ae6de7e7ccb7192b196c2cae8418cdda37cf6e4178e8a275ef4e6b8 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -255,6 +255,45 @@ begin
       return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
     end if;
     return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', v_state,
+      'message', v_msg, 'detail', nullif(v_detail, '')));
+  end;
+end
+$_$;
+
+
+--
+-- Name: api_call_leased(text, text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $_$
+declare
+  v_auth jsonb := billing_private.authenticate_key(p_key_hash);
+  v_out jsonb;
+  v_state text;
+  v_msg text;
+  v_detail text;
+begin
+  if v_auth is null then
+    return jsonb_build_object('ok', false, 'error', 'unauthorized');
+  end if;
+  perform set_config('app.community_id', v_auth->>'community_id', true);
+  perform set_config('app.key_id', v_auth->>'key_id', true);
+  perform set_config('app.scopes', array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
+  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
+    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
+      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+  end if;
+  begin
+    execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+    return v_auth || jsonb_build_object('result', v_out);
+  exception when others then
+    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+    if v_state not like 'BL%' then
+      raise;
+    end if;
+    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state,
       'message', v_msg, 'detail', nullif(v_detail, '')));
   end;
 end
@@ -4634,6 +4673,20 @@ $$;
 
 
 --
+-- Name: authenticate_key(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.authenticate_key(p_key_hash text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('ok', true, 'community_id', k.community_id, 'key_id', k.id, 'scopes', to_jsonb(k.scopes))
+  from billing_private.api_keys k
+  where k.key_hash = p_key_hash and k.revoked_at is null
+$$;
+
+
+--
 -- Name: grant_create(text, text, timestamp with time zone, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -4697,6 +4750,29 @@ CREATE FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigin
 begin
   perform billing.require_scope('invoices:write');
   return billing.invoice_record_refund(p_invoice_id, p_amount, p_revoke, p_provider_ref);
+end
+$$;
+
+
+--
+-- Name: lease_key_tokens(text, integer, jsonb, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer DEFAULT 0) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key_id text;
+begin
+  select k.id into v_key_id from billing_private.api_keys k
+  where k.key_hash = p_key_hash and k.revoked_at is null;
+  if v_key_id is null then
+    return jsonb_build_object('key', false);
+  end if;
+  return billing_private.take_tokens('key:' || v_key_id,
+    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60),
+    greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100))) || jsonb_build_object('key', true);
 end
 $$;
 
@@ -4916,6 +4992,16 @@ $$;
 --
 
 CREATE FUNCTION billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select billing_private.take_tokens(p_bucket, p_per_minute, p_burst, 1, 0) - 'granted' $$;
+
+
+--
+-- Name: take_tokens(text, double precision, double precision, integer, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer DEFAULT 0) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4923,21 +5009,23 @@ declare
   v_now timestamptz := clock_timestamp();
   v_rate double precision := p_per_minute / 60.0;
   v_tokens double precision;
-  v_allowed boolean;
+  v_granted integer;
 begin
-  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, updated_at)
-  values (p_bucket, p_burst - 1, true, v_now)
+  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, granted, updated_at)
+  values (p_bucket, p_burst - least(p_n, floor(p_burst)), p_burst >= 1, least(p_n, floor(p_burst)), v_now)
   -- v_now was read before waiting for the row lock, so it may precede the stored
   -- updated_at of a concurrent request that got the lock first: never refill
-  -- negatively, never move updated_at back.
+  -- negatively, never move updated_at back. Tokens put back never exceed the burst.
   on conflict (bucket) do update set
-    allowed = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
-    tokens = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
-      - case when least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1 then 1 else 0 end,
+    granted = least(p_n, floor(least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate))),
+    allowed = least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
+    tokens = least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
+      - least(p_n, floor(least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate))),
     updated_at = greatest(b.updated_at, v_now)
-  returning tokens, allowed into v_tokens, v_allowed;
+  returning tokens, granted into v_tokens, v_granted;
   return jsonb_build_object(
-    'allowed', v_allowed,
+    'allowed', v_granted > 0,
+    'granted', v_granted,
     'limit', p_per_minute::bigint,
     'remaining', floor(greatest(v_tokens, 0))::bigint,
     'reset', ceil(greatest(p_burst - v_tokens, 0) / v_rate)::bigint,
@@ -6512,7 +6600,8 @@ CREATE UNLOGGED TABLE billing_private.rate_buckets (
     bucket text NOT NULL,
     tokens double precision NOT NULL,
     allowed boolean DEFAULT true NOT NULL,
-    updated_at timestamp with time zone NOT NULL
+    updated_at timestamp with time zone NOT NULL,
+    granted integer DEFAULT 0 NOT NULL
 );
 
 ALTER TABLE ONLY billing_private.rate_buckets FORCE ROW LEVEL SECURITY;
@@ -8509,6 +8598,14 @@ GRANT ALL ON FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_li
 
 
 --
+-- Name: FUNCTION api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION api_version(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -9827,6 +9924,14 @@ GRANT ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_i
 
 
 --
+-- Name: FUNCTION authenticate_key(p_key_hash text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.authenticate_key(p_key_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.authenticate_key(p_key_hash text) TO billing_api;
+
+
+--
 -- Name: FUNCTION grant_create(p_member_id text, p_tier_id text, p_expires_at timestamp with time zone, p_note text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -9848,6 +9953,14 @@ GRANT ALL ON FUNCTION billing_private.grant_revoke(p_member_id text, p_grant_id 
 
 REVOKE ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigint, p_revoke boolean, p_provider_ref text) TO billing_api;
+
+
+--
+-- Name: FUNCTION lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) TO billing_api;
 
 
 --
@@ -9920,6 +10033,13 @@ GRANT ALL ON FUNCTION billing_private.take_key_token(p_limits jsonb) TO billing_
 --
 
 REVOKE ALL ON FUNCTION billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer) FROM PUBLIC;
 
 
 --

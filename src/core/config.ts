@@ -19,6 +19,8 @@ export interface Config {
   dataDir: string;
   publicBaseUrl: string | null;
   rateLimits: RateLimits;
+  /** How long an API process keeps a key's leased rate tokens (src/operations/token-leases.ts). */
+  tokenLeaseMs: number;
   webhookEncryptionKey: string | null;
   webhookAllowPrivateUrls: boolean;
   stripeSecretKey: string | null;
@@ -94,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ip_per_minute: num(env.RATE_LIMIT_IP_PER_MINUTE, 20),
       ip_burst: num(env.RATE_LIMIT_IP_BURST, 10),
     },
+    tokenLeaseMs: num(env.RATE_LIMIT_LEASE_MS, 1000),
     webhookEncryptionKey: env.WEBHOOK_ENCRYPTION_KEY || null,
     webhookAllowPrivateUrls: env.WEBHOOK_ALLOW_PRIVATE_URLS
       ? env.WEBHOOK_ALLOW_PRIVATE_URLS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_URLS === '1'

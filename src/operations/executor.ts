@@ -9,6 +9,7 @@ import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } 
 import { hashKey, KEY_PATTERN } from '../core/ids';
 import { rateLimitRefusals } from '../core/metrics';
 import type { Operation, OpContext, Services } from '../domain/operation';
+import { type RateLimitInfo, TokenLeases } from './token-leases';
 
 export interface Caller {
   /** The bearer key as sent, or null when missing or malformed. */
@@ -27,12 +28,7 @@ export interface RawInput {
   idempotencyKey?: string;
 }
 
-export interface RateLimitInfo {
-  limit: number;
-  remaining: number;
-  reset: number;
-  retry_after: number;
-}
+export type { RateLimitInfo } from './token-leases';
 
 export interface Outcome {
   status: number;
@@ -211,11 +207,15 @@ export async function retryConflicts<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 export class Executor {
+  private readonly leases: TokenLeases;
+
   constructor(
     private readonly pool: pg.Pool,
     readonly config: Config,
     readonly services: Services,
-  ) {}
+  ) {
+    this.leases = new TokenLeases(pool, config.rateLimits, config.tokenLeaseMs);
+  }
 
   /** The base URL of the links this caller's request hands out (src/core/config.ts baseUrlFor). */
   baseUrlFor(caller: Caller): string {
@@ -280,6 +280,14 @@ export class Executor {
     return { status: successStatus, body: out.result, problem: false, rateLimit: rl, replayed };
   }
 
+  /** The answer of billing.api_call or api_call_leased: the envelope, and the result as text. */
+  private sqlAnswer(out: SqlOutcome, text: string | null, caller: Caller, status: number): Outcome {
+    const failed = this.authFailure(out, caller);
+    if (failed) return failed;
+    if (text !== null && !out.error && !(out as { problem?: unknown }).problem) return textOutcome(status, text, out.rl, out.replayed === true);
+    return this.mapSqlOutcome(text === null ? out : { ...out, result: JSON.parse(text) as unknown }, status);
+  }
+
   async run(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
     const parsed = parseInput(op, raw);
     if (!parsed.ok) {
@@ -292,17 +300,32 @@ export class Executor {
       : null;
     const status = op.status ?? 200;
     if (op.sql) {
+      const sql = op.sql;
+      const hash = this.keyHash(caller);
+      if (!idem && hash && this.leases.enabled) {
+        const lease = await this.leases.take(hash);
+        if (lease.kind === 'limited') {
+          rateLimitRefusals.inc();
+          return problemOutcome(new ApiError('rate_limited', `Too many requests; retry after ${lease.rl.retry_after} seconds.`), lease.rl);
+        }
+        if (lease.kind === 'token') {
+          const answer = await retryConflicts(async () => {
+            const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>(
+              `select o - 'result' as r, (o->'result')::text as t from billing.api_call_leased($1, $2, $3, $4) o`,
+              [hash, op.scope, sql, parsed.input]);
+            return rows[0];
+          });
+          // Revoked since the lease: answered as any unknown key is, below.
+          if (answer.r.ok) return this.sqlAnswer({ ...answer.r, rl: lease.rl }, answer.t, caller, status);
+        }
+      }
       return retryConflicts(async () => {
         // The result comes back as text (see Outcome.bodyText); the rest is small.
         const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>(
           `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7) o`,
-          [this.keyHash(caller), caller.ip, this.config.rateLimits, op.scope, op.sql, parsed.input, idem],
+          [hash, caller.ip, this.config.rateLimits, op.scope, sql, parsed.input, idem],
         );
-        const { r: out, t: text } = rows[0];
-        const failed = this.authFailure(out, caller);
-        if (failed) return failed;
-        if (text !== null && !out.error && !(out as { problem?: unknown }).problem) return textOutcome(status, text, out.rl, out.replayed === true);
-        return this.mapSqlOutcome(text === null ? out : { ...out, result: JSON.parse(text) as unknown }, status);
+        return this.sqlAnswer(rows[0].r, rows[0].t, caller, status);
       });
     }
     return retryConflicts(() => this.runHandler(op, caller, parsed.input, idem, status));
