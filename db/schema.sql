@@ -1,4 +1,4 @@
--- db/migrations sha256:8631ee568ae6de7e7ccb7192b196c2cae8418cdda37cf6e4178e8a275ef4e6b8 (regenerate with npm run db:schema)
+-- db/migrations sha256:5af13f669e68fdf866667aacad9ed0626f0b718d6513a4e54c7433548b86d14a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -317,26 +317,20 @@ CREATE FUNCTION billing.apply_due(p_community_id text) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 declare
-  v_now timestamptz;
-  v_id text;
+  v_batch jsonb;
+  v_after text;
   v_n integer := 0;
+  v_now timestamptz;
   v_expired integer;
 begin
   perform set_config('app.community_id', p_community_id, true);
   v_now := billing.now();
   v_expired := billing.expire_checkouts();
-  for v_id in
-    select s.id from billing.subscriptions s
-    where s.community_id = p_community_id and s.provider = 'sandbox'
-      and (s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
-        or s.status = 'paused' and s.paused_until <= v_now)
-    union
-    select i.subscription_id from billing.invoices i
-    where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
-      and i.next_attempt_at <= v_now and i.subscription_id is not null
-    order by 1
   loop
-    v_n := v_n + billing.subscription_advance(v_id, v_now);
+    v_batch := billing.apply_due_batch(p_community_id, v_after, 1000);
+    v_n := v_n + (v_batch->>'period_changes')::integer;
+    v_after := v_batch->>'last_id';
+    exit when not (v_batch->>'more')::boolean;
   end loop;
   perform billing.ledger_sweep(p_community_id);
   return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'expired_checkouts', v_expired);
@@ -361,6 +355,46 @@ begin
   end loop;
   perform set_config('app.community_id', '', true);
   return v_n;
+end
+$$;
+
+
+--
+-- Name: apply_due_batch(text, text, integer); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.apply_due_batch(p_community_id text, p_after text, p_limit integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_now timestamptz;
+  v_id text;
+  v_last text;
+  v_seen integer := 0;
+  v_n integer := 0;
+begin
+  perform set_config('app.community_id', p_community_id, true);
+  v_now := billing.now();
+  for v_id in
+    select d.id from (
+      select s.id from billing.subscriptions s
+      where s.community_id = p_community_id and s.provider = 'sandbox'
+        and (s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
+          or s.status = 'paused' and s.paused_until <= v_now)
+      union
+      select i.subscription_id from billing.invoices i
+      where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
+        and i.next_attempt_at <= v_now and i.subscription_id is not null) d
+    where p_after is null or d.id > p_after
+    order by 1
+    limit p_limit
+  loop
+    v_n := v_n + billing.subscription_advance(v_id, v_now);
+    v_last := v_id;
+    v_seen := v_seen + 1;
+  end loop;
+  return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'last_id', v_last,
+    'more', v_seen >= p_limit);
 end
 $$;
 
@@ -5342,6 +5376,35 @@ CREATE FUNCTION billing_private.worker_apply_due(p_community_id text) RETURNS js
 
 
 --
+-- Name: worker_apply_due_batch(text, text, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_apply_due_batch(p_community_id text, p_after text, p_limit integer) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select billing.apply_due_batch(p_community_id, p_after, p_limit) $$;
+
+
+--
+-- Name: worker_apply_due_finish(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_apply_due_finish(p_community_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_expired integer;
+begin
+  perform set_config('app.community_id', p_community_id, true);
+  v_expired := billing.expire_checkouts();
+  perform billing.ledger_sweep(p_community_id);
+  return jsonb_build_object('expired_checkouts', v_expired);
+end
+$$;
+
+
+--
 -- Name: worker_community_ids(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8628,6 +8691,13 @@ REVOKE ALL ON FUNCTION billing.apply_due_all() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION apply_due_batch(p_community_id text, p_after text, p_limit integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.apply_due_batch(p_community_id text, p_after text, p_limit integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION apply_provider_invoice(p_state jsonb); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -10116,6 +10186,22 @@ GRANT ALL ON FUNCTION billing_private.webhook_test_target(p_endpoint_id text) TO
 
 REVOKE ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_apply_due_batch(p_community_id text, p_after text, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_apply_due_batch(p_community_id text, p_after text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_apply_due_batch(p_community_id text, p_after text, p_limit integer) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_apply_due_finish(p_community_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_apply_due_finish(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_apply_due_finish(p_community_id text) TO billing_worker;
 
 
 --
