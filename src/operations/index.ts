@@ -1,7 +1,8 @@
 // The registry: every operation of the API, in one list. Each resource's folder under
 // src/domain/ exports its own.
 import type { Operation } from '../domain/operation';
-import { analyticsOperations } from '../domain/analytics/analytics-operations';
+import { analyticsDashboardOperations, analyticsOperations } from '../domain/analytics/analytics-operations';
+import { apiKeyOperations } from '../domain/keys/api-key-operations';
 import { checkoutOperations } from '../domain/checkout/checkout-operations';
 import { discountOperations } from '../domain/discounts/discount-operations';
 import { entitlementOperations } from '../domain/entitlements/entitlement-operations';
@@ -35,6 +36,19 @@ export const operations: readonly Operation[] = [
   ...webhookOperations,
 ];
 
+/**
+ * Operations only the dashboard runs (operator sessions): API key management and the
+ * overview's series. Run by the same executor; not mounted under /v1 or MCP.
+ */
+export const dashboardOperations: readonly Operation[] = [...apiKeyOperations, ...analyticsDashboardOperations];
+
 export function findOperation(name: string): Operation | undefined {
   return operations.find((op) => op.name === name);
+}
+
+/** An operation the dashboard may run: any of the API's, or a dashboard-only one. */
+export function dashboardOperation(name: string): Operation {
+  const op = operations.find((o) => o.name === name) ?? dashboardOperations.find((o) => o.name === name);
+  if (!op) throw new Error(`no operation ${name}`);
+  return op;
 }

@@ -1,1 +1,3 @@
--- Enter migration here
+-- Operator users, sign-in links and sessions; a session authenticates like a key (issue 16).
+--!include 10-tenancy.sql
+--!include 15-operators.sql
