@@ -50,7 +50,8 @@ function page(title: string, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}
 dl{display:grid;grid-template-columns:auto 1fr;gap:.4rem 1rem}dt{color:#555}button{font-size:1.1rem;padding:.6rem 1.4rem}
-.note{color:#777;font-size:.9rem}</style></head><body>${body}</body></html>`;
+.note{color:#555;font-size:.9rem}.banner{background:#fff3cd;border:2px solid #c69500;padding:.5rem;font-weight:600;text-align:center}
+fieldset{border:0;padding:0;margin:0}legend{position:absolute;left:-9999px}</style></head><body>${body}</body></html>`;
 }
 
 /** Session ids as this service makes them; anything else (NUL included) is no session. */
@@ -62,45 +63,66 @@ function tokenHash(token: unknown): Buffer | null {
   return crypto.createHash('sha256').update(token, 'utf8').digest();
 }
 
-async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<{ communityId: string; info: CheckoutInfo } | null> {
+async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<{ communityId: string; communityName: string; info: CheckoutInfo } | null> {
   const hash = tokenHash(token);
   if (!hash || !SESSION_ID.test(id)) return null;
   const communityId = await checkoutCommunity(pool, id);
   if (!communityId) return null;
   const info = await inCommunity(pool, communityId, async (client) => {
-    const { rows } = await client.query<{ r: CheckoutInfo }>(
-      `select billing.checkout_json(cs) as r from billing.checkout_sessions cs
+    const { rows } = await client.query<{ r: CheckoutInfo; name: string }>(
+      `select billing.checkout_json(cs) as r, c.name from billing.checkout_sessions cs
+       join billing.communities c on c.id = cs.community_id
        where cs.community_id = $1 and cs.id = $2 and cs.access_token_sha256 = $3`, [communityId, id, hash]);
-    return rows[0]?.r ?? null;
+    return rows[0] ?? null;
   });
-  if (!info || info.provider !== 'sandbox') return null;
-  return { communityId, info };
+  if (!info || info.r.provider !== 'sandbox') return null;
+  return { communityId, communityName: info.name, info: info.r };
 }
 
-function checkoutPage(info: CheckoutInfo, action: string, cancel: string): string {
+/** What the buyer pays, in words: today's amount, then the renewal (trial, discount duration). */
+function terms(info: CheckoutInfo): { today: string; then: string | null } {
+  const full = formatMoney(info.amount_cents, info.currency);
+  const discounted = formatMoney(info.amount_cents - info.discount_cents, info.currency);
+  const every = info.interval ? ` per ${info.interval}` : '';
+  const trial = info.trial_days > 0 && info.interval;
+  const d = info.discount;
+  const discountSpan = !d ? '' : d.duration === 'once' ? 'on the first payment' : d.duration === 'forever' ? 'on every payment' : `for ${d.duration_months} months`;
+  if (trial) {
+    return { today: formatMoney(0, info.currency), then: `${info.discount_cents ? `${discounted}${every} (${discountSpan}, then ${full}${every})` : `${full}${every}`} after the ${info.trial_days}-day free trial, unless you cancel before it ends` };
+  }
+  if (!info.interval) return { today: discounted, then: null };
+  const renew = d && d.duration !== 'forever' ? full : discounted;
+  return { today: discounted, then: `then ${renew}${every} until you cancel${info.discount_cents && d?.duration !== 'forever' ? ` (discount ${discountSpan})` : ''}` };
+}
+
+function checkoutPage(communityName: string, info: CheckoutInfo, action: string, cancel: string): string {
   const price = formatMoney(info.amount_cents, info.currency);
-  const due = formatMoney(info.amount_cents - info.discount_cents, info.currency);
+  const { today, then } = terms(info);
   const rows = [
+    ['Sold by', escapeHtml(communityName)],
     ['Tier', escapeHtml(info.tier_name)],
     ['Plan', escapeHtml(info.plan_name ?? info.plan_id)],
     ['Price', `${escapeHtml(price)}${info.interval ? ` per ${escapeHtml(info.interval)}` : ' once'}`],
     ['Discount', info.discount_code ? `${escapeHtml(info.discount_code)} (−${escapeHtml(formatMoney(info.discount_cents, info.currency))})` : 'none'],
-    ['Due today', escapeHtml(info.trial_days > 0 && info.interval ? formatMoney(0, info.currency) + ` (${info.trial_days}-day trial)` : due)],
+    ['Due today', `<strong>${escapeHtml(today)}</strong>`],
   ];
+  if (then) rows.push(['After that', escapeHtml(then)]);
   let action_html: string;
   if (info.status === 'completed') action_html = '<p><strong>This checkout is already paid.</strong></p>';
   else if (info.expired) action_html = '<p><strong>This checkout has expired.</strong></p>';
   else {
-    const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${due}`;
+    const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${today}`;
     // The second button simulates a card that declines (issue 11): nothing is recorded.
-    action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
-<button type="submit" name="card" value="decline">Use a card that declines</button></form>
+    action_html = `<form method="post" action="${escapeHtml(action)}"><fieldset><legend>Test card</legend>
+<button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
+<button type="submit" name="card" value="decline">Use a card that declines</button></fieldset></form>
 <p><a href="${escapeHtml(cancel)}">Cancel and go back</a></p>`;
   }
-  return page(`Checkout: ${info.tier_name}`, `<h1>Sandbox checkout</h1>
+  return page(`Checkout: ${info.tier_name} · ${communityName}`, `<p class="banner" role="note">Test mode: sandbox payments, no money moves and no card is charged.</p>
+<h1>${escapeHtml(communityName)}: ${escapeHtml(info.tier_name)}</h1>
 <dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
 ${action_html}
-<p class="note">Sandbox payment provider: no money moves. Checkout ${escapeHtml(info.checkout_id)}, open until ${escapeHtml(info.expires_at)}.</p>`);
+<p class="note">Checkout ${escapeHtml(info.checkout_id)}, open until ${escapeHtml(info.expires_at)}.</p>`);
 }
 
 export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl: (req: Request) => string): void {
@@ -121,7 +143,7 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
   router.get('/checkout/:id', async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
     if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
-    res.type('html').send(checkoutPage(found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req))));
+    res.type('html').send(checkoutPage(found.communityName, found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req))));
   });
 
   router.post('/checkout/:id', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
