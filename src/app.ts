@@ -12,6 +12,7 @@ export { createHttpServer } from './http/http-server';
 import { mountGraphql } from './graphql';
 import { mountRestApi } from './http/rest-routes';
 import { mountDashboard } from './dashboard/dashboard-routes';
+import { mountMemberPortal } from './dashboard/portal-routes';
 import { mountMcp } from './mcp';
 import { observeDatabase } from './core/metrics';
 import { Executor } from './operations/executor';
@@ -67,6 +68,7 @@ export function createApp(opts: AppOptions) {
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, { pool: apiPool, graphiql: config.graphiql });
   mountDashboard(app, { executor, api: apiPool, config });
+  mountMemberPortal(app, { executor, api: apiPool, config });
   opts.mount?.(app, executor);
   mountRestApi(app, executor);
   return { app, executor, graphql };

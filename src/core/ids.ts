@@ -12,5 +12,5 @@ export function hashKey(key: string): string {
   return crypto.createHash('sha256').update(key).digest('hex');
 }
 
-/** An operator's dashboard session token (cookie): bos_<256 random bits, base64url>. */
-export const SESSION_TOKEN_PATTERN = /^bos_[A-Za-z0-9_-]{43}$/;
+/** A session token (cookie): an operator's bos_ or a member portal's bmp_, then 256 random bits (base64url). */
+export const SESSION_TOKEN_PATTERN = /^(bos|bmp)_[A-Za-z0-9_-]{43}$/;

@@ -3,6 +3,7 @@
 import type { Operation } from '../domain/operation';
 import { analyticsDashboardOperations, analyticsOperations } from '../domain/analytics/analytics-operations';
 import { apiKeyOperations } from '../domain/keys/api-key-operations';
+import { portalOperations } from '../domain/subscriptions/portal-operations';
 import { checkoutOperations } from '../domain/checkout/checkout-operations';
 import { discountOperations } from '../domain/discounts/discount-operations';
 import { entitlementOperations } from '../domain/entitlements/entitlement-operations';
@@ -37,10 +38,11 @@ export const operations: readonly Operation[] = [
 ];
 
 /**
- * Operations only the dashboard runs (operator sessions): API key management and the
- * overview's series. Run by the same executor; not mounted under /v1 or MCP.
+ * Operations only the pages run (operator sessions: API key management, the
+ * overview's series; member portal sessions: the switch preview, the sandbox card).
+ * Run by the same executor; not mounted under /v1 or MCP.
  */
-export const dashboardOperations: readonly Operation[] = [...apiKeyOperations, ...analyticsDashboardOperations];
+export const dashboardOperations: readonly Operation[] = [...apiKeyOperations, ...analyticsDashboardOperations, ...portalOperations];
 
 export function findOperation(name: string): Operation | undefined {
   return operations.find((op) => op.name === name);

@@ -1,3 +1,7 @@
--- Operator users, sign-in links and sessions; a session authenticates like a key (issue 16).
+-- Operator users, sign-in links and sessions; a session authenticates like a key
+-- (issue 16). The member portal: its sessions authenticate the same way, fenced to the
+-- member; the switch proration written once (46) for the switch and its preview.
 --!include 10-tenancy.sql
 --!include 15-operators.sql
+--!include 46-invoices.sql
+--!include 82-member-portal.sql

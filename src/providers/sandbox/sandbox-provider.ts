@@ -50,8 +50,7 @@ function page(title: string, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}
 dl{display:grid;grid-template-columns:auto 1fr;gap:.4rem 1rem}dt{color:#555}button{font-size:1.1rem;padding:.6rem 1.4rem}
-.note{color:#555;font-size:.9rem}.banner{background:#fff3cd;border:2px solid #c69500;padding:.5rem;font-weight:600;text-align:center}
-fieldset{border:0;padding:0;margin:0}legend{position:absolute;left:-9999px}</style></head><body>${body}</body></html>`;
+.note{color:#555;font-size:.9rem}.banner{background:#fff3cd;border:2px solid #c69500;padding:.5rem;font-weight:600;text-align:center}</style></head><body>${body}</body></html>`;
 }
 
 /** Session ids as this service makes them; anything else (NUL included) is no session. */
@@ -113,9 +112,8 @@ function checkoutPage(communityName: string, info: CheckoutInfo, action: string,
   else {
     const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${today}`;
     // The second button simulates a card that declines (issue 11): nothing is recorded.
-    action_html = `<form method="post" action="${escapeHtml(action)}"><fieldset><legend>Test card</legend>
-<button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
-<button type="submit" name="card" value="decline">Use a card that declines</button></fieldset></form>
+    action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
+<button type="submit" name="card" value="decline">Use a card that declines</button></form>
 <p><a href="${escapeHtml(cancel)}">Cancel and go back</a></p>`;
   }
   return page(`Checkout: ${info.tier_name} · ${communityName}`, `<p class="banner" role="note">Test mode: sandbox payments, no money moves and no card is charged.</p>
@@ -193,24 +191,7 @@ Reaching this page is not a payment confirmation: your access appears once the p
 <p>You left the checkout before paying: nothing was charged and nothing was bought.</p>${back}`));
   });
 
-  router.get('/portal/:id', async (req: Request, res: Response) => {
-    const id = String(req.params.id);
-    const hash = tokenHash(req.query.t);
-    const { rows } = !hash || !SESSION_ID.test(id) ? { rows: [] } : await pool.query<{ community_id: string; member_id: string; expires_at: Date; return_url: string | null }>(
-      'select community_id, member_id, expires_at, return_url from billing.portal_sessions where id = $1 and access_token_sha256 = $2', [id, hash]);
-    const ps = rows[0];
-    if (!ps) return void res.status(404).type('html').send(page('Not found', '<h1>No such portal session</h1>'));
-    const body = await inCommunity(pool, ps.community_id, async (client) => {
-      const live = await client.query<{ expired: boolean }>('select $1::timestamptz <= billing.now() as expired', [ps.expires_at]);
-      if (live.rows[0].expired) return null;
-      const subs = await client.query<{ j: { id: string; status: string; tier_name: string | null; amount_cents: number; currency: string; interval: string | null; current_period_end: string | null } }>(
-        `select billing.subscription_json(s) as j from billing.subscriptions s where s.community_id = $1 and s.member_id = $2 order by s.id desc`,
-        [ps.community_id, ps.member_id]);
-      return subs.rows.map(({ j }) => `<li>${escapeHtml(j.tier_name)}: ${escapeHtml(formatMoney(j.amount_cents, j.currency))}${j.interval ? ' per ' + escapeHtml(j.interval) : ''}, ${escapeHtml(j.status)}${j.current_period_end ? ', period ends ' + escapeHtml(j.current_period_end) : ''}</li>`).join('');
-    });
-    if (body === null) return void res.status(410).type('html').send(page('Expired', '<h1>This portal link has expired</h1>'));
-    res.type('html').send(page('Your subscriptions', `<h1>Your subscriptions</h1><ul>${body || '<li>none</li>'}</ul>${ps.return_url ? `<p><a href="${escapeHtml(ps.return_url)}">Back</a></p>` : ''}`));
-  });
+  // The member portal's pages (/sandbox/portal/...) are src/dashboard/portal-routes.ts.
 
   // Express 5 passes a rejected handler's error to the app's error handler.
   app.use('/sandbox', router);
