@@ -5,7 +5,7 @@ import type { Browser } from 'playwright-core';
 import { checkout, createShop, externalSubject, Shop } from '../checkout/fixtures';
 import { launchBrowser, newPage, seriousViolations } from '../support/browser';
 import { signInAs } from '../support/dashboard';
-import { startApp, TestApp } from '../support/app';
+import { call, startApp, TestApp } from '../support/app';
 import { insertEvents, Receiver, startReceiver, waitFor, worker, WORKER_CONFIG } from '../webhooks/support';
 
 let app: TestApp;
@@ -36,6 +36,24 @@ test('a checkout paid on the sandbox page appears on the overview and the member
   const subscriptions = page.locator('h2:has-text("Subscriptions") + table');
   await expect(subscriptions.textContent()).resolves.toMatch(/Gold.*15\.00 USD \/ month.*active/s);
   await expect(page.locator('h2:has-text("Invoices") + table').textContent()).resolves.toMatch(/paid/);
+  await context.close();
+});
+
+test('a buyer enters a discount code on the checkout page and pays the discounted total', async () => {
+  const { context, page } = await newPage(browser);
+  const link = await checkout(app, shop, { tier_id: shop.ids.tiers.gold, plan_id: shop.ids.plans['gold-monthly'], subject: externalSubject() });
+  await page.goto(link.body.url);
+  await page.getByLabel('Discount code').fill('NOPE');
+  await page.getByRole('button', { name: 'Apply code' }).click();
+  expect(await page.getByRole('alert').textContent()).toBe('Unknown discount code.');
+  expect(await seriousViolations(page)).toEqual([]);
+  await page.getByLabel('Discount code').fill('welcome10');
+  await page.getByRole('button', { name: 'Apply code' }).click();
+  await expect(page.locator('dl').textContent()).resolves.toMatch(/DiscountWELCOME10 \(−1\.50 USD\)Due today13\.50 USD.*then 15\.00 USD per month/s);
+  await page.getByRole('button', { name: 'Pay 13.50 USD' }).click();
+  await page.getByRole('heading', { name: 'Thank you' }).waitFor();
+  const invoices = await call(app.url, 'GET', `/v1/invoices?member_id=${link.body.member_id}`, { key: shop.key });
+  expect(invoices.body.data.map((i: { total_cents: number; status: string }) => [i.total_cents, i.status])).toEqual([[1350, 'paid']]);
   await context.close();
 });
 

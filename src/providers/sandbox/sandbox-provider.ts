@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import { inCommunity } from '../../db/community-transaction';
-import { checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
+import { applyCheckoutDiscount, checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
 import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext } from '../../domain/checkout/payment-port';
 
@@ -50,7 +50,7 @@ function page(title: string, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}
 dl{display:grid;grid-template-columns:auto 1fr;gap:.4rem 1rem}dt{color:#555}button{font-size:1.1rem;padding:.6rem 1.4rem}
-.note{color:#555;font-size:.9rem}.banner{background:#fff3cd;border:2px solid #c69500;padding:.5rem;font-weight:600;text-align:center}</style></head><body>${body}</body></html>`;
+.note{color:#555;font-size:.9rem}.error{color:#b3261e;font-weight:600}input{font-size:1rem;padding:.4rem}label{display:block}.banner{background:#fff3cd;border:2px solid #c69500;padding:.5rem;font-weight:600;text-align:center}</style></head><body>${body}</body></html>`;
 }
 
 /** Session ids as this service makes them; anything else (NUL included) is no session. */
@@ -94,7 +94,7 @@ function terms(info: CheckoutInfo): { today: string; then: string | null } {
   return { today: discounted, then: `then ${renew}${every} until you cancel${info.discount_cents && d?.duration !== 'forever' ? ` (discount ${discountSpan})` : ''}` };
 }
 
-function checkoutPage(communityName: string, info: CheckoutInfo, action: string, cancel: string): string {
+function checkoutPage(communityName: string, info: CheckoutInfo, action: string, cancel: string, discountError?: string): string {
   const price = formatMoney(info.amount_cents, info.currency);
   const { today, then } = terms(info);
   const rows = [
@@ -112,7 +112,12 @@ function checkoutPage(communityName: string, info: CheckoutInfo, action: string,
   else {
     const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${today}`;
     // The second button simulates a card that declines (issue 11): nothing is recorded.
-    action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
+    const discountAction = action.replace(/^(\/sandbox\/checkout\/[^/?]+)/, '$1/discount');
+    action_html = `<form method="post" action="${escapeHtml(discountAction)}"><p><label for="discount_code">Discount code</label>
+<input id="discount_code" name="discount_code" value="${escapeHtml(info.discount_code ?? '')}" maxlength="64" autocomplete="off"${discountError ? ' aria-invalid="true" aria-describedby="discount-error"' : ''}>
+<button type="submit">${info.discount_code ? 'Change code' : 'Apply code'}</button></p>
+${discountError ? `<p id="discount-error" class="error" role="alert">${escapeHtml(discountError)}</p>` : ''}</form>
+<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
 <button type="submit" name="card" value="decline">Use a card that declines</button></form>
 <p><a href="${escapeHtml(cancel)}">Cancel and go back</a></p>`;
   }
@@ -142,6 +147,28 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
     if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
     res.type('html').send(checkoutPage(found.communityName, found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req))));
+  });
+
+  // The discount field: applies the code (the rules of POST /v1/checkout-links), then
+  // shows the page again with the new total; a refused code is shown beside the field.
+  router.post('/checkout/:id/discount', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
+    const found = await loadCheckout(pool, String(req.params.id), req.query.t);
+    if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
+    const raw = (req.body as Record<string, unknown> | undefined)?.discount_code;
+    const code = typeof raw === 'string' ? raw.trim().slice(0, 64) : '';
+    const self = `/sandbox/checkout/${found.info.checkout_id}?t=${encodeURIComponent(String(req.query.t))}`;
+    try {
+      await inCommunity(pool, found.communityId, (client) => applyCheckoutDiscount(client, found.info.checkout_id, code));
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      if (e.code === 'BLDSC' || e.code === 'BL409') {
+        const again = await loadCheckout(pool, found.info.checkout_id, req.query.t);
+        return void res.status(e.code === 'BLDSC' ? 422 : 409).type('html')
+          .send(checkoutPage(found.communityName, (again ?? found).info, self, cancelTarget(found.info, baseUrl(req)), e.message));
+      }
+      throw err;
+    }
+    res.redirect(303, self);
   });
 
   router.post('/checkout/:id', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
