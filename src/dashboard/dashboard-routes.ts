@@ -239,9 +239,9 @@ export function mountDashboard(app: express.Express, deps: DashboardDeps): void 
 <div class="card"><div class="l">Cancels (30 days)</div><div class="n">${summary.recent_cancels}</div></div>
 <div class="card"><div class="l">Past due</div><div class="n">${series.past_due}</div></div></div>
 <p><a href="/dashboard?days=30"${raw(days === 30 ? ' aria-current="true"' : '')}>Last 30 days</a> · <a href="/dashboard?days=90"${raw(days === 90 ? ' aria-current="true"' : '')}>Last 90 days</a></p>
-${lineChart(`MRR, last ${days} days`, points.map((p) => ({ label: p.day, value: p.mrr_cents })), (v) => money(v, series.currency ?? cur))}
+<div class="charts">${lineChart(`MRR, last ${days} days`, points.map((p) => ({ label: p.day, value: p.mrr_cents })), (v) => money(v, series.currency ?? cur))}
 ${lineChart(`Signups per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.signups })), String)}
-${lineChart(`Cancels per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.cancels })), String)}`);
+${lineChart(`Cancels per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.cancels })), String)}</div>`);
   });
 
   // ---- lists -----------------------------------------------------------------------
@@ -305,16 +305,17 @@ ${nextLink(req, page.next_cursor)}`);
     const id = String(req.params.id);
     const member = await read(req, res, 'get_member', { params: { id } });
     if (!member) return;
-    const [ents, subs, invoices, grants, plans] = await Promise.all([
+    const [ents, subs, invoices, grants, plans, history] = await Promise.all([
       run(req, 'get_member_entitlements', { params: { id } }), run(req, 'list_subscriptions', { query: { member_id: id, limit: '100' } }),
-      run(req, 'list_invoices', { query: { member_id: id, limit: '50' } }), run(req, 'list_grants', { params: { id } }), run(req, 'list_plans')]);
+      run(req, 'list_invoices', { query: { member_id: id, limit: '50' } }), run(req, 'list_grants', { params: { id } }), run(req, 'list_plans'),
+      run(req, 'list_member_entitlement_history', { params: { id }, query: { limit: '50' } })]);
     const data = (o: Outcome) => (o.problem ? [] : ((o.body as Page).data ?? []));
     const back = `/dashboard/members/${encodeURIComponent(id)}`;
     const backField = html`<input type="hidden" name="back" value="${back}">`;
     const subActions = (x: Json) => !s.can('subscriptions:write') ? html`` : x.status === 'cancelling'
       ? actionForm(s, `/dashboard/subscriptions/${encodeURIComponent(x.id)}/reactivate`, 'Reactivate', { fields: backField })
       : ['active', 'trialing', 'past_due'].includes(x.status) ? actionForm(s, `/dashboard/subscriptions/${encodeURIComponent(x.id)}/cancel`, 'Cancel at period end', { danger: true, fields: backField }) : html``;
-    send(req, res, `Member ${id}`, '/dashboard/members', html`<dl>
+    send(req, res, `Member ${id}`, '/dashboard/members', html`<dl class="facts">
 <dt>Created</dt><dd>${member.created_at}</dd>
 <dt>Identities</dt><dd>${(member.identities as Json[]).map((x) => `${x.platform}:${x.platform_uid}${x.username ? ` (${x.username})` : ''}`).join(', ') || 'none'}</dd>
 <dt>External subjects</dt><dd>${(member.external_subjects as Json[]).map((x) => `${x.namespace}:${x.external_user_id}`).join(', ') || 'none'}</dd></dl>
@@ -326,6 +327,9 @@ ${nextLink(req, page.next_cursor)}`);
 ${s.can('members:write') ? html`<form method="post" action="/dashboard/members/${encodeURIComponent(id)}/grants">${csrfField(s)}<fieldset><legend>Grant access</legend>
 <p><label for="g-tier">Tier</label><select id="g-tier" name="tier_id" required>${data(plans).map((t) => html`<option value="${t.id}">${t.name}</option>`)}</select></p>
 <p><label for="g-note">Note</label><input id="g-note" name="note" maxlength="500"></p><p><button type="submit">Grant</button></p></fieldset></form>` : ''}
+<h2>Entitlement history</h2>${table(['When', 'Event', 'Entitlement', 'Revision', 'Status', 'Reason'], data(history).map((e) => [html`${e.timestamp}`,
+      html`${String(e.type).replace('member.entitlement.', '')}`, html`${e.data?.entitlement?.key ?? ''}`, html`${e.data?.entitlement?.revision ?? ''}`,
+      html`${e.data?.entitlement?.status ?? ''}`, html`${e.data?.reason ?? ''}`]), 'No entitlement changes yet.')}
 <p><a href="/dashboard/events">Events feed</a></p>`);
   });
 

@@ -9,6 +9,7 @@ import type { Config } from '../core/config';
 import { SESSION_TOKEN_PATTERN } from '../core/ids';
 import { sessionInfo, SessionInfo } from '../domain/operators/operator-accounts';
 import type { Caller } from '../operations/executor';
+import { callerOf } from '../web/express-io';
 
 export const SESSION_COOKIE = 'billing_session';
 /** Double-submit token of the sign-in forms (before a session exists). */
@@ -96,7 +97,7 @@ export function requireSession(api: pg.Pool) {
     }
     req.signed = {
       token, info, csrf,
-      caller: { key: null, session: token, ip: req.ip ?? 'unknown', origin: { protocol: req.protocol, host: req.get('host') } },
+      caller: { ...callerOf(req), key: null, session: token },
       can: (scope) => info.scopes.includes(scope),
     };
     next();

@@ -14,6 +14,7 @@ import { memberPortalInfo, MemberPortalInfo, openMemberPortal } from '../domain/
 import { dashboardOperation } from '../operations';
 import type { Caller, Executor, Outcome, RawInput } from '../operations/executor';
 import { BASE_CSS, day, esc, Html, html, money, raw } from '../web/html';
+import { callerOf } from '../web/express-io';
 import { cookies, csrfFor } from './dashboard-session';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -65,7 +66,7 @@ export function mountMemberPortal(app: express.Express, deps: PortalDeps): void 
     if (!info) return null;
     return {
       token, info, csrf: csrfFor(token), base: `/sandbox/portal/${encodeURIComponent(String(req.params.ps))}`,
-      caller: { key: null, session: token, ip: req.ip ?? 'unknown', origin: { protocol: req.protocol, host: req.get('host') } },
+      caller: { ...callerOf(req), key: null, session: token },
     };
   };
 

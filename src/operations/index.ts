@@ -7,7 +7,7 @@ import { portalOperations } from '../domain/subscriptions/portal-operations';
 import { checkoutOperations } from '../domain/checkout/checkout-operations';
 import { discountOperations } from '../domain/discounts/discount-operations';
 import { entitlementOperations } from '../domain/entitlements/entitlement-operations';
-import { eventOperations } from '../domain/events/event-operations';
+import { eventDashboardOperations, eventOperations } from '../domain/events/event-operations';
 import { externalSubjectOperations } from '../domain/members/external-subject-operations';
 import { memberOperations } from '../domain/members/member-operations';
 import { memberSessionOperations } from '../domain/members/member-session-operations';
@@ -42,7 +42,9 @@ export const operations: readonly Operation[] = [
  * overview's series; member portal sessions: the switch preview, the sandbox card).
  * Run by the same executor; not mounted under /v1 or MCP.
  */
-export const dashboardOperations: readonly Operation[] = [...apiKeyOperations, ...analyticsDashboardOperations, ...portalOperations];
+export const dashboardOperations: readonly Operation[] = [
+  ...apiKeyOperations, ...analyticsDashboardOperations, ...eventDashboardOperations, ...portalOperations,
+];
 
 export function findOperation(name: string): Operation | undefined {
   return operations.find((op) => op.name === name);

@@ -55,7 +55,8 @@ button.secondary{background:#fff;color:#0b57d0}button.danger{background:#b3261e;
 .muted{color:#4a5360}.empty{background:#fff;border:1px dashed #b7bec7;padding:1rem;text-align:center;color:#4a5360}
 .banner{background:#fff3cd;border-bottom:2px solid #c69500;padding:.5rem 1rem;text-align:center;font-weight:600}
 fieldset{border:1px solid #dfe3e8;background:#fff;border-radius:6px;margin:.6rem 0}
-.chart{background:#fff;border:1px solid #dfe3e8;border-radius:6px;padding:.6rem}
+.chart{background:#fff;border:1px solid #dfe3e8;border-radius:6px;padding:.6rem;margin:0}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:.8rem;margin-top:.8rem}
+figcaption{font-size:.85rem;color:#4a5360}dl.facts{display:grid;grid-template-columns:auto 1fr;gap:.3rem 1rem}dl.facts dd{margin:0}
 `;
 
 export interface SeriesPoint { label: string; value: number }
@@ -65,7 +66,7 @@ export interface SeriesPoint { label: string; value: number }
  * title and description carry the figures, with a text table beside it for readers.
  */
 export function lineChart(title: string, points: SeriesPoint[], format: (v: number) => string): Html {
-  const w = 640, h = 180, pad = 32;
+  const w = 480, h = 160, pad = 30;
   const max = Math.max(1, ...points.map((p) => p.value));
   const step = points.length > 1 ? (w - 2 * pad) / (points.length - 1) : 0;
   const xy = points.map((p, i) => [pad + i * step, h - pad - (p.value / max) * (h - 2 * pad)] as const);

@@ -36,6 +36,8 @@ test('a checkout paid on the sandbox page appears on the overview and the member
   const subscriptions = page.locator('h2:has-text("Subscriptions") + table');
   await expect(subscriptions.textContent()).resolves.toMatch(/Gold.*15\.00 USD \/ month.*active/s);
   await expect(page.locator('h2:has-text("Invoices") + table').textContent()).resolves.toMatch(/paid/);
+  await expect(page.locator('h2:has-text("Entitlement history") + table').textContent()).resolves.toMatch(/granted.*vip-chat.*1.*active/s);
+  expect(await seriousViolations(page)).toEqual([]);
   await context.close();
 });
 
