@@ -81,21 +81,21 @@ async function main(): Promise<void> {
     try {
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
-      const shot = async (name: string, target?: string) => {
+      const shot = async (name: string, target?: string, fullPage = false) => {
         if (target) await page.goto(target);
-        await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+        await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage });
         process.stdout.write(`wrote docs/screenshots/${name}.png\n`);
       };
-      await shot('checkout', checkout.url);
-      await shot('portal', portal.url);
+      await shot('checkout', checkout.url, true);
+      await shot('portal', portal.url, true);
       await page.goto(signInLink(base, invitation.token));
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.waitForURL('**/dashboard/account');
-      await shot('overview', `${base}/dashboard`);
+      await shot('overview', `${base}/dashboard`, true);
       await shot('subscriptions', `${base}/dashboard/subscriptions`);
       await shot('invoices', `${base}/dashboard/invoices`);
       await shot('members', `${base}/dashboard/members`);
-      await shot('member', `${base}/dashboard/members/${firstMember}`);
+      await shot('member', `${base}/dashboard/members/${firstMember}`, true);
       await shot('catalog', `${base}/dashboard/catalog`);
       await shot('keys', `${base}/dashboard/keys`);
       await shot('webhooks', `${base}/dashboard/webhooks`);
