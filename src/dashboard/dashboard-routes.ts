@@ -93,6 +93,12 @@ const statusSelect = (name: string, values: readonly string[], current: unknown)
 const textFilter = (name: string, label: string, current: unknown) => html`<div><label for="f-${name}">${label}</label>
 <input id="f-${name}" name="${name}" value="${typeof current === 'string' ? current : ''}"></div>`;
 
+/** A repeated form field (checkboxes, multi-selects) as an array; absent is empty. */
+const listField = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
+
+const eventTypesSelect = (id: string, selected: string[]) => html`<p><label for="${id}">Event types (none selected: every type)</label>
+<select id="${id}" name="event_types" multiple size="6">${EVENT_TYPES.map((t) => html`<option${raw(selected.includes(t) ? ' selected' : '')}>${t}</option>`)}</select></p>`;
+
 const memberLink = (id: string) => html`<a href="/dashboard/members/${encodeURIComponent(id)}">${id}</a>`;
 
 export interface DashboardDeps { executor: Executor; api: pg.Pool; config: Config }
@@ -384,8 +390,7 @@ ${s.can('keys:write') ? html`<form method="post" action="/dashboard/keys">${csrf
   router.get('/keys', (req, res) => keysPage(req, res));
   router.post('/keys', async (req, res) => {
     const b = req.body as Record<string, unknown>;
-    const scopes = Array.isArray(b.scopes) ? b.scopes : typeof b.scopes === 'string' ? [b.scopes] : [];
-    const body: Record<string, unknown> = { scopes };
+    const body: Record<string, unknown> = { scopes: listField(b.scopes) };
     if (typeof b.name === 'string' && b.name.trim()) body.name = b.name.trim();
     const out = await run(req, 'create_api_key', { body });
     if (out.problem) return problemPage(req, res, out, '/dashboard/keys');
@@ -405,6 +410,7 @@ ${s.can('keys:write') ? html`<form method="post" action="/dashboard/keys">${csrf
 ${s.can('webhooks:write') ? html`<form method="post" action="/dashboard/webhooks">${csrfField(s)}<fieldset><legend>Add an endpoint</legend>
 <p><label for="w-url">URL (https)</label><input id="w-url" name="url" type="url" required size="50"></p>
 <p><label for="w-desc">Description</label><input id="w-desc" name="description" maxlength="500"></p>
+${eventTypesSelect('w-types', [])}
 <p><button type="submit">Add endpoint</button></p></fieldset></form>` : ''}`);
   });
 
@@ -417,7 +423,7 @@ ${s.can('webhooks:write') ? html`<form method="post" action="/dashboard/webhooks
 
   router.post('/webhooks', async (req, res) => {
     const b = req.body as Record<string, unknown>;
-    const body: Record<string, unknown> = { url: b.url };
+    const body: Record<string, unknown> = { url: b.url, event_types: listField(b.event_types) };
     if (typeof b.description === 'string' && b.description.trim()) body.description = b.description.trim();
     const out = await run(req, 'create_webhook_endpoint', { body });
     if (out.problem) return problemPage(req, res, out, '/dashboard/webhooks');
@@ -440,6 +446,7 @@ ${actionForm(s, `${base}/delete`, 'Delete endpoint', { danger: true })}</p>
 <form method="post" action="${base}/edit">${csrfField(s)}<fieldset><legend>Edit</legend>
 <p><label for="e-url">URL</label><input id="e-url" name="url" type="url" value="${endpoint.url}" size="50" required></p>
 <p><label for="e-desc">Description</label><input id="e-desc" name="description" value="${endpoint.description ?? ''}" maxlength="500"></p>
+${eventTypesSelect('e-types', endpoint.event_types as string[])}
 <p><button type="submit">Save</button></p></fieldset></form>` : ''}
 <h2>Delivery log</h2>${table(['Event', 'Status', 'Attempts', 'Last answer', 'Duration', 'Response', ''], page.data.map((d) => {
       const last = (d.attempts as Json[])[(d.attempts as Json[]).length - 1];
@@ -467,7 +474,7 @@ ${actionForm(s, `${base}/delete`, 'Delete endpoint', { danger: true })}</p>
     { params: { id: String(req.params.id) }, body: { enabled: (req.body as Json).enabled === 'true' } }, `/dashboard/webhooks/${encodeURIComponent(String(req.params.id))}`, 'updated'));
   router.post('/webhooks/:id/edit', (req, res) => {
     const b = req.body as Json;
-    const body: Json = { url: b.url };
+    const body: Json = { url: b.url, event_types: listField(b.event_types) };
     if (typeof b.description === 'string') body.description = b.description.trim() || null;
     return act(req, res, 'update_webhook_endpoint', { params: { id: String(req.params.id) }, body }, `/dashboard/webhooks/${encodeURIComponent(String(req.params.id))}`, 'updated');
   });
@@ -483,6 +490,10 @@ ${actionForm(s, `${base}/delete`, 'Delete endpoint', { danger: true })}</p>
     send(req, res, 'Events', '/dashboard/events', html`<form class="filters" method="get" action="/dashboard/events">${statusSelect('type', EVENT_TYPES, req.query.type)}<div><button type="submit">Filter</button></div></form>
 ${table(['When', 'Type', 'Id', 'Subject'], page.data.map((e) => [html`${e.timestamp}`, html`${e.type}`, html`<code>${e.id}</code>`,
       e.data?.member?.id ? memberLink(e.data.member.id) : e.data?.member_id ? memberLink(e.data.member_id) : html`${e.data?.id ?? ''}`]), 'No events yet.')}${nextLink(req, page.next_cursor)}`);
+  });
+
+  router.use((req, res) => {
+    res.status(404).type('html').send(shell('Not found', html`<p class="error" role="alert">There is no page ${req.originalUrl.split('?')[0]} in the dashboard.</p><p><a href="/dashboard">Go to the overview</a></p>`, { signed: req.signed }));
   });
 
   app.use('/dashboard', router);

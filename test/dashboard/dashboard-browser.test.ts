@@ -81,3 +81,23 @@ test('every dashboard page renders for a viewer without serious accessibility vi
   }
   await context.close();
 });
+
+test('bad input shows a clear message with a 4xx status, never a 500', async () => {
+  const { context, page } = await newPage(browser);
+  await signInAs(page, app, tenant.communityId, 'admin');
+  const get = async (path: string) => { const r = await page.request.get(`${app.url}${path}`); return [r.status(), await r.text()] as const; };
+  const [badStatus, badText] = await get('/dashboard/subscriptions?status=bogus');
+  expect(badStatus).toBe(422);
+  expect(badText).toContain('Invalid status');
+  expect((await get('/dashboard/invoices?cursor=%%%'))[0]).toBe(400);
+  expect((await get('/dashboard/members/mem_00000000000000000000000000'))[0]).toBe(404);
+  expect((await get('/dashboard/no-such-page'))[0]).toBe(404);
+  await page.goto(`${app.url}/dashboard/keys`);
+  const csrf = await page.locator('input[name=csrf]').first().inputValue();
+  const noScopes = await page.request.post(`${app.url}/dashboard/keys`, { form: { csrf, name: 'x' } });
+  expect(noScopes.status()).toBe(422);
+  expect(await noScopes.text()).toContain('scopes');
+  const badHook = await page.request.post(`${app.url}/dashboard/webhooks`, { form: { csrf, url: 'not a url' } });
+  expect(badHook.status()).toBe(422);
+  await context.close();
+});

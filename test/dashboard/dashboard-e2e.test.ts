@@ -67,9 +67,11 @@ test('an operator adds an endpoint, sees its delivery log and redelivers', async
     await signInAs(page, app, shop.communityId, 'admin');
     await page.goto(`${app.url}/dashboard/webhooks`);
     await page.getByLabel('URL (https)').fill(receiver.url);
+    await page.getByLabel(/Event types/).selectOption(['member.entitlement.granted', 'member.entitlement.revoked']);
     await page.getByRole('button', { name: 'Add endpoint' }).click();
     expect(await page.locator('#secret').textContent()).toMatch(/^whsec_/);
     await page.getByRole('link', { name: 'Go to the endpoint' }).click();
+    await expect(page.locator('main > p').first().textContent()).resolves.toContain('events: member.entitlement.granted, member.entitlement.revoked');
     await insertEvents(app.owner, shop.communityId, [{ type: 'member.entitlement.granted', data: { member: { id: 'mem_x' } } }]);
     await waitFor('first delivery', () => receiver.received.length === 1);
     await waitFor('delivery logged', async () => {

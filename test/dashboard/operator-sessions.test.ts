@@ -7,6 +7,8 @@ import type { Caller } from '../../src/operations/executor';
 import { createTenant, startApp, TestApp, Tenant } from '../support/app';
 import { createExecutor } from '../support/dashboard';
 import { OPERATOR_SCOPES, SCOPES } from '../../src/core/scopes';
+import type { Response } from 'express';
+import { setSessionCookie } from '../../src/dashboard/dashboard-session';
 
 let app: TestApp;
 let tenant: Tenant;
@@ -120,4 +122,13 @@ test('SQL knows the same API scopes as src/core/scopes.ts, and a viewer holds re
   expect([...rows[0].api].sort()).toEqual([...SCOPES].sort());
   expect(rows[0].viewer.every((s: string) => s.endsWith(':read'))).toBe(true);
   expect([...rows[0].admin].sort()).toEqual([...SCOPES, ...OPERATOR_SCOPES].sort());
+});
+
+test('the session cookie is httpOnly and SameSite=Lax, and Secure in production only', () => {
+  const headers: string[] = [];
+  const res = { append: (_name: string, value: string) => { headers.push(value); } } as unknown as Response;
+  setSessionCookie(res, { ...app.config, production: true }, 'bos_x');
+  setSessionCookie(res, { ...app.config, production: false }, 'bos_y');
+  expect(headers[0]).toBe('billing_session=bos_x; Path=/dashboard; HttpOnly; SameSite=Lax; Max-Age=43200; Secure');
+  expect(headers[1]).toBe('billing_session=bos_y; Path=/dashboard; HttpOnly; SameSite=Lax; Max-Age=43200');
 });
