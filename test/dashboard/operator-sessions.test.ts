@@ -132,3 +132,14 @@ test('the session cookie is httpOnly and SameSite=Lax, and Secure in production 
   expect(headers[0]).toBe('billing_session=bos_x; Path=/dashboard; HttpOnly; SameSite=Lax; Max-Age=43200; Secure');
   expect(headers[1]).toBe('billing_session=bos_y; Path=/dashboard; HttpOnly; SameSite=Lax; Max-Age=43200');
 });
+
+test("the API's role never reads a password hash and cannot open a session without the password", async () => {
+  const token = await sessionFor('admin');
+  const info = (await sessionInfo(app.api, token))!;
+  await setPassword(app.api, token, 'another long password');
+  const { rows } = await app.api.query('select billing_private.operator_password_candidates($1) as r', [info.email]);
+  expect(rows[0].r).toEqual([{ user_id: info.user_id, params: expect.stringMatching(/^scrypt\$32768\$8\$1\$[A-Za-z0-9+/=]+$/) }]);
+  await expect(app.api.query("select billing_private.operator_session_open($1, 'x', '1 hour')", [info.user_id])).rejects.toThrow(/permission denied/);
+  const forged = await app.api.query("select billing_private.operator_password_sign_in($1, $2, 'x', '1 hour') as r", [info.user_id, Buffer.alloc(32).toString('base64')]);
+  expect(forged.rows[0].r).toBeNull();
+});

@@ -19,24 +19,27 @@ const MAXMEM = 64 * 1024 * 1024;
 export const PASSWORD_MIN = 12;
 export const PASSWORD_MAX = 200;
 
-export async function hashPassword(password: string): Promise<string> {
-  const salt = crypto.randomBytes(16);
-  const hash = await scrypt(password.normalize('NFKC'), salt, LEN, { N, r: R, p: P, maxmem: MAXMEM });
-  return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${hash.toString('base64')}`;
-}
-
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const parts = stored.split('$');
-  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+/** The key scrypt derives from a password with stored parameters 'scrypt$N$r$p$salt'. */
+async function derive(password: string, params: string): Promise<Buffer | null> {
+  const parts = params.split('$');
+  if (parts.length !== 5 || parts[0] !== 'scrypt') return null;
   const [n, r, p] = parts.slice(1, 4).map(Number);
-  const salt = Buffer.from(parts[4], 'base64');
-  const expected = Buffer.from(parts[5], 'base64');
-  const actual = await scrypt(password.normalize('NFKC'), salt, expected.length, { N: n, r, p, maxmem: MAXMEM });
-  return crypto.timingSafeEqual(actual, expected);
+  return scrypt(password.normalize('NFKC'), Buffer.from(parts[4], 'base64'), LEN, { N: n, r, p, maxmem: MAXMEM });
 }
 
-/** A hash that no password matches: verified against when an email has none, so timing tells nothing. */
-let decoy: Promise<string> | null = null;
+/**
+ * The stored form: 'scrypt$N$r$p$salt$' + sha256 of the derived key. The database
+ * compares a derived key the service sends against it (operator_password_sign_in), so
+ * neither the service's login nor a page ever reads a password hash.
+ */
+export async function hashPassword(password: string): Promise<string> {
+  const params = `scrypt$${N}$${R}$${P}$${crypto.randomBytes(16).toString('base64')}`;
+  const derived = (await derive(password, params))!;
+  return `${params}$${crypto.createHash('sha256').update(derived).digest('base64')}`;
+}
+
+/** Parameters no user has: derived from when an email has none, so timing tells nothing. */
+const DECOY = `scrypt$${N}$${R}$${P}$${crypto.randomBytes(16).toString('base64')}`;
 
 export const SESSION_TTL = '12 hours';
 export const LINK_TTL = '24 hours';
@@ -73,19 +76,19 @@ export async function signInWithPassword(api: pg.Pool, email: string, password: 
   const throttle = await api.query<{ r: { allowed: boolean; retry_after: number } }>(
     'select billing_private.operator_sign_in_throttle($1, $2) as r', [ip, email]);
   if (!throttle.rows[0].r.allowed) return { ok: false, reason: 'rate_limited', retry_after: throttle.rows[0].r.retry_after };
-  const { rows } = await api.query<{ r: { user_id: string; password_hash: string }[] }>(
+  const { rows } = await api.query<{ r: { user_id: string; params: string }[] }>(
     'select billing_private.operator_password_candidates($1) as r', [email]);
-  let userId: string | null = null;
-  for (const c of rows[0].r) {
-    if (await verifyPassword(password, c.password_hash)) { userId = c.user_id; break; }
-  }
-  if (rows[0].r.length === 0) await verifyPassword(password, await (decoy ??= hashPassword(crypto.randomUUID())));
-  if (!userId) return { ok: false, reason: 'invalid' };
+  if (rows[0].r.length === 0) await derive(password, DECOY);
   const token = newSessionToken();
-  const opened = await api.query<{ r: Omit<OpenedSession, 'token'> | null }>(
-    'select billing_private.operator_session_open($1, $2, $3::interval) as r', [userId, hashKey(token), SESSION_TTL]);
-  const r = opened.rows[0].r;
-  return r ? { ok: true, session: { ...r, token } } : { ok: false, reason: 'invalid' };
+  for (const c of rows[0].r) {
+    const derived = await derive(password, c.params);
+    if (!derived) continue;
+    const opened = await api.query<{ r: Omit<OpenedSession, 'token'> | null }>(
+      'select billing_private.operator_password_sign_in($1, $2, $3, $4::interval) as r',
+      [c.user_id, derived.toString('base64'), hashKey(token), SESSION_TTL]);
+    if (opened.rows[0].r) return { ok: true, session: { ...opened.rows[0].r, token } };
+  }
+  return { ok: false, reason: 'invalid' };
 }
 
 /** Spends a one-time link; null when it is unknown, used or expired. */
