@@ -9,9 +9,10 @@ export type Scope = (typeof SCOPES)[number];
 
 /**
  * Scopes only operator sessions hold (db/migrations/fixtures/15-operators.sql,
- * billing_private.operator_role_scopes): managing API keys. No key can hold them.
+ * billing_private.operator_role_scopes): managing API keys (admins and owners) and
+ * dashboard users (owners). No key can hold them.
  */
-export const OPERATOR_SCOPES = ['keys:read', 'keys:write'] as const;
+export const OPERATOR_SCOPES = ['keys:read', 'keys:write', 'operators:read', 'operators:write'] as const;
 export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
 
 /** Operator roles: viewer reads; admin and owner also change (db: their scopes). */

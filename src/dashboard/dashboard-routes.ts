@@ -26,6 +26,7 @@ const NAV: [string, string][] = [
   ['/dashboard', 'Overview'], ['/dashboard/subscriptions', 'Subscriptions'], ['/dashboard/purchases', 'Purchases'],
   ['/dashboard/invoices', 'Invoices'], ['/dashboard/members', 'Members'], ['/dashboard/catalog', 'Catalog'],
   ['/dashboard/keys', 'API keys'], ['/dashboard/webhooks', 'Webhooks'], ['/dashboard/events', 'Events'],
+  ['/dashboard/operators', 'Operators'],
 ];
 
 const NOTICES: Record<string, string> = {
@@ -38,18 +39,19 @@ const NOTICES: Record<string, string> = {
   updated: 'Saved.',
   deleted: 'The endpoint is deleted.',
   password: 'Your password is set: you can now sign in with it.',
+  operator: 'Saved.',
 };
 
 function shell(title: string, body: Html, opts: { signed?: Signed; active?: string } = {}): string {
   const s = opts.signed;
-  const nav = s ? html`<nav class="main" aria-label="Dashboard"><ul>${NAV.map(([href, label]) =>
+  const nav = s ? html`<nav class="main" aria-label="Dashboard"><ul>${NAV.filter(([href]) => href !== '/dashboard/operators' || s.can('operators:read')).map(([href, label]) =>
     html`<li><a href="${href}"${raw(href === opts.active ? ' aria-current="page"' : '')}>${label}</a></li>`)}</ul></nav>
 <div class="who">${s.info.email} · ${s.info.role} · ${s.info.community_name}
 <a href="/dashboard/account">Account</a>
 <form class="inline" method="post" action="/dashboard/sign-out"><input type="hidden" name="csrf" value="${s.csrf}"><button class="secondary" type="submit">Sign out</button></form></div>` : html``;
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)} · Billing dashboard</title><link rel="stylesheet" href="/dashboard/assets/dashboard.css"></head>
-<body><header class="top"><a href="/dashboard"><strong>Billing</strong></a>${nav}</header>
+<body><a class="skip" href="#main">Skip to content</a><header class="top"><a href="/dashboard"><strong>Billing</strong></a>${nav}</header>
 <main id="main"><h1>${esc(title)}</h1>${body}</main><script src="/dashboard/assets/dashboard.js"></script></body></html>`;
 }
 
@@ -490,6 +492,40 @@ ${eventTypesSelect('e-types', endpoint.event_types as string[])}
     send(req, res, 'Events', '/dashboard/events', html`<form class="filters" method="get" action="/dashboard/events">${statusSelect('type', EVENT_TYPES, req.query.type)}<div><button type="submit">Filter</button></div></form>
 ${table(['When', 'Type', 'Id', 'Subject'], page.data.map((e) => [html`${e.timestamp}`, html`${e.type}`, html`<code>${e.id}</code>`,
       e.data?.member?.id ? memberLink(e.data.member.id) : e.data?.member_id ? memberLink(e.data.member_id) : html`${e.data?.id ?? ''}`]), 'No events yet.')}${nextLink(req, page.next_cursor)}`);
+  });
+
+  // ---- operators (owners) ------------------------------------------------------------
+
+  const operatorsPage = async (req: Request, res: Response, invited?: Json, status = 200) => {
+    const s = req.signed!;
+    const page = await read<Page>(req, res, 'list_operators', { query: queryOf(req, []) });
+    if (!page) return;
+    res.status(status);
+    const roleSelect = (id: string, current: string) => html`<label for="${id}">Role</label><select id="${id}" name="role">${['owner', 'admin', 'viewer'].map((r) => html`<option${raw(r === current ? ' selected' : '')}>${r}</option>`)}</select>`;
+    send(req, res, 'Operators', '/dashboard/operators', html`${invited ? html`<div class="secret" role="status"><p>Send <strong>${invited.email}</strong> (${invited.role}) this one-time sign-in link, valid until ${invited.expires_at}:</p>
+<p><code id="invite-link" data-testid="invite-link">${invited.url}</code> <button type="button" class="secondary" data-copy="invite-link">Copy</button></p></div>` : ''}
+${table(['Email', 'Role', 'Password', 'Since', 'Status', ''], page.data.map((u) => [html`${u.email}`, html`${u.role}`, html`${u.has_password ? 'set' : 'not yet'}`, html`${day(u.created_at)}`,
+      html`${u.disabled_at ? `disabled ${day(u.disabled_at)}` : 'active'}`,
+      html`<form class="inline" method="post" action="/dashboard/operators/${encodeURIComponent(u.id)}">${csrfField(s)}${roleSelect(`role-${u.id}`, u.role)} <button class="secondary" type="submit">Save role of ${u.email}</button></form>
+${actionForm(s, `/dashboard/operators/${encodeURIComponent(u.id)}`, u.disabled_at ? `Enable ${u.email}` : `Disable ${u.email}`, { danger: !u.disabled_at, fields: html`<input type="hidden" name="disabled" value="${u.disabled_at ? 'false' : 'true'}">` })}`]), 'No operators.')}
+${nextLink(req, page.next_cursor)}
+<form method="post" action="/dashboard/operators">${csrfField(s)}<fieldset><legend>Invite an operator</legend>
+<p><label for="o-email">Email</label><input id="o-email" name="email" type="email" required maxlength="254"></p>
+<p>${roleSelect('o-role', 'viewer')}</p><p><button type="submit">Invite</button></p></fieldset></form>`);
+  };
+  router.get('/operators', (req, res) => operatorsPage(req, res));
+  router.post('/operators', async (req, res) => {
+    const b = req.body as Json;
+    const out = await run(req, 'invite_operator', { body: { email: b.email, role: b.role } });
+    if (out.problem) return problemPage(req, res, out, '/dashboard/operators');
+    return operatorsPage(req, res, out.body as Json, 201);
+  });
+  router.post('/operators/:id', (req, res) => {
+    const b = req.body as Json;
+    const body: Json = {};
+    if (typeof b.role === 'string') body.role = b.role;
+    if (b.disabled === 'true' || b.disabled === 'false') body.disabled = b.disabled === 'true';
+    return act(req, res, 'update_operator', { params: { id: String(req.params.id) }, body }, '/dashboard/operators', 'operator');
   });
 
   router.use((req, res) => {

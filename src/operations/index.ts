@@ -3,6 +3,7 @@
 import type { Operation } from '../domain/operation';
 import { analyticsDashboardOperations, analyticsOperations } from '../domain/analytics/analytics-operations';
 import { apiKeyOperations } from '../domain/keys/api-key-operations';
+import { operatorOperations } from '../domain/operators/operator-operations';
 import { portalOperations } from '../domain/subscriptions/portal-operations';
 import { checkoutOperations } from '../domain/checkout/checkout-operations';
 import { discountOperations } from '../domain/discounts/discount-operations';
@@ -43,7 +44,7 @@ export const operations: readonly Operation[] = [
  * Run by the same executor; not mounted under /v1 or MCP.
  */
 export const dashboardOperations: readonly Operation[] = [
-  ...apiKeyOperations, ...analyticsDashboardOperations, ...eventDashboardOperations, ...portalOperations,
+  ...apiKeyOperations, ...operatorOperations, ...analyticsDashboardOperations, ...eventDashboardOperations, ...portalOperations,
 ];
 
 export function findOperation(name: string): Operation | undefined {

@@ -35,7 +35,7 @@ export function day(ts: string | null | undefined): string {
 }
 
 export const BASE_CSS = `
-*{box-sizing:border-box}body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1f24;background:#f6f7f9;line-height:1.45}
+*{box-sizing:border-box}.skip{position:absolute;left:-9999px}.skip:focus{left:.5rem;top:.5rem;background:#fff;padding:.4rem;z-index:10}body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1f24;background:#f6f7f9;line-height:1.45}
 a{color:#0b57d0}a:focus,button:focus,input:focus,select:focus,textarea:focus{outline:3px solid #f4b400;outline-offset:2px}
 header.top{background:#1f2937;color:#fff;padding:.6rem 1.2rem;display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
 header.top a{color:#fff}header.top .who{margin-left:auto;font-size:.9rem}

@@ -101,3 +101,31 @@ test('bad input shows a clear message with a 4xx status, never a 500', async () 
   expect(badHook.status()).toBe(422);
   await context.close();
 });
+
+test('an owner invites an operator whose link signs in; admins cannot manage operators; the last owner stays', async () => {
+  const shop = await createTenant(app.owner);
+  const { context, page } = await newPage(browser);
+  const ownerEmail = await signInAs(page, app, shop.communityId, 'owner');
+  await page.goto(`${app.url}/dashboard/operators`);
+  await page.getByLabel('Email').fill('new-admin@example.com');
+  await page.locator('#o-role').selectOption('admin');
+  await page.getByRole('button', { name: 'Invite' }).click();
+  const link = (await page.getByTestId('invite-link').textContent())!.trim();
+  expect(await seriousViolations(page)).toEqual([]);
+  // The only owner cannot make itself an admin.
+  const ownerRow = page.locator('tr', { hasText: ownerEmail });
+  await ownerRow.locator('select').selectOption('admin');
+  await ownerRow.getByRole('button', { name: `Save role of ${ownerEmail}` }).click();
+  expect(await page.getByRole('alert').textContent()).toContain('A community keeps at least one enabled owner');
+
+  const other = await newPage(browser);
+  await other.page.goto(link);
+  await other.page.getByRole('button', { name: 'Sign in' }).click();
+  await other.page.waitForURL('**/dashboard/account');
+  expect(await other.page.locator('.who').textContent()).toContain('new-admin@example.com · admin');
+  expect(await other.page.getByRole('link', { name: 'Operators' }).count()).toBe(0);
+  const refused = await other.page.goto(`${app.url}/dashboard/operators`);
+  expect(refused!.status()).toBe(403);
+  await other.context.close();
+  await context.close();
+});

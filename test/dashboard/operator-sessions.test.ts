@@ -121,7 +121,9 @@ test('SQL knows the same API scopes as src/core/scopes.ts, and a viewer holds re
     billing_private.operator_role_scopes('viewer') as viewer, billing_private.operator_role_scopes('admin') as admin`);
   expect([...rows[0].api].sort()).toEqual([...SCOPES].sort());
   expect(rows[0].viewer.every((s: string) => s.endsWith(':read'))).toBe(true);
-  expect([...rows[0].admin].sort()).toEqual([...SCOPES, ...OPERATOR_SCOPES].sort());
+  expect([...rows[0].admin].sort()).toEqual([...SCOPES, 'keys:read', 'keys:write'].sort());
+  const owner = await app.owner.query(`select billing_private.operator_role_scopes('owner') as s`);
+  expect([...owner.rows[0].s].sort()).toEqual([...SCOPES, ...OPERATOR_SCOPES].sort());
 });
 
 test('the session cookie is httpOnly and SameSite=Lax, and Secure in production only', () => {
