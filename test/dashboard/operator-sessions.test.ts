@@ -145,3 +145,21 @@ test("the API's role never reads a password hash and cannot open a session witho
   const forged = await app.api.query("select billing_private.operator_password_sign_in($1, $2, 'x', '1 hour') as r", [info.user_id, Buffer.alloc(32).toString('base64')]);
   expect(forged.rows[0].r).toBeNull();
 });
+
+test("the purge keeps a key's last use, and removes spent links and old sessions", async () => {
+  const executor = createExecutor(app);
+  const token = await sessionFor('admin');
+  const info = (await sessionInfo(app.api, token))!;
+  const t = await createTenant(app.owner);
+  await fetch(`${app.url}/v1/plans`, { headers: { authorization: `Bearer ${t.key}` } });
+  await app.owner.query(`update billing_private.rate_buckets set updated_at = '2026-01-02T03:04:05Z' where bucket = $1`, [`key:${t.keyId}`]);
+  await app.owner.query(`update billing_private.operator_sessions set expires_at = now() - interval '2 days' where id = $1`, [info.session_id]);
+  const { rows } = await app.owner.query('select billing_private.purge_expired() as r');
+  expect(rows[0].r.operator_sessions).toBeGreaterThanOrEqual(1);
+  expect(rows[0].r.operator_links).toBeGreaterThanOrEqual(0);
+  const left = await app.owner.query('select count(*)::int as n from billing_private.operator_sessions where id = $1', [info.session_id]);
+  expect(left.rows[0].n).toBe(0);
+  const admin = await sessionFor('admin', t);
+  const keys = await executor.run(dashboardOperation('list_api_keys'), caller(admin), {});
+  expect((keys.body as { data: { id: string; last_used_at: string | null }[] }).data.find((k) => k.id === t.keyId)?.last_used_at).toBe('2026-01-02T03:04:05.000Z');
+});
