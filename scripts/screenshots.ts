@@ -100,6 +100,7 @@ async function main(): Promise<void> {
       await shot('keys', `${base}/dashboard/keys`);
       await shot('webhooks', `${base}/dashboard/webhooks`);
       await shot('events', `${base}/dashboard/events`);
+      await shot('operators', `${base}/dashboard/operators`);
       await page.context().clearCookies();
       await shot('sign-in', `${base}/dashboard/sign-in`);
     } finally {
