@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
 import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
-import { hashKey, KEY_PATTERN } from '../core/ids';
+import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
 import { rateLimitRefusals } from '../core/metrics';
 import type { Operation, OpContext, Services } from '../domain/operation';
 import { type RateLimitInfo, TokenLeases } from './token-leases';
@@ -14,6 +14,11 @@ import { type RateLimitInfo, TokenLeases } from './token-leases';
 export interface Caller {
   /** The bearer key as sent, or null when missing or malformed. */
   key: string | null;
+  /**
+   * An operator's dashboard session token instead of a key: the database recognises
+   * its hash as it does a key's and answers its role's scopes (15-operators.sql).
+   */
+  session?: string | null;
   ip: string;
   /** Scheme and Host header the request arrived with (the base URL outside production). */
   origin?: { protocol: string; host: string | undefined } | null;
@@ -223,6 +228,7 @@ export class Executor {
   }
 
   private keyHash(caller: Caller): string | null {
+    if (caller.session !== undefined) return caller.session && SESSION_TOKEN_PATTERN.test(caller.session) ? hashKey(caller.session) : null;
     return caller.key && KEY_PATTERN.test(caller.key) ? hashKey(caller.key) : null;
   }
 
