@@ -308,7 +308,8 @@ export class Executor {
     if (op.sql) {
       const sql = op.sql;
       const hash = this.keyHash(caller);
-      if (!idem && hash && this.leases.enabled) {
+      // Keys only: a dashboard or portal session takes its token per request (billing.api_call).
+      if (!idem && hash && caller.session === undefined && this.leases.enabled) {
         const lease = await this.leases.take(hash);
         if (lease.kind === 'limited') {
           rateLimitRefusals.inc();

@@ -1,12 +1,1 @@
--- Operator users, sign-in links and sessions; a session authenticates like a key
--- (issue 16). The member portal: its sessions authenticate the same way, fenced to the
--- member; the switch proration written once (46) for the switch and its preview; a
--- discount code entered on the sandbox checkout page (80); the dashboard's own reads (96);
--- the purge keeps a key's last use and removes spent links and old sessions (90).
---!include 10-tenancy.sql
---!include 15-operators.sql
---!include 46-invoices.sql
---!include 80-checkout.sql
---!include 82-member-portal.sql
---!include 90-retention.sql
---!include 96-dashboard.sql
+-- Enter migration here
