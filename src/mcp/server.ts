@@ -12,7 +12,7 @@ import { ApiError } from '../core/errors';
 import type { Operation } from '../domain/operation';
 import { findOperation } from '../operations';
 import { log } from '../core/log';
-import { Caller, Executor, Outcome, problemOutcome, RateLimitInfo, validationError } from '../operations/executor';
+import { Caller, Executor, Outcome, problemOutcome, RateLimitInfo, unavailableOutcome, validationError } from '../operations/executor';
 import { findTool, ToolDef, tools } from './tools';
 
 export const SERVER_INFO = { name: 'community-billing', version: API_VERSION };
@@ -178,6 +178,9 @@ export function createMcpServer(runner: ToolRunner, auth: RequestAuth, listed: L
       try {
         return await runner.call(auth, tool.name, args);
       } catch (err) {
+        // The database unreachable: REST's 503 problem (the access line logs it once).
+        const unavailable = unavailableOutcome(err);
+        if (unavailable) return toolResult(unavailable);
         // Never a database message in a result: log it, answer the REST 500 problem.
         log.error({ err, tool: tool.name }, 'unexpected error in an MCP tool');
         return toolResult(problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.'), auth.rateLimit));
