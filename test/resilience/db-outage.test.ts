@@ -189,8 +189,12 @@ test('a silent database (connections accepted, never answered) answers 503 withi
   expect((await call(url, 'GET', '/v1/plans', { key: shop.key })).status).toBe(200);
   await proxy.cut('blackhole');
   try {
+    // The pools have noticed their connections died: the next requests must connect anew.
+    await waitFor('pools emptied', () => pools.every((p) => p.totalCount === 0));
     const t0 = Date.now();
     const [plans, ready] = await Promise.all([call(url, 'GET', '/v1/plans', { key: shop.key }), call(url, 'GET', '/readyz')]);
+    // It waited for the connect timeout, and no longer.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(TIMEOUTS.connectMs - 50);
     expect(Date.now() - t0).toBeLessThan(BOUND_MS);
     expect([plans.status, plans.body.code, plans.headers.get('retry-after')]).toEqual([503, 'service_unavailable', '5']);
     expect(ready.status).toBe(503);
