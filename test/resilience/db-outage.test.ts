@@ -14,6 +14,7 @@ import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { startWorker, WorkerHandle } from '../../worker';
 import { createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
 import { startDbProxy, DbProxy } from '../support/db-proxy';
+import { rpc, toolCallMessage } from '../mcp/client';
 import { call, Reply, startApp, TEST_APP_DB, TEST_DB, TEST_WORKER_DB, TestApp } from '../support/app';
 import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, waitFor, WORKER_CONFIG } from '../webhooks/support';
 
@@ -114,6 +115,13 @@ test('a database restart: 503 with Retry-After while it is gone, readyz 503, the
   // An idempotent write refused by the outage is not remembered under its key.
   const refused = await call(url, 'POST', '/v1/checkout-links', { key: shop.key, headers: { 'idempotency-key': 'during-outage' }, body: { tier_id: shop.ids.tiers.silver, subject: externalSubject('k') } });
   expect([refused.status, refused.body.code]).toEqual([503, 'service_unavailable']);
+  // The other doors answer the same: GraphQL's authentication, an MCP tool call.
+  const gql = await fetch(`${url}/graphql`, { method: 'POST', headers: { authorization: `Bearer ${shop.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }) });
+  expect([gql.status, gql.headers.get('retry-after'), (await gql.json()).code]).toEqual([503, '5', 'service_unavailable']);
+  const tool = await rpc(url, shop.key, toolCallMessage('list_plans'));
+  expect(tool.status).toBe(200);
+  expect(tool.body.result.isError).toBe(true);
+  expect(JSON.parse(tool.body.result.content[0].text)).toMatchObject({ code: 'service_unavailable', status: 503 });
   await waitFor('clients refused during the outage', () => traffic.seen.filter((s) => s.phase === 'down' && s.status === 503).length >= 12, 15_000);
 
   phase = 'edge';
@@ -177,7 +185,7 @@ test('a database restart: 503 with Retry-After while it is gone, readyz 503, the
   // The log: one access line per refused request naming the cause, and no stack anywhere.
   const lines = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
   const refusedLines = lines.filter((l) => l.kind === 'access' && l.status === 503 && l.route !== '/readyz');
-  expect(refusedLines.length).toBe(failed.length + 1);
+  expect(refusedLines.length).toBe(failed.length + 2); // the clients', the idempotent POST's, GraphQL's
   for (const l of refusedLines) expect(l.cause).toMatch(/^database unavailable: /);
   expect(lines.filter((l) => l.msg === 'unexpected error')).toEqual([]);
   const stacks = lines.filter((l) => l.err !== undefined || /\n\s+at /.test(String(l.msg)));
