@@ -187,6 +187,8 @@ test('a database restart: 503 with Retry-After while it is gone, readyz 503, the
   const refusedLines = lines.filter((l) => l.kind === 'access' && l.status === 503 && l.route !== '/readyz');
   expect(refusedLines.length).toBe(failed.length + 2); // the clients', the idempotent POST's, GraphQL's
   for (const l of refusedLines) expect(l.cause).toMatch(/^database unavailable: /);
+  // The MCP tool call answered 200 (a tool error): its one line names the cause too.
+  expect(lines.filter((l) => l.kind === 'access' && l.route === '/mcp').map((l) => [l.status, l.cause])).toEqual([[200, expect.stringMatching(/^database unavailable: /)]]);
   expect(lines.filter((l) => l.msg === 'unexpected error')).toEqual([]);
   const stacks = lines.filter((l) => l.err !== undefined || /\n\s+at /.test(String(l.msg)));
   expect(stacks).toEqual([]);
