@@ -225,3 +225,32 @@ test('a job whose outcome was lost (locked by this live worker, no longer runnin
   await waitFor('the stranded job ran', async () =>
     (await direct.owner.query('select 1 from graphile_worker._private_jobs where id = $1', [rows[0].id])).rowCount === 0, 10_000);
 });
+
+test('a connection the server terminates under a request (57P01, as in a restart) answers 503, and the key is not spent', async () => {
+  const shop = await createShop(direct);
+  const { subscriptionId } = await subscribe(direct, shop, 'silver');
+  const cancel = () => call(url, 'POST', `/v1/subscriptions/${subscriptionId}/cancel`, { key: shop.key, headers: { 'idempotency-key': 'terminated' } });
+  // Hold the request inside its transaction (it waits for the subscription row), then
+  // have the server end its connection as a shutdown does.
+  const holder = await direct.owner.connect();
+  try {
+    await holder.query('begin');
+    await holder.query('select 1 from billing.subscriptions where id = $1 for update', [subscriptionId]);
+    const { rows: [{ pid }] } = await holder.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const pending = cancel();
+    const blocked = await waitFor('the request waiting inside the database', async () => (await direct.owner.query<{ pid: number }>(
+      'select pid from pg_stat_activity where $1 = any (pg_blocking_pids(pid))', [pid])).rows[0]?.pid);
+    await direct.owner.query('select pg_terminate_backend($1)', [blocked]);
+    const r = await pending;
+    expect([r.status, r.body.code, r.headers.get('retry-after')]).toEqual([503, 'service_unavailable', '5']);
+  } finally {
+    await holder.query('rollback');
+    holder.release();
+  }
+  const lines = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(lines.filter((l) => l.route === '/v1/subscriptions/{id}/cancel' && l.status === 503).map((l) => l.cause))
+    .toEqual([expect.stringMatching(/^database unavailable: 57P01 /)]);
+  // Nothing was committed and nothing remembered under the key: the retry does the work.
+  const again = await cancel();
+  expect([again.status, again.headers.get('idempotent-replayed'), again.body]).toEqual([202, null, { status: 'cancelling' }]);
+});
