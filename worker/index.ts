@@ -45,7 +45,7 @@ export interface StartWorkerOptions {
   shutdownAbortMs?: number;
   /** Install SIGINT/SIGTERM handlers (default false: the caller owns the process). */
   handleSignals?: boolean;
-  /** A connect to the database gives up after this (default PG_CONNECT_TIMEOUT_MS, 3 s). */
+  /** A connect to the database gives up after this (default PG_CONNECT_TIMEOUT_MS, 5 s). */
   connectTimeoutMs?: number;
   /** How long a connect waits for the database to come back before failing (default 5 min). */
   outageWaitMs?: number;

@@ -13,13 +13,13 @@ export interface RateLimits {
  * instead of hanging (docs/operations.md, "Database outages").
  */
 export interface DbTimeouts {
-  /** A pool connect, new connection or wait for a free one (PG_CONNECT_TIMEOUT_MS, default 3000). */
+  /** A pool connect, new connection or wait for a free one (PG_CONNECT_TIMEOUT_MS, default 5000). */
   connectMs: number;
   /** One query of the API pool (PG_QUERY_TIMEOUT_MS, default 20000): the client stops waiting (a silent connection). */
   queryMs: number;
 }
 
-export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { connectMs: 3000, queryMs: 20000 };
+export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { connectMs: 5000, queryMs: 20000 };
 
 export interface Config {
   port: number;
