@@ -130,11 +130,11 @@ async function main() {
       }
       throw err;
     });
-    owner = createOwnerPool(database.url);
+    owner = createOwnerPool(database.url, 5, config.dbTimeouts);
     // The API and the worker never connect as the owner (src/db/logins.ts).
     const appUrl = config.appDatabaseUrl ?? await ensureLogin(database.url, 'billing_app');
     const workerUrl = config.workerDatabaseUrl ?? await ensureLogin(database.url, 'billing_worker');
-    api = createApiPool(appUrl, config.poolSize);
+    api = createApiPool(appUrl, config.poolSize, config.dbTimeouts);
     const demo = await createDemoIfEmpty(owner);
 
     // Listen first so the real port (PORT=0 picks a free one) is in the config.

@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
-import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
+import { ApiError, databaseUnavailable, databaseUnavailableCause, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
 import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
 import { rateLimitRefusals } from '../core/metrics';
 import type { Operation, OpContext, Services } from '../domain/operation';
@@ -47,8 +47,10 @@ export interface Outcome {
   problem: boolean;
   rateLimit?: RateLimitInfo;
   replayed?: boolean;
-  /** A handler's own Retry-After (extra.retry_after), applied to rateLimit at the end. */
+  /** A handler's own Retry-After (extra.retry_after), applied to rateLimit at the end; or an outage's. */
   retryAfter?: number;
+  /** Why it failed, for the request's log line only (e.g. the database is unreachable). */
+  cause?: string;
 }
 
 /** An authenticated caller: the key's community and scopes, and its bucket after this request's token. */
@@ -95,7 +97,19 @@ function canonical(value: unknown): string {
 }
 
 export function problemOutcome(err: ApiError, rateLimit?: RateLimitInfo): Outcome {
-  return { status: err.status, body: err.toProblem(), problem: true, rateLimit };
+  const outcome: Outcome = { status: err.status, body: err.toProblem(), problem: true, rateLimit };
+  if (err.retryAfter !== undefined) outcome.retryAfter = err.retryAfter;
+  if (err.logCause !== undefined) outcome.cause = err.logCause;
+  return outcome;
+}
+
+/**
+ * The 503 Outcome when err says the database cannot be reached (src/core/errors.ts
+ * databaseUnavailableCause), else null: an outage is an answer, not an exception.
+ */
+export function unavailableOutcome(err: unknown): Outcome | null {
+  const cause = databaseUnavailableCause(err);
+  return cause ? problemOutcome(databaseUnavailable(cause)) : null;
 }
 
 /** Names the field and the rule that failed, e.g. "limit: must be at most 100". */
@@ -295,6 +309,16 @@ export class Executor {
   }
 
   async run(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
+    try {
+      return await this.runOrThrow(op, caller, raw);
+    } catch (err) {
+      const unavailable = unavailableOutcome(err);
+      if (unavailable) return unavailable;
+      throw err;
+    }
+  }
+
+  private async runOrThrow(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
     const parsed = parseInput(op, raw);
     if (!parsed.ok) {
       const auth = await this.authenticateOnly(caller, op.scope);
@@ -343,6 +367,7 @@ export class Executor {
     const client = await this.pool.connect();
     let open = false;
     let released = false;
+    let broken: Error | undefined;
     try {
       await client.query('begin');
       open = true;
@@ -423,7 +448,9 @@ export class Executor {
         outcome = { status, body: result, problem: false };
       } catch (err) {
         const apiError = toApiError(err);
-        if (apiError.code === 'internal_error') throw err;
+        // Neither a bug nor an outage is an answer to keep under the Idempotency-Key:
+        // both roll the whole request back (below) and are never replayed.
+        if (apiError.code === 'internal_error' || databaseUnavailableCause(err)) throw err;
         await client.query('rollback to savepoint op');
         stored = { problem: apiError.toProblem() };
         // A handler's own limit (e.g. webhook test pings) sets Retry-After through extra.retry_after.
@@ -454,12 +481,14 @@ export class Executor {
       }
       return outcome;
     } catch (err) {
-      if (open) await client.query('rollback').catch(() => {});
+      // A connection that failed is not handed back to the pool for the next request.
+      if (databaseUnavailableCause(err)) broken = err as Error;
+      else if (open) await client.query('rollback').catch((e: Error) => { broken = e; });
       const apiError = toApiError(err);
       if (apiError.code === 'internal_error') throw err;
       return problemOutcome(apiError);
     } finally {
-      if (!released) client.release();
+      if (!released) client.release(broken);
     }
   }
 }

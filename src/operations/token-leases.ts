@@ -110,6 +110,8 @@ export class TokenLeases {
 
   /** What a request's RateLimit headers say: the bucket plus this process's unspent tokens. */
   private headers(bucket: RateLimitInfo, left: number): RateLimitInfo {
-    return { ...bucket, remaining: Math.min(this.limits.key_burst, bucket.remaining + left) };
+    const available = Math.min(this.limits.key_burst, bucket.remaining + left);
+    const perSecond = this.limits.key_per_minute / 60;
+    return { ...bucket, remaining: available, reset: Math.ceil(Math.max(0, this.limits.key_burst - available) / perSecond) };
   }
 }
