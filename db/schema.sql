@@ -1,4 +1,4 @@
--- db/migrations sha256:00b0372f444cfbd0087193eff391f31f9a9e14cf8fe8efd4a11813525a3195ed (regenerate with npm run db:schema)
+-- db/migrations sha256:38fbf846bd3966d6873a020480aa42bdc8941596f255f8861d83a3b434d9aaa6 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -3535,6 +3535,9 @@ declare
   v_community text := billing.current_community_id();
   v_days integer := coalesce((p_args->>'days')::integer, 30);
   v_currency text;
+  v_from date;
+  v_mrr jsonb;
+  v_activity jsonb;
 begin
   perform billing.require_scope('analytics:read');
   if v_days not in (30, 90) then
@@ -3542,17 +3545,25 @@ begin
   end if;
   select m.currency into v_currency from analytics.mrr m where m.community_id = v_community
   order by m.billing_subscriptions desc, m.mrr_cents desc, m.currency limit 1;
+  v_from := (billing.now() at time zone 'UTC')::date - v_days;
+  -- Each view read once, into a day -> figure map (joined per day, the planner could
+  -- compute a view once per day: minutes at 200,000 subscriptions).
+  select coalesce(jsonb_object_agg(md.day::text, md.mrr_cents), '{}') into v_mrr
+  from analytics.mrr_daily md
+  where md.community_id = v_community and md.currency = v_currency and md.day > v_from;
+  select coalesce(jsonb_object_agg(a.day::text, jsonb_build_array(a.signups, a.cancels)), '{}') into v_activity
+  from analytics.daily_activity a
+  where a.community_id = v_community and a.day > v_from;
   return jsonb_build_object(
     'currency', v_currency,
     'past_due', (select count(*) from billing.subscriptions s where s.community_id = v_community and s.status = 'past_due'),
     'days', coalesce((
       select jsonb_agg(jsonb_build_object('day', d.day::text,
-        'mrr_cents', coalesce((select md.mrr_cents from analytics.mrr_daily md
-          where md.community_id = v_community and md.day = d.day and md.currency = v_currency), 0),
-        'signups', coalesce(a.signups, 0), 'cancels', coalesce(a.cancels, 0)) order by d.day)
+        'mrr_cents', coalesce((v_mrr->>(d.day::text))::bigint, 0),
+        'signups', coalesce((v_activity->(d.day::text)->>0)::bigint, 0),
+        'cancels', coalesce((v_activity->(d.day::text)->>1)::bigint, 0)) order by d.day)
       from analytics.days d
-      left join analytics.daily_activity a on a.community_id = d.community_id and a.day = d.day
-      where d.community_id = v_community and d.day > (billing.now() at time zone 'UTC')::date - v_days), '[]'));
+      where d.community_id = v_community and d.day > v_from), '[]'));
 end
 $$;
 
@@ -6319,7 +6330,11 @@ CREATE VIEW analytics.subscription_mrr WITH (security_invoker='true') AS
         END AS billing_until
    FROM ((billing.subscriptions s
      JOIN billing.plans p ON (((p.community_id = s.community_id) AND (p.id = s.plan_id))))
-     CROSS JOIN LATERAL ( SELECT billing.subscription_discount_cents(s.*, (p.amount_cents)::bigint, GREATEST(s.current_period_end, billing.community_now(s.community_id))) AS cents) d);
+     CROSS JOIN LATERAL ( SELECT
+                CASE
+                    WHEN (s.discount_id IS NULL) THEN (0)::bigint
+                    ELSE billing.subscription_discount_cents(s.*, (p.amount_cents)::bigint, GREATEST(s.current_period_end, billing.community_now(s.community_id)))
+                END AS cents) d);
 
 
 --
@@ -6459,19 +6474,83 @@ CREATE VIEW analytics.mrr_by_tier WITH (security_invoker='true') AS
 --
 
 CREATE VIEW analytics.mrr_daily WITH (security_invoker='true') AS
- SELECT dy.community_id,
-    dy.day,
-    m.currency,
-    (round(sum(m.monthly_cents)))::bigint AS mrr_cents,
-    count(*) AS billing_subscriptions
-   FROM (analytics.days dy
-     JOIN analytics.subscription_mrr m ON ((m.community_id = dy.community_id)))
-  WHERE
-        CASE
-            WHEN dy.today THEN m.billing_now
-            ELSE ((m.billing_from <= dy.as_of) AND ((m.billing_until IS NULL) OR (m.billing_until > dy.as_of)))
-        END
-  GROUP BY dy.community_id, dy.day, m.currency;
+ WITH m AS MATERIALIZED (
+         SELECT subscription_mrr.community_id,
+            subscription_mrr.currency,
+            subscription_mrr.monthly_cents,
+            subscription_mrr.billing_now,
+            subscription_mrr.billing_from,
+            subscription_mrr.billing_until
+           FROM analytics.subscription_mrr
+        ), dd AS MATERIALIZED (
+         SELECT days.community_id,
+            days.day,
+            days.today
+           FROM analytics.days
+        ), changes AS (
+         SELECT m.community_id,
+            m.currency,
+            (((m.billing_from - '00:00:00.000001'::interval) AT TIME ZONE 'UTC'::text))::date AS bucket,
+            m.monthly_cents AS delta,
+            1 AS n
+           FROM m
+          WHERE ((m.billing_from < 'infinity'::timestamp with time zone) AND ((m.billing_until IS NULL) OR (m.billing_until > m.billing_from)))
+        UNION ALL
+         SELECT m.community_id,
+            m.currency,
+            (((m.billing_until - '00:00:00.000001'::interval) AT TIME ZONE 'UTC'::text))::date AS timezone,
+            (- m.monthly_cents),
+            '-1'::integer
+           FROM m
+          WHERE ((m.billing_from < 'infinity'::timestamp with time zone) AND (m.billing_until > m.billing_from))
+        ), per_day AS MATERIALIZED (
+         SELECT changes.community_id,
+            changes.currency,
+            changes.bucket,
+            sum(changes.delta) AS delta,
+            sum(changes.n) AS n
+           FROM changes
+          GROUP BY changes.community_id, changes.currency, changes.bucket
+        ), past AS (
+         SELECT dy.community_id,
+            dy.day,
+            pd.currency,
+            sum(pd.delta) AS cents,
+            sum(pd.n) AS n
+           FROM (dd dy
+             JOIN per_day pd ON (((pd.community_id = dy.community_id) AND (pd.bucket <= dy.day))))
+          WHERE (NOT dy.today)
+          GROUP BY dy.community_id, dy.day, pd.currency
+        ), today AS (
+         SELECT dy.community_id,
+            dy.day,
+            m.currency,
+            sum(m.monthly_cents) AS cents,
+            count(*) AS n
+           FROM (dd dy
+             JOIN m ON (((m.community_id = dy.community_id) AND m.billing_now)))
+          WHERE dy.today
+          GROUP BY dy.community_id, dy.day, m.currency
+        )
+ SELECT x.community_id,
+    x.day,
+    x.currency,
+    (round(x.cents))::bigint AS mrr_cents,
+    (x.n)::bigint AS billing_subscriptions
+   FROM ( SELECT past.community_id,
+            past.day,
+            past.currency,
+            past.cents,
+            past.n
+           FROM past
+        UNION ALL
+         SELECT today.community_id,
+            today.day,
+            today.currency,
+            today.cents,
+            today.n
+           FROM today) x
+  WHERE (x.n > (0)::numeric);
 
 
 --
@@ -6496,15 +6575,17 @@ CREATE VIEW analytics.paid_invoices_daily WITH (security_invoker='true') AS
 
 CREATE VIEW analytics.recent_activity WITH (security_invoker='true') AS
  SELECT c.id AS community_id,
-    (billing.now() - '30 days'::interval) AS window_start,
-    billing.now() AS window_end,
+    (n.now - '30 days'::interval) AS window_start,
+    n.now AS window_end,
     ( SELECT count(*) AS count
            FROM billing.subscriptions s
-          WHERE ((s.community_id = c.id) AND (s.created_at > (billing.now() - '30 days'::interval)) AND (s.created_at <= billing.now()))) AS recent_signups,
+          WHERE ((s.community_id = c.id) AND (s.created_at > (n.now - '30 days'::interval)) AND (s.created_at <= n.now))) AS recent_signups,
     ( SELECT count(*) AS count
            FROM billing.subscriptions s
-          WHERE ((s.community_id = c.id) AND (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text])) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) > (billing.now() - '30 days'::interval)) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) <= billing.now()))) AS recent_cancels
-   FROM billing.communities c;
+          WHERE ((s.community_id = c.id) AND (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text])) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) > (n.now - '30 days'::interval)) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) <= n.now))) AS recent_cancels
+   FROM (billing.communities c
+     CROSS JOIN LATERAL ( SELECT billing.now() AS now
+         OFFSET 0) n);
 
 
 --

@@ -17,6 +17,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
 import { hashKey } from '../../src/core/ids';
+import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { withDatabase } from '../../src/db/migrate';
 import { createBenchDatabase, machineLine, writeResultsSection } from '../support';
 
@@ -176,6 +177,47 @@ function apiCallSql(keyHash: string, scope: string, op: string, args: string): s
   return `select billing.api_call(${lit(keyHash)}, '127.0.0.1', ${lit(JSON.stringify(LIMITS))}::jsonb, ${lit(scope)}, ${lit(op)}, ${args}, null);\n`;
 }
 
+interface PageResult { page: string; status: number; p50: number; p95: number; max: number; kb: number }
+
+/**
+ * The operator dashboard on the same 100,000 members: an owner signs in by a one-time
+ * link, then each page is fetched 20 times in a row (after one warm-up); ms per page.
+ */
+async function measurePages(url: string, communityId: string, server: Child): Promise<PageResult[]> {
+  const owner = new pg.Pool({ connectionString: url, max: 1 });
+  const api = new pg.Pool({ connectionString: url, max: 1, options: '-c role=billing_api' });
+  try {
+    const invitation = await inviteOperator(owner, communityId, `bench-${Date.now()}@example.com`, 'owner');
+    const signed = await signInWithLink(api, invitation.token, '127.0.0.1');
+    if (!signed.ok) throw new Error(`sign-in failed: ${signed.reason}`);
+    const cookie = `billing_session=${encodeURIComponent(signed.session.token)}`;
+    const member = (await owner.query<{ id: string }>(`select member_id as id from billing.member_identities where community_id = $1 and platform_uid = 'd50000'`, [communityId])).rows[0].id;
+    const pages = ['/dashboard', '/dashboard/subscriptions', '/dashboard/members', `/dashboard/members/${member}`, '/dashboard/invoices', '/dashboard/events', '/dashboard/catalog'];
+    const results: PageResult[] = [];
+    for (const page of pages) {
+      const times: number[] = [];
+      let status = 0;
+      let bytes = 0;
+      for (let i = 0; i <= 20; i++) {
+        const t0 = performance.now();
+        const res = await fetch(`http://127.0.0.1:${server.port}${page}`, { headers: { cookie }, redirect: 'manual' });
+        const body = await res.text();
+        if (i > 0) times.push(performance.now() - t0);
+        status = res.status;
+        bytes = body.length;
+      }
+      times.sort((a, b) => a - b);
+      const r = { page: page.replace(member, '{member}'), status, p50: times[10], p95: times[18], max: times[19], kb: bytes / 1024 };
+      log(`dashboard ${r.page}: ${r.status}, p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms, ${r.kb.toFixed(0)} kB`);
+      results.push(r);
+    }
+    return results;
+  } finally {
+    await owner.end();
+    await api.end();
+  }
+}
+
 async function pgVersion(url: string): Promise<string> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -223,6 +265,7 @@ async function main() {
     server = await startApi(url);
     const check = await measureHttp('GET /v1/entitlements/check', key, () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, server);
     const list = await measureHttp('GET /v1/subscriptions?limit=100', key, () => '/v1/subscriptions?limit=100', server);
+    const pages = await measurePages(url, communityId, server);
     server.stop();
     server = null;
     const community = `-c role=billing_api -c app.community_id=${communityId}`;
@@ -256,6 +299,12 @@ async function main() {
       '| SQL | tps | latency avg ms |',
       '|---|---:|---:|',
       pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckLeased), pgRow(pgCheckToken), pgRow(pgList),
+      '',
+      'Operator dashboard pages on the same data (an owner signed in; 20 requests in a row per page after one warm-up, while nothing else runs):',
+      '',
+      '| page | status | p50 ms | p95 ms | max ms | HTML kB |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...pages.map((p) => `| ${p.page} | ${p.status} | ${p.p50.toFixed(1)} | ${p.p95.toFixed(1)} | ${p.max.toFixed(1)} | ${p.kb.toFixed(0)} |`),
       '',
       'Ratios, each from figures of this run:',
       '',
