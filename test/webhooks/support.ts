@@ -48,8 +48,11 @@ export interface Received {
   at: number;
 }
 
-/** What the receiver answers: a status (with optional body), or 'hang' (never answers). */
-export type Answer = number | { status: number; body?: string } | 'hang';
+/**
+ * What the receiver answers: a status (with optional body, optionally after delayMs),
+ * 'hang' (never answers) or 'reset' (drops the connection without an answer).
+ */
+export type Answer = number | { status: number; body?: string; delayMs?: number } | 'hang' | 'reset';
 
 export interface Receiver {
   url: string;
@@ -78,9 +81,18 @@ export async function startReceiver(respond: Receiver['respond'] = () => 200, po
         const index = receiver.received.push(r) - 1;
         const answer = receiver.respond(r, index);
         if (answer === 'hang') return;
-        const { status, body } = typeof answer === 'number' ? { status: answer, body: 'ok' } : answer;
-        res.writeHead(status, { 'content-type': 'text/plain' });
-        res.end(body ?? '');
+        if (answer === 'reset') {
+          req.socket.resetAndDestroy();
+          return;
+        }
+        const { status, body, delayMs } = typeof answer === 'number' ? { status: answer, body: 'ok', delayMs: 0 } : answer;
+        const reply = () => {
+          if (res.destroyed) return;
+          res.writeHead(status, { 'content-type': 'text/plain' });
+          res.end(body ?? '');
+        };
+        if (delayMs) setTimeout(reply, delayMs).unref();
+        else reply();
       });
     });
     server.keepAliveTimeout = 30_000;
