@@ -1,14 +1,18 @@
 // Helpers for the webhook tests: a real local HTTP receiver, a worker against the run's
 // database, direct event inserts (the outbox), waiting, and verification with the
 // reference Standard Webhooks library.
+import { spawn, ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import http from 'node:http';
+import path from 'node:path';
+import readline from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { applyMigrations, withDatabase } from '../../src/db/migrate';
 import { Webhook } from 'standardwebhooks';
 import { startWorker, StartWorkerOptions, WorkerHandle } from '../../worker';
 import { call, TEST_DB, TEST_WORKER_DB } from '../support/app';
+import { loginUrl } from '../../src/db/logins';
 
 export const ENCRYPTION_KEY = crypto.randomBytes(32).toString('base64');
 
@@ -160,3 +164,29 @@ export async function waitFor<T>(what: string, probe: () => T | Promise<T>, time
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A worker in a child process (worker-child.ts, concurrency 1, heartbeat 200 ms), for
+ * tests that kill it with SIGKILL. Resolves once it runs, with its graphile-worker ids.
+ */
+export async function spawnWorker(databaseUrl: string): Promise<{ proc: ChildProcess; workerIds: string[] }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker-child.ts')], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: { ...process.env, CHILD_DATABASE_URL: loginUrl(databaseUrl, 'billing_worker'), CHILD_ENCRYPTION_KEY: ENCRYPTION_KEY },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = readline.createInterface({ input: proc.stdout! });
+  const first = await new Promise<string>((resolve, reject) => {
+    lines.once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
+  });
+  return { proc, workerIds: JSON.parse(first).workerIds };
+}
+
+/** SIGKILL, and wait until the process is gone. */
+export async function kill(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  proc.kill('SIGKILL');
+  await exited;
+}
