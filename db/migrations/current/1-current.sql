@@ -4,3 +4,6 @@
 --!include 05-worker.sql
 --!include 60-events.sql
 --!include 70-webhooks.sql
+-- Completing a checkout takes a per-member lock before its eligibility check, so
+-- racing checkouts of one buyer make one subscription (issue 18, item 4).
+--!include 80-checkout.sql
