@@ -11,11 +11,16 @@ export function createApiPool(connectionString: string, max = 20): pg.Pool {
   // The role is set as a startup parameter: no extra round trip, no window without it.
   const pool = new pg.Pool({ connectionString, max, application_name: 'billing-api', options: '-c role=billing_api' });
   pool.on('error', () => {});
+  // A checked-out client whose server went away between two queries (a database
+  // restart under an open transaction) emits 'error'; unheard, it ends the process.
+  // The next query on it fails and the request answers with that error.
+  pool.on('connect', (client) => { client.on('error', () => {}); });
   return pool;
 }
 
 export function createOwnerPool(connectionString: string, max = 5): pg.Pool {
   const pool = new pg.Pool({ connectionString, max, application_name: 'billing-owner' });
   pool.on('error', () => {});
+  pool.on('connect', (client) => { client.on('error', () => {}); });
   return pool;
 }
