@@ -1,5 +1,5 @@
 // Soak: `npx tsx bench/soak/run.ts` (or `npm run bench -- soak`). SOAK_SECONDS of
-// traffic (default 600) at SOAK_RATE requests started per second (default 40), never
+// traffic (default 600) at SOAK_RATE requests started per second (default 25), never
 // part of `npm test`.
 //
 // It starts a private embedded PostgreSQL (its own port and data directory, so it can
@@ -9,8 +9,9 @@
 // receiver. Traffic, open loop at a steady rate: reads (subscriptions, entitlement
 // checks, events, plans, members), checkouts (link + sandbox payment), lifecycle
 // changes (cancel, reactivate, switch, pause, resume) and, every 10 s, a renewal round
-// through the sandbox test clock (one community 31 days ahead: half the time applied
-// at once by billing.sandbox_advance, half left for the worker's minute cron).
+// through the sandbox test clock (one community SOAK_CLOCK_DAYS ahead, default 3, so
+// renewals come steadily: half the time applied at once by billing.sandbox_advance,
+// half left for the worker's minute cron).
 // At 40% of the run the worker is killed (SIGKILL) and started again; at 60% the
 // database is restarted. Then traffic stops and the run waits (up to 5 minutes) for
 // every delivery and every due period end.
@@ -41,7 +42,9 @@ import { applyCatalog, readCatalogFile } from '../../src/domain/catalog/catalog-
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
-const RATE = Number(process.env.SOAK_RATE ?? 40);
+const RATE = Number(process.env.SOAK_RATE ?? 25);
+/** Days one community's test clock moves per renewal round (every 10 s, communities in turn). */
+const CLOCK_DAYS = Number(process.env.SOAK_CLOCK_DAYS ?? 3);
 const COMMUNITIES = 4;
 const MAX_IN_FLIGHT = 200;
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -370,9 +373,9 @@ async function main() {
   const renewals = setInterval(() => {
     const c = communities[round % COMMUNITIES];
     const sql = round++ % 2 === 0
-      ? `select billing.sandbox_advance($1, 31)`
-      : `update billing.communities set clock_offset = clock_offset + interval '31 days' where id = $1`;
-    owner.query(sql, [c.id]).catch((err: Error) => { clockErrors.push(err.message); });
+      ? `select billing.sandbox_advance($1, $2)`
+      : `update billing.communities set clock_offset = clock_offset + make_interval(days => $2) where id = $1`;
+    owner.query(sql, [c.id, CLOCK_DAYS]).catch((err: Error) => { clockErrors.push(err.message); });
   }, 10_000);
   const faults: string[] = [];
   const killAt = t0 + SECONDS * 400;
@@ -456,11 +459,12 @@ async function main() {
   const text = [
     '## Soak',
     '',
-    `\`npx tsx bench/soak/run.ts\` (\`SOAK_SECONDS\`, default 600; \`SOAK_RATE\`, default 40 requests started per second),`,
+    `\`npx tsx bench/soak/run.ts\` (\`SOAK_SECONDS\`, default 600; \`SOAK_RATE\`, default 25 requests started per second;`,
+    `\`SOAK_CLOCK_DAYS\`, default 3), this run at ${RATE}/s with ${CLOCK_DAYS}-day clock steps,`,
     'written by the script. A private embedded PostgreSQL, the API and one worker as child processes, a',
     'local webhook receiver; four sandbox communities with the demo catalog and one endpoint each. Mixed',
     'open-loop traffic (55% reads, 20% checkouts paid on the sandbox page, 25% cancel/reactivate/switch/',
-    'pause/resume), a renewal round through the sandbox test clock every 10 s (31 days ahead; half applied',
+    'pause/resume), a renewal round through the sandbox test clock every 10 s (one community N days ahead; half applied',
     'at once, half by the worker\'s cron), one worker SIGKILL + restart at 40% and one database restart at',
     '60% of the run; then a drain until every delivery and period end is done (at most 5 minutes). A',
     'child process that exits on its own is counted as a crash and started again, as a supervisor would.',
