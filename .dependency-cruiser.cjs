@@ -14,9 +14,10 @@ const MCP = '^src/mcp/';
 const GRAPHQL = '^src/graphql/';
 const CLI = '^src/cli/';
 const PROVIDERS = '^src/providers/';
+const DASHBOARD = '^src/dashboard/';
 const TASKS = '^worker/tasks/';
 const ROOTS = '^(src/(app|main)\\.ts|worker/index\\.ts)$';
-const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, TASKS];
+const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, DASHBOARD, TASKS];
 
 const layer = (name, from, allowed, comment) => ({
   name,

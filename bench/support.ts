@@ -1,4 +1,7 @@
 // Shared by the benchmarks: a freshly migrated database of their own.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { applyMigrations, withDatabase } from '../src/db/migrate';
 
@@ -15,4 +18,27 @@ export async function createBenchDatabase(server: string, name: string): Promise
   const url = withDatabase(server, name);
   await applyMigrations(url, { includeCurrent: true });
   return url;
+}
+
+/**
+ * Replaces the section under `heading` ("## ...") of bench/RESULTS.md with `body`, or
+ * appends it: each benchmark writes its own figures, in the run that measured them.
+ */
+export function writeResultsSection(heading: string, body: string): void {
+  const file = path.join(__dirname, 'RESULTS.md');
+  const md = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
+  const start = md.indexOf(`\n${heading}\n`);
+  const next = start < 0 ? -1 : md.indexOf('\n## ', start + heading.length + 2);
+  const section = `${heading}\n\n${body.trim()}\n`;
+  const updated = start < 0
+    ? `${md.trimEnd()}\n\n${section}`
+    : `${md.slice(0, start + 1)}${section}${next < 0 ? '' : md.slice(next)}`;
+  fs.writeFileSync(file, updated);
+}
+
+/** One line on the machine and its load, for a section of bench/RESULTS.md. */
+export function machineLine(pgVersion: string): string {
+  const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  return `${os.cpus().length} vCPU (${os.cpus()[0]?.model ?? '?'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, `
+    + `PostgreSQL ${pgVersion}, Node ${process.version}; load average (1, 5, 15 min) ${load}`;
 }

@@ -1,4 +1,4 @@
--- db/migrations sha256:cc763f42a379e08215ac0e6fb1373156efdfe215b3152de13165fefa685cf8ae (regenerate with npm run db:schema)
+-- db/migrations sha256:a27dd5fd559e4e7a0b78805e86c5b14d30c9dec87a2b7c6fa927bcce02b7b193 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -75,6 +75,8 @@ begin
   if (v_auth->>'ok')::boolean then
     perform set_config('app.community_id', v_auth->>'community_id', true);
     perform set_config('app.key_id', v_auth->>'key_id', true);
+  -- A member portal session sees its own member only (82-member-portal.sql: member_fence policies).
+  perform set_config('app.member_id', coalesce(v_auth->>'member_id', ''), true);
     perform set_config('app.scopes',
       array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
   end if;
@@ -96,6 +98,8 @@ begin
   if (v_auth->>'ok')::boolean then
     perform set_config('app.community_id', v_auth->>'community_id', true);
     perform set_config('app.key_id', v_auth->>'key_id', true);
+  -- A member portal session sees its own member only (82-member-portal.sql: member_fence policies).
+  perform set_config('app.member_id', coalesce(v_auth->>'member_id', ''), true);
     perform set_config('app.scopes',
       array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
   end if;
@@ -217,6 +221,8 @@ begin
   end if;
   perform set_config('app.community_id', v_auth->>'community_id', true);
   perform set_config('app.key_id', v_auth->>'key_id', true);
+  -- A member portal session sees its own member only (82-member-portal.sql: member_fence policies).
+  perform set_config('app.member_id', coalesce(v_auth->>'member_id', ''), true);
   perform set_config('app.scopes', array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
   if not (v_auth->>'token_available')::boolean then
     v_rl := billing_private.take_key_token(p_limits);
@@ -262,6 +268,45 @@ $_$;
 
 
 --
+-- Name: api_call_leased(text, text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $_$
+declare
+  v_auth jsonb := billing_private.authenticate_key(p_key_hash);
+  v_out jsonb;
+  v_state text;
+  v_msg text;
+  v_detail text;
+begin
+  if v_auth is null then
+    return jsonb_build_object('ok', false, 'error', 'unauthorized');
+  end if;
+  perform set_config('app.community_id', v_auth->>'community_id', true);
+  perform set_config('app.key_id', v_auth->>'key_id', true);
+  perform set_config('app.scopes', array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
+  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
+    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
+      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+  end if;
+  begin
+    execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+    return v_auth || jsonb_build_object('result', v_out);
+  exception when others then
+    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+    if v_state not like 'BL%' then
+      raise;
+    end if;
+    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state,
+      'message', v_msg, 'detail', nullif(v_detail, '')));
+  end;
+end
+$_$;
+
+
+--
 -- Name: api_version(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -278,26 +323,20 @@ CREATE FUNCTION billing.apply_due(p_community_id text) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 declare
-  v_now timestamptz;
-  v_id text;
+  v_batch jsonb;
+  v_after text;
   v_n integer := 0;
+  v_now timestamptz;
   v_expired integer;
 begin
   perform set_config('app.community_id', p_community_id, true);
   v_now := billing.now();
   v_expired := billing.expire_checkouts();
-  for v_id in
-    select s.id from billing.subscriptions s
-    where s.community_id = p_community_id and s.provider = 'sandbox'
-      and (s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
-        or s.status = 'paused' and s.paused_until <= v_now)
-    union
-    select i.subscription_id from billing.invoices i
-    where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
-      and i.next_attempt_at <= v_now and i.subscription_id is not null
-    order by 1
   loop
-    v_n := v_n + billing.subscription_advance(v_id, v_now);
+    v_batch := billing.apply_due_batch(p_community_id, v_after, 1000);
+    v_n := v_n + (v_batch->>'period_changes')::integer;
+    v_after := v_batch->>'last_id';
+    exit when not (v_batch->>'more')::boolean;
   end loop;
   perform billing.ledger_sweep(p_community_id);
   return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'expired_checkouts', v_expired);
@@ -322,6 +361,46 @@ begin
   end loop;
   perform set_config('app.community_id', '', true);
   return v_n;
+end
+$$;
+
+
+--
+-- Name: apply_due_batch(text, text, integer); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.apply_due_batch(p_community_id text, p_after text, p_limit integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_now timestamptz;
+  v_id text;
+  v_last text;
+  v_seen integer := 0;
+  v_n integer := 0;
+begin
+  perform set_config('app.community_id', p_community_id, true);
+  v_now := billing.now();
+  for v_id in
+    select d.id from (
+      select s.id from billing.subscriptions s
+      where s.community_id = p_community_id and s.provider = 'sandbox'
+        and (s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
+          or s.status = 'paused' and s.paused_until <= v_now)
+      union
+      select i.subscription_id from billing.invoices i
+      where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
+        and i.next_attempt_at <= v_now and i.subscription_id is not null) d
+    where p_after is null or d.id > p_after
+    order by 1
+    limit p_limit
+  loop
+    v_n := v_n + billing.subscription_advance(v_id, v_now);
+    v_last := v_id;
+    v_seen := v_seen + 1;
+  end loop;
+  return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'last_id', v_last,
+    'more', v_seen >= p_limit);
 end
 $$;
 
@@ -446,13 +525,15 @@ $$;
 --
 
 CREATE FUNCTION billing.gen_id(p_prefix text) RETURNS text
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select p_prefix || '_'
+begin
+  return p_prefix || '_'
     || lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0')
     || lpad(to_hex(nextval('billing_private.id_seq')), 6, '0')
-    || substr(md5(gen_random_uuid()::text), 1, 8)
+    || substr(md5(gen_random_uuid()::text), 1, 8);
+end
 $$;
 
 
@@ -545,26 +626,70 @@ $$;
 
 
 --
--- Name: check_one_time_plans(text, text); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: check_tier_plans(text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.check_one_time_plans(p_community_id text, p_tier_id text) RETURNS void
+CREATE FUNCTION billing.check_tier_plans(p_community_id text, p_tier_id text) RETURNS void
     LANGUAGE plpgsql STABLE
     AS $$
 declare
   v_plan billing.plans;
+  v_mode text;
 begin
+  select t.billing_mode into v_mode from billing.tiers t where t.community_id = p_community_id and t.id = p_tier_id;
   select p.* into v_plan from billing.plans p
-  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
-  where p.community_id = p_community_id and p.tier_id = p_tier_id and t.billing_mode = 'one_time'
-    and (p.interval is not null or p.trial_days <> 0)
+  where p.community_id = p_community_id and p.tier_id = p_tier_id
+    and case v_mode
+      when 'one_time' then p.interval is not null or p.trial_days <> 0
+      else p.interval is null or p.access_days is not null end
   order by p.id
   limit 1;
-  if v_plan.id is not null then
+  if v_plan.id is null then return; end if;
+  if v_mode = 'one_time' then
     raise exception using errcode = 'check_violation',
       message = 'Plan ' || v_plan.key || ' belongs to a tier billed one_time: it has no interval and no trial.',
       detail = case when v_plan.interval is not null then 'interval' else 'trial_days' end;
   end if;
+  raise exception using errcode = 'check_violation',
+    message = 'Plan ' || v_plan.key || ' belongs to a recurring tier: it has an interval (month or year) and no access_days.',
+    detail = case when v_plan.interval is null then 'interval' else 'access_days' end;
+end
+$$;
+
+
+--
+-- Name: checkout_apply_discount(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_apply_discount(p_checkout_id text, p_code text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cs billing.checkout_sessions;
+  v_plan billing.plans;
+  v_disc record;
+begin
+  select * into v_cs from billing.checkout_sessions cs
+  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
+  if v_cs.id is null then
+    perform billing.raise('BL404', 'No checkout ' || coalesce(p_checkout_id, '') || '.');
+  elsif v_cs.status <> 'open' or v_cs.expires_at <= billing.now() then
+    perform billing.raise('BL409', 'This checkout is no longer open.');
+  end if;
+  delete from billing.discount_redemptions r
+  where r.community_id = v_cs.community_id and r.checkout_id = v_cs.id and r.status = 'pending';
+  if nullif(btrim(coalesce(p_code, '')), '') is null then
+    update billing.checkout_sessions cs set discount_id = null, discount_cents = 0
+    where cs.community_id = v_cs.community_id and cs.id = v_cs.id returning * into v_cs;
+  else
+    select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
+    select * into v_disc from billing.checkout_discount(btrim(p_code), v_cs.member_id, v_cs.tier_id, v_plan);
+    update billing.checkout_sessions cs set discount_id = v_disc.discount_id, discount_cents = v_disc.discount_cents
+    where cs.community_id = v_cs.community_id and cs.id = v_cs.id returning * into v_cs;
+    insert into billing.discount_redemptions (community_id, discount_id, checkout_id, member_id, status)
+    values (v_cs.community_id, v_disc.discount_id, v_cs.id, v_cs.member_id, 'pending');
+  end if;
+  return billing.checkout_json(v_cs);
 end
 $$;
 
@@ -581,7 +706,10 @@ declare
   v_now timestamptz := billing.now();
   v_used bigint;
 begin
-  select * into v_d from billing.discount_codes d where lower(d.code) = lower(p_code);
+  -- The community named explicitly: the owner's callers (the sandbox page's discount
+  -- field, billing.checkout_apply_discount) see every community's codes.
+  select * into v_d from billing.discount_codes d
+  where d.community_id = billing.current_community_id() and lower(d.code) = lower(p_code);
   if v_d.id is null then
     raise exception using errcode = 'BLDSC', message = 'Unknown discount code.', detail = 'discount_code';
   end if;
@@ -809,6 +937,10 @@ begin
   select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
   select * into v_tier from billing.tiers t where t.community_id = v_cs.community_id and t.id = v_plan.tier_id;
   if not v_paid then
+    -- One completion per member at a time: two checkouts of one buyer paid at once
+    -- must not both pass the check and both subscribe (found by the concurrent money
+    -- property test). The check runs after the lock, so it sees the other's commit.
+    perform pg_advisory_xact_lock(hashtextextended(v_cs.community_id || ' member ' || v_cs.member_id, 5));
     perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
   end if;
   select d.code into v_code from billing.discount_codes d where d.community_id = v_cs.community_id and d.id = v_cs.discount_id;
@@ -900,13 +1032,21 @@ CREATE FUNCTION billing.current_community_id() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
   select case
-    when exists (select 1 from pg_catalog.pg_auth_members m
-                 where m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(session_user))
-                   and m.roleid = 'billing_operator'::pg_catalog.regrole)
+    when pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
+         and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')
       then billing_private.operator_community_id()
     else nullif(pg_catalog.current_setting('app.community_id', true), '')
   end
 $$;
+
+
+--
+-- Name: current_member_id(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.current_member_id() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ select nullif(pg_catalog.current_setting('app.member_id', true), '') $$;
 
 
 --
@@ -1283,11 +1423,13 @@ $$;
 --
 
 CREATE FUNCTION billing.invoice_lines_sum(p_lines jsonb, p_types text[]) RETURNS bigint
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
-  select coalesce(sum((l->>'amount_cents')::bigint), 0)::bigint
-  from jsonb_array_elements(p_lines) l
-  where p_types is null or l->>'type' = any (p_types)
+begin
+  return (select coalesce(sum((l->>'amount_cents')::bigint), 0)::bigint
+          from jsonb_array_elements(p_lines) l
+          where p_types is null or l->>'type' = any (p_types));
+end
 $$;
 
 
@@ -1296,17 +1438,24 @@ $$;
 --
 
 CREATE FUNCTION billing.invoice_lines_valid(p_lines jsonb) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $_$
-  select jsonb_typeof(p_lines) = 'array'
-    and not exists (
-      select 1 from jsonb_array_elements(p_lines) l
-      where jsonb_typeof(l) <> 'object'
-        or l->>'type' is null or l->>'type' not in ('plan', 'proration', 'discount')
-        or jsonb_typeof(l->'description') <> 'string' or length(l->>'description') = 0
-        or jsonb_typeof(l->'amount_cents') <> 'number' or (l->>'amount_cents') !~ '^-?[0-9]+$'
-        or (l->>'type' = 'plan' and (l->>'amount_cents')::bigint < 0)
-        or (l->>'type' = 'discount' and (l->>'amount_cents')::bigint > 0))
+begin
+  if p_lines is null then
+    return null;
+  end if;
+  if jsonb_typeof(p_lines) <> 'array' then
+    return false;
+  end if;
+  return not exists (
+    select 1 from jsonb_array_elements(p_lines) l
+    where jsonb_typeof(l) <> 'object'
+      or l->>'type' is null or l->>'type' not in ('plan', 'proration', 'discount')
+      or jsonb_typeof(l->'description') <> 'string' or length(l->>'description') = 0
+      or jsonb_typeof(l->'amount_cents') <> 'number' or (l->>'amount_cents') !~ '^-?[0-9]+$'
+      or (l->>'type' = 'plan' and (l->>'amount_cents')::bigint < 0)
+      or (l->>'type' = 'discount' and (l->>'amount_cents')::bigint > 0));
+end
 $_$;
 
 
@@ -2097,11 +2246,14 @@ $$;
 --
 
 CREATE FUNCTION billing.now() RETURNS timestamp with time zone
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
-  select now() + coalesce(
-    (select c.clock_offset from billing.communities c where c.id = billing.current_community_id()),
-    '0'::interval)
+declare
+  v_offset interval;
+begin
+  select c.clock_offset into v_offset from billing.communities c where c.id = billing.current_community_id();
+  return now() + coalesce(v_offset, '0'::interval);
+end
 $$;
 
 
@@ -2794,6 +2946,34 @@ $$;
 
 
 --
+-- Name: switch_proration(billing.subscriptions, billing.plans, billing.plans, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.switch_proration(p_sub billing.subscriptions, p_old billing.plans, p_new billing.plans, p_now timestamp with time zone, OUT new_period boolean, OUT period_start timestamp with time zone, OUT period_end timestamp with time zone, OUT charge_cents bigint, OUT credit_cents bigint, OUT applied_cents bigint) RETURNS record
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_frac numeric;
+begin
+  v_frac := case when p_sub.current_period_end is null or p_sub.current_period_end <= p_sub.current_period_start then 0
+                 else greatest(0, least(1, extract(epoch from (p_sub.current_period_end - p_now))
+                   / extract(epoch from (p_sub.current_period_end - p_sub.current_period_start)))) end;
+  new_period := p_sub.status <> 'trialing' and p_new.interval is distinct from p_old.interval;
+  period_start := case when new_period then p_now else p_sub.current_period_start end;
+  period_end := case when new_period then billing.add_utc(p_now, billing.plan_interval(p_new.interval)) else p_sub.current_period_end end;
+  if p_sub.status = 'trialing' then
+    charge_cents := 0;
+    credit_cents := 0;
+  else
+    charge_cents := case when new_period then p_new.amount_cents else round(p_new.amount_cents * v_frac)::bigint end;
+    credit_cents := round(p_old.amount_cents * v_frac)::bigint;
+  end if;
+  applied_cents := least(credit_cents, charge_cents);
+end
+$$;
+
+
+--
 -- Name: tg_checkout_sessions__outbox(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -3036,14 +3216,14 @@ $$;
 
 
 --
--- Name: tg_plans__one_time_rules(); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: tg_plans__tier_plan_rules(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.tg_plans__one_time_rules() RETURNS trigger
+CREATE FUNCTION billing.tg_plans__tier_plan_rules() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
-  perform billing.check_one_time_plans(new.community_id, new.tier_id);
+  perform billing.check_tier_plans(new.community_id, new.tier_id);
   return null;
 end
 $$;
@@ -3231,14 +3411,14 @@ $$;
 
 
 --
--- Name: tg_tiers__one_time_rules(); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: tg_tiers__tier_plan_rules(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.tg_tiers__one_time_rules() RETURNS trigger
+CREATE FUNCTION billing.tg_tiers__tier_plan_rules() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
-  perform billing.check_one_time_plans(new.community_id, new.id);
+  perform billing.check_tier_plans(new.community_id, new.id);
   return null;
 end
 $$;
@@ -3349,6 +3529,39 @@ $$;
 
 
 --
+-- Name: analytics_series(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_series(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_community text := billing.current_community_id();
+  v_days integer := coalesce((p_args->>'days')::integer, 30);
+  v_currency text;
+begin
+  perform billing.require_scope('analytics:read');
+  if v_days not in (30, 90) then
+    perform billing.raise('BL422', 'days: 30 or 90.', 'days');
+  end if;
+  select m.currency into v_currency from analytics.mrr m where m.community_id = v_community
+  order by m.billing_subscriptions desc, m.mrr_cents desc, m.currency limit 1;
+  return jsonb_build_object(
+    'currency', v_currency,
+    'past_due', (select count(*) from billing.subscriptions s where s.community_id = v_community and s.status = 'past_due'),
+    'days', coalesce((
+      select jsonb_agg(jsonb_build_object('day', d.day::text,
+        'mrr_cents', coalesce((select md.mrr_cents from analytics.mrr_daily md
+          where md.community_id = v_community and md.day = d.day and md.currency = v_currency), 0),
+        'signups', coalesce(a.signups, 0), 'cancels', coalesce(a.cancels, 0)) order by d.day)
+      from analytics.days d
+      left join analytics.daily_activity a on a.community_id = d.community_id and a.day = d.day
+      where d.community_id = v_community and d.day > (billing.now() at time zone 'UTC')::date - v_days), '[]'));
+end
+$$;
+
+
+--
 -- Name: analytics_summary(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -3382,6 +3595,68 @@ begin
       'mrr_cents', m.mrr_cents) order by m.currency) from analytics.mrr m where m.community_id = v_community), '[]'))
   into v_out
   from analytics.recent_activity ra where ra.community_id = v_community;
+  return v_out;
+end
+$$;
+
+
+--
+-- Name: api_keys_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.api_keys_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_scopes text[] := array(select distinct jsonb_array_elements_text(coalesce(p_args->'scopes', '[]')));
+  v_bad text;
+begin
+  perform billing.require_scope('keys:write');
+  if cardinality(v_scopes) = 0 then
+    perform billing.raise('BL422', 'scopes: choose at least one scope.', 'scopes');
+  end if;
+  select s into v_bad from unnest(v_scopes) s
+  where not (s = any (billing_private.api_key_scopes())) or not (s = any (billing.current_scopes())) limit 1;
+  if v_bad is not null then
+    perform billing.raise('BL422', 'scopes: "' || v_bad || '" is not a scope this operator can give to a key.', 'scopes');
+  end if;
+  if length(p_args->>'name') > 200 then
+    perform billing.raise('BL422', 'name: at most 200 characters.', 'name');
+  end if;
+  return billing_private.api_key_insert(nullif(trim(p_args->>'name'), ''), p_args->>'prefix', p_args->>'key_hash', v_scopes);
+end
+$$;
+
+
+--
+-- Name: api_keys_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.api_keys_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  perform billing.require_scope('keys:read');
+  return billing_private.api_keys_page(p_args->>'cursor', coalesce((p_args->>'limit')::integer, 25));
+end
+$$;
+
+
+--
+-- Name: api_keys_revoke(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.api_keys_revoke(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_out jsonb;
+begin
+  perform billing.require_scope('keys:write');
+  v_out := billing_private.api_key_revoke(p_args->>'id');
+  if v_out is null then
+    perform billing.raise('BL404', 'No API key ' || (p_args->>'id') || '.');
+  end if;
   return v_out;
 end
 $$;
@@ -3852,6 +4127,34 @@ $$;
 
 
 --
+-- Name: member_entitlement_history(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.member_entitlement_history(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_ids text[];
+  v_items jsonb[];
+begin
+  perform billing.require_scope('events:read');
+  if not exists (select 1 from billing.members m where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || coalesce(p_args->>'id', '') || '.');
+  end if;
+  select array_agg(e.id order by e.id desc), array_agg(billing.event_json(e) order by e.id desc) into v_ids, v_items
+  from (select * from billing.events e
+        where e.community_id = billing.current_community_id()
+          and e.type in ('member.entitlement.granted', 'member.entitlement.updated', 'member.entitlement.revoked')
+          and (e.data->'member'->>'id') = p_args->>'id'
+          and e.id < coalesce(p_args->>'cursor', chr(1114111))
+        order by e.id desc limit v_limit + 1) e;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
 -- Name: member_entitlements_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -3934,6 +4237,48 @@ begin
     perform billing.raise('BL404', 'No member has this identity.');
   end if;
   return billing.member_json(billing.current_community_id(), v_member);
+end
+$$;
+
+
+--
+-- Name: operators_invite(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operators_invite(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.require_scope('operators:write');
+  return billing_private.operator_invite_here(p_args->>'email', p_args->>'role', p_args->>'token_sha256');
+end
+$$;
+
+
+--
+-- Name: operators_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operators_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  perform billing.require_scope('operators:read');
+  return billing_private.operator_users_page(p_args->>'cursor', coalesce((p_args->>'limit')::integer, 25));
+end
+$$;
+
+
+--
+-- Name: operators_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operators_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.require_scope('operators:write');
+  return billing_private.operator_user_update(p_args->>'id', p_args->>'role', (p_args->>'disabled')::boolean);
 end
 $$;
 
@@ -4128,6 +4473,39 @@ $$;
 
 
 --
+-- Name: subscription_card_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_card_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('subscription_id', s.id, 'card',
+    case when coalesce(c.declines, false) then 'declines' else 'pays' end)
+  from billing.subscriptions s
+  left join billing.sandbox_cards c on c.community_id = s.community_id and c.subscription_id = s.id
+  where s.community_id = billing.current_community_id() and s.id = p_args->>'id'
+$$;
+
+
+--
+-- Name: subscription_card_set(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_card_set(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.require_scope('subscriptions:write');
+  if not exists (select 1 from billing.subscriptions s
+                 where s.community_id = billing.current_community_id() and s.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No subscription ' || coalesce(p_args->>'id', '') || '.');
+  end if;
+  return billing_private.portal_set_card(p_args->>'id', p_args->>'card' = 'declines');
+end
+$$;
+
+
+--
 -- Name: subscription_pause(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -4263,6 +4641,48 @@ begin
   end if;
   perform billing.require_switchable(v_sub);
   return billing.switch_options(v_sub);
+end
+$$;
+
+
+--
+-- Name: subscription_switch_preview(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.subscription_switch_preview(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_sub billing.subscriptions;
+  v_old billing.plans;
+  v_new billing.plans;
+  v_group text;
+  v_q record;
+begin
+  perform billing.require_scope('subscriptions:read');
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || coalesce(p_args->>'id', '') || '.');
+  end if;
+  perform billing.require_switchable(v_sub);
+  select e.g into v_group from jsonb_each(billing.switch_options(v_sub)) e(g, arr), jsonb_array_elements(arr) o
+  where o->>'plan_id' = p_args->>'plan_id' limit 1;
+  if v_group is null then
+    perform billing.raise('BL422', 'plan_id ' || coalesce(p_args->>'plan_id', '') || ' is not a switch option of this subscription.', 'plan_id');
+  end if;
+  select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_args->>'plan_id';
+  if v_group = 'downgrades' then
+    return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'period_end',
+      'applies_at', billing.iso(v_sub.current_period_end), 'currency', v_new.currency,
+      'charge_cents', 0, 'credit_cents', 0, 'due_now_cents', 0, 'period_end', billing.iso(v_sub.current_period_end));
+  end if;
+  select * into v_q from billing.switch_proration(v_sub, v_old, v_new, billing.now());
+  return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'now',
+    'applies_at', billing.iso(billing.now()), 'currency', v_new.currency,
+    'charge_cents', v_q.charge_cents, 'credit_cents', v_q.applied_cents,
+    'due_now_cents', v_q.charge_cents - v_q.applied_cents, 'period_end', billing.iso(v_q.period_end));
 end
 $$;
 
@@ -4532,10 +4952,10 @@ $$;
 
 
 --
--- Name: add_job(text, json[], timestamp with time zone, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+-- Name: add_job(text, json[], timestamp with time zone, integer, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
-CREATE FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT NULL::integer) RETURNS void
+CREATE FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT NULL::integer, p_flag_key text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4544,9 +4964,105 @@ begin
     return;
   end if;
   perform graphile_worker.add_jobs(array(
-    select row(p_identifier, p.payload, null, p_run_at, p_max_attempts, null, null, null)::graphile_worker.job_spec
+    select row(p_identifier, p.payload, null, p_run_at, p_max_attempts, null, null,
+      case when p_flag_key is not null and p.payload->>p_flag_key is not null
+        then array[p.payload->>p_flag_key] end)::graphile_worker.job_spec
     from unnest(p_payloads) as p(payload)));
 end
+$$;
+
+
+--
+-- Name: api_key_insert(text, text, text, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.api_key_insert(p_name text, p_prefix text, p_key_hash text, p_scopes text[]) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  insert into billing_private.api_keys as k (community_id, name, prefix, key_hash, scopes)
+  values (billing.current_community_id(), p_name, p_prefix, p_key_hash, p_scopes)
+  returning billing_private.api_key_json(k)
+$$;
+
+
+--
+-- Name: api_keys; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.api_keys (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('key'::text) NOT NULL COLLATE pg_catalog."C",
+    name text,
+    prefix text NOT NULL,
+    key_hash text NOT NULL,
+    scopes text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
+    last_used_at timestamp with time zone
+);
+
+ALTER TABLE ONLY billing_private.api_keys FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: api_key_json(billing_private.api_keys); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.api_key_json(k billing_private.api_keys) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  -- Last use: when the key last took a rate token (its live bucket), else what the
+  -- purge of its idle bucket kept (api_keys.last_used_at). No write per request; the
+  -- buckets are unlogged, so a crash may forget up to an hour of it.
+  select jsonb_build_object('id', k.id, 'name', k.name, 'prefix', k.prefix, 'scopes', to_jsonb(k.scopes),
+    'created_at', billing.iso(k.created_at), 'revoked_at', billing.iso(k.revoked_at),
+    'last_used_at', billing.iso(greatest(k.last_used_at, (select b.updated_at from billing_private.rate_buckets b
+                                  where b.bucket = ('key:' || k.id) collate "default"))))
+$$;
+
+
+--
+-- Name: api_key_revoke(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.api_key_revoke(p_id text) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  update billing_private.api_keys k set revoked_at = coalesce(k.revoked_at, now())
+  where k.community_id = billing.current_community_id() and k.id = p_id
+  returning billing_private.api_key_json(k)
+$$;
+
+
+--
+-- Name: api_key_scopes(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.api_key_scopes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select array['subscriptions:read', 'subscriptions:write', 'plans:read', 'members:read', 'members:write',
+    'purchases:read', 'analytics:read', 'events:read', 'discounts:read', 'checkout:write',
+    'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write']
+$$;
+
+
+--
+-- Name: api_keys_page(text, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.api_keys_page(p_cursor text, p_limit integer) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select billing.page_json(array_agg(k.id order by k.id desc),
+    array_agg(billing_private.api_key_json(k) order by k.id desc), p_limit)
+  from (select * from billing_private.api_keys k
+        where k.community_id = billing.current_community_id() and k.id < coalesce(p_cursor, chr(1114111))
+        order by k.id desc limit p_limit + 1) k
 $$;
 
 
@@ -4562,12 +5078,19 @@ declare
   v_key_id text;
   v_community_id text;
   v_scopes text[];
+  v_member_id text;
   v_rl jsonb;
 begin
   if p_key_hash is not null then
     select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
     from billing_private.api_keys k
     where k.key_hash = p_key_hash and k.revoked_at is null;
+    if v_key_id is null then
+      -- An operator's dashboard session (15-operators.sql): its role's scopes.
+      select c->>'key_id', c->>'community_id', array(select jsonb_array_elements_text(c->'scopes')), c->>'member_id', c->>'member_id'
+        into v_key_id, v_community_id, v_scopes, v_member_id
+      from billing_private.session_credential(p_key_hash) c where c is not null;
+    end if;
   end if;
   if v_key_id is null then
     v_rl := billing_private.take_token('ip:' || coalesce(p_ip, '?'),
@@ -4582,7 +5105,7 @@ begin
     return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
   end if;
   return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
-    'scopes', to_jsonb(v_scopes), 'rl', v_rl);
+    'scopes', to_jsonb(v_scopes), 'member_id', v_member_id, 'rl', v_rl);
 end
 $$;
 
@@ -4599,6 +5122,7 @@ declare
   v_key_id text;
   v_community_id text;
   v_scopes text[];
+  v_member_id text;
   v_available boolean;
 begin
   if p_key_hash is not null then
@@ -4614,13 +5138,37 @@ begin
       into v_key_id, v_community_id, v_scopes, v_available
     from billing_private.api_keys k
     where k.key_hash = p_key_hash and k.revoked_at is null;
+    if v_key_id is null then
+      -- An operator's dashboard session (15-operators.sql); its bucket is keyed by the session id.
+      select c->>'key_id', c->>'community_id', array(select jsonb_array_elements_text(c->'scopes')), c->>'member_id',
+        (select least(coalesce((p_limits->>'key_burst')::float8, 60),
+            b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
+              * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+         from billing_private.rate_buckets b where b.bucket = ('key:' || (c->>'key_id')) collate "default")
+        into v_key_id, v_community_id, v_scopes, v_member_id, v_available
+      from billing_private.session_credential(p_key_hash) c where c is not null;
+    end if;
   end if;
   if v_key_id is null then
     return billing_private.authenticate(null, p_ip, p_limits);
   end if;
   return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
-    'scopes', to_jsonb(v_scopes), 'token_available', coalesce(v_available, true));
+    'scopes', to_jsonb(v_scopes), 'member_id', v_member_id, 'token_available', coalesce(v_available, true));
 end
+$$;
+
+
+--
+-- Name: authenticate_key(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.authenticate_key(p_key_hash text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('ok', true, 'community_id', k.community_id, 'key_id', k.id, 'scopes', to_jsonb(k.scopes))
+  from billing_private.api_keys k
+  where k.key_hash = p_key_hash and k.revoked_at is null
 $$;
 
 
@@ -4693,6 +5241,79 @@ $$;
 
 
 --
+-- Name: lease_key_tokens(text, integer, jsonb, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer DEFAULT 0) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key_id text;
+begin
+  select k.id into v_key_id from billing_private.api_keys k
+  where k.key_hash = p_key_hash and k.revoked_at is null;
+  if v_key_id is null then
+    return jsonb_build_object('key', false);
+  end if;
+  return billing_private.take_tokens('key:' || v_key_id,
+    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60),
+    greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100))) || jsonb_build_object('key', true);
+end
+$$;
+
+
+--
+-- Name: member_portal_info(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.member_portal_info(p_token_sha256 text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('community_id', m.community_id, 'community_name', c.name, 'member_id', m.member_id,
+    'provider', c.payment_provider, 'return_url', ps.return_url, 'expires_at', billing.iso(m.expires_at))
+  from billing_private.member_portal_sessions m
+  join billing.communities c on c.id = m.community_id
+  join billing.portal_sessions ps on ps.community_id = m.community_id and ps.id = m.portal_session_id
+  where m.token_sha256 = p_token_sha256 and m.expires_at > now()
+$$;
+
+
+--
+-- Name: member_portal_open(text, bytea, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.member_portal_open(p_portal_id text, p_access_sha256 bytea, p_token_sha256 text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ps billing.portal_sessions;
+begin
+  select * into v_ps from billing.portal_sessions ps where ps.id = p_portal_id and ps.access_token_sha256 = p_access_sha256;
+  if v_ps.id is null then
+    return null;
+  elsif v_ps.expires_at <= billing.community_now(v_ps.community_id) then
+    return jsonb_build_object('status', 'expired');
+  end if;
+  insert into billing_private.member_portal_sessions (community_id, token_sha256, portal_session_id, member_id, expires_at)
+  values (v_ps.community_id, p_token_sha256, v_ps.id, v_ps.member_id, now() + interval '1 hour');
+  return jsonb_build_object('status', 'open', 'community_id', v_ps.community_id, 'member_id', v_ps.member_id);
+end
+$$;
+
+
+--
+-- Name: member_portal_scopes(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.member_portal_scopes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ select array['subscriptions:read', 'subscriptions:write', 'purchases:read', 'invoices:read', 'plans:read'] $$;
+
+
+--
 -- Name: operator_community_id(); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -4700,6 +5321,299 @@ CREATE FUNCTION billing_private.operator_community_id() RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select o.community_id::text from billing_private.operator_roles o where o.role_name = session_user $$;
+
+
+--
+-- Name: operator_invite(text, text, text, text, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_invite(p_community_id text, p_email text, p_role text, p_token_sha256 text, p_ttl interval) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_user billing_private.operator_users;
+  v_expires timestamptz := now() + p_ttl;
+begin
+  if not exists (select 1 from billing.communities c where c.id = p_community_id) then
+    perform billing.raise('BL404', 'No community ' || p_community_id || '.');
+  elsif coalesce(length(trim(p_email)), 0) not between 3 and 254 or trim(p_email) !~ '^[^@\s]+@[^@\s]+$' then
+    perform billing.raise('BL422', 'email: expected an email address.', 'email');
+  elsif p_role is null or p_role not in ('owner', 'admin', 'viewer') then
+    perform billing.raise('BL422', 'role: expected owner, admin or viewer.', 'role');
+  end if;
+  insert into billing_private.operator_users as u (community_id, email, role)
+  values (p_community_id, lower(trim(p_email)), p_role)
+  on conflict (community_id, email) do update set role = excluded.role, disabled_at = null
+  returning * into v_user;
+  insert into billing_private.operator_links (community_id, token_sha256, user_id, expires_at)
+  values (p_community_id, p_token_sha256, v_user.id, v_expires);
+  return jsonb_build_object('user_id', v_user.id, 'community_id', v_user.community_id, 'email', v_user.email,
+    'role', v_user.role, 'expires_at', billing.iso(v_expires));
+end
+$_$;
+
+
+--
+-- Name: operator_invite_here(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_invite_here(p_email text, p_role text, p_token_sha256 text) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select billing_private.operator_invite(billing.current_community_id(), p_email, p_role, p_token_sha256, '24 hours')
+$$;
+
+
+--
+-- Name: operator_link_redeem(text, text, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_link_redeem(p_link_sha256 text, p_token_sha256 text, p_ttl interval) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_user_id text;
+begin
+  update billing_private.operator_links l set used_at = now()
+  where l.token_sha256 = p_link_sha256 and l.used_at is null and l.expires_at > now()
+  returning l.user_id into v_user_id;
+  if v_user_id is null then
+    return null;
+  end if;
+  return billing_private.operator_session_open(v_user_id, p_token_sha256, p_ttl);
+end
+$$;
+
+
+--
+-- Name: operator_password_candidates(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_password_candidates(p_email text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+  select coalesce(jsonb_agg(jsonb_build_object('user_id', u.id,
+      'params', regexp_replace(u.password_hash, '\$[^$]*$', '')) order by u.id), '[]')
+  from billing_private.operator_users u
+  where u.email = lower(trim(p_email)) and u.disabled_at is null and u.password_hash is not null
+$_$;
+
+
+--
+-- Name: operator_password_sign_in(text, text, text, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_password_sign_in(p_user_id text, p_derived text, p_token_sha256 text, p_ttl interval) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_stored text;
+begin
+  select u.password_hash into v_stored from billing_private.operator_users u
+  where u.id = p_user_id and u.disabled_at is null;
+  if v_stored is null or p_derived is null
+     or substring(v_stored from '[^$]*$') <> encode(sha256(decode(p_derived, 'base64')), 'base64') then
+    return null;
+  end if;
+  return billing_private.operator_session_open(p_user_id, p_token_sha256, p_ttl);
+end
+$_$;
+
+
+--
+-- Name: operator_role_scopes(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_role_scopes(p_role text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select case p_role
+    when 'viewer' then array(select s from unnest(billing_private.api_key_scopes()) s where s like '%:read')
+      || array['keys:read']
+    when 'admin' then billing_private.api_key_scopes() || array['keys:read', 'keys:write']
+    when 'owner' then billing_private.api_key_scopes() || array['keys:read', 'keys:write', 'operators:read', 'operators:write']
+  end
+$$;
+
+
+--
+-- Name: operator_session_close(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_session_close(p_token_sha256 text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  update billing_private.operator_sessions set revoked_at = coalesce(revoked_at, now())
+  where token_sha256 = p_token_sha256
+$$;
+
+
+--
+-- Name: operator_session_info(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_session_info(p_token_sha256 text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('session_id', s.id, 'community_id', s.community_id, 'community_name', c.name,
+    'user_id', u.id, 'email', u.email, 'role', u.role, 'has_password', u.password_hash is not null,
+    'scopes', to_jsonb(billing_private.operator_role_scopes(u.role)), 'expires_at', billing.iso(s.expires_at))
+  from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  join billing.communities c on c.id = s.community_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now()
+    and u.disabled_at is null
+$$;
+
+
+--
+-- Name: operator_session_open(text, text, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_session_open(p_user_id text, p_token_sha256 text, p_ttl interval) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_session billing_private.operator_sessions;
+begin
+  insert into billing_private.operator_sessions (community_id, token_sha256, user_id, expires_at)
+  select u.community_id, p_token_sha256, u.id, now() + p_ttl
+  from billing_private.operator_users u where u.id = p_user_id and u.disabled_at is null
+  returning * into v_session;
+  if v_session.id is null then
+    return null;
+  end if;
+  return jsonb_build_object('session_id', v_session.id, 'community_id', v_session.community_id,
+    'expires_at', billing.iso(v_session.expires_at));
+end
+$$;
+
+
+--
+-- Name: operator_set_password(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_set_password(p_token_sha256 text, p_password_hash text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with me as (
+    select s.community_id, s.user_id from billing_private.operator_sessions s
+    where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now())
+  update billing_private.operator_users u set password_hash = p_password_hash
+  from me where u.community_id = me.community_id and u.id = me.user_id
+  returning true
+$$;
+
+
+--
+-- Name: operator_sign_in_throttle(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_sign_in_throttle(p_ip text, p_email text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ip jsonb := billing_private.take_token('signin-ip:' || coalesce(p_ip, '?'), 10, 10);
+  v_email jsonb := case when p_email is not null
+    then billing_private.take_token('signin-email:' || lower(p_email), 5, 5) end;
+begin
+  return jsonb_build_object('allowed', (v_ip->>'allowed')::boolean and coalesce((v_email->>'allowed')::boolean, true),
+    'retry_after', greatest((v_ip->>'retry_after')::bigint, (v_email->>'retry_after')::bigint));
+end
+$$;
+
+
+--
+-- Name: operator_users; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_users (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('opu'::text) NOT NULL COLLATE pg_catalog."C",
+    email text NOT NULL,
+    role text NOT NULL,
+    password_hash text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    disabled_at timestamp with time zone,
+    CONSTRAINT operator_users_email_check CHECK (((email = lower(email)) AND (email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 254))),
+    CONSTRAINT operator_users_password_hash_check CHECK ((password_hash ~~ 'scrypt$%'::text)),
+    CONSTRAINT operator_users_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'admin'::text, 'viewer'::text])))
+);
+
+ALTER TABLE ONLY billing_private.operator_users FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: operator_user_json(billing_private.operator_users); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_user_json(u billing_private.operator_users) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('id', u.id, 'email', u.email, 'role', u.role, 'has_password', u.password_hash is not null,
+    'created_at', billing.iso(u.created_at), 'disabled_at', billing.iso(u.disabled_at))
+$$;
+
+
+--
+-- Name: operator_user_update(text, text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_user_update(p_id text, p_role text, p_disabled boolean) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_user billing_private.operator_users;
+begin
+  if p_role is not null and p_role not in ('owner', 'admin', 'viewer') then
+    perform billing.raise('BL422', 'role: expected owner, admin or viewer.', 'role');
+  end if;
+  perform pg_advisory_xact_lock(hashtext(billing.current_community_id() || ' operators'));
+  update billing_private.operator_users u set role = coalesce(p_role, u.role),
+    disabled_at = case when p_disabled is null then u.disabled_at when p_disabled then coalesce(u.disabled_at, now()) end
+  where u.community_id = billing.current_community_id() and u.id = p_id
+  returning * into v_user;
+  if v_user.id is null then
+    perform billing.raise('BL404', 'No operator ' || coalesce(p_id, '') || '.');
+  end if;
+  if not exists (select 1 from billing_private.operator_users u
+                 where u.community_id = v_user.community_id and u.role = 'owner' and u.disabled_at is null) then
+    perform billing.raise('BL409', 'A community keeps at least one enabled owner: make someone else owner first.');
+  end if;
+  if v_user.disabled_at is not null then
+    update billing_private.operator_sessions s set revoked_at = coalesce(s.revoked_at, now())
+    where s.community_id = v_user.community_id and s.user_id = v_user.id;
+  end if;
+  return billing_private.operator_user_json(v_user);
+end
+$$;
+
+
+--
+-- Name: operator_users_page(text, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_users_page(p_cursor text, p_limit integer) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select billing.page_json(array_agg(u.id order by u.id desc),
+    array_agg(billing_private.operator_user_json(u) order by u.id desc), p_limit)
+  from (select * from billing_private.operator_users u
+        where u.community_id = billing.current_community_id() and u.id < coalesce(p_cursor, chr(1114111))
+        order by u.id desc limit p_limit + 1) u
+$$;
 
 
 --
@@ -4712,6 +5626,20 @@ CREATE FUNCTION billing_private.payment_secret_ciphertext(p_provider text, p_nam
     AS $$
   select s.ciphertext from billing_private.payment_secrets s
   where s.community_id = billing.current_community_id() and s.provider = p_provider and s.name = p_name
+$$;
+
+
+--
+-- Name: portal_set_card(text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.portal_set_card(p_subscription_id text, p_declines boolean) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return billing.sandbox_set_card(p_subscription_id, p_declines);
+end
 $$;
 
 
@@ -4730,6 +5658,9 @@ declare
   v_attempts integer;
   v_deliveries integer;
   v_buckets integer;
+  v_links integer;
+  v_sessions integer;
+  v_member_sessions integer;
 begin
   delete from billing.idempotency_keys where expires_at <= now();
   get diagnostics v_idempotency = row_count;
@@ -4745,11 +5676,56 @@ begin
   delete from billing.webhook_deliveries d
   where d.status <> 'pending' and d.updated_at < now() - p_delivery_retention;
   get diagnostics v_deliveries = row_count;
+  -- A key's last use outlives its idle bucket (shown in the dashboard).
+  update billing_private.api_keys k set last_used_at = greatest(k.last_used_at, b.updated_at)
+  from billing_private.rate_buckets b
+  where b.bucket = ('key:' || k.id) collate "default" and b.updated_at < now() - interval '1 hour';
   delete from billing_private.rate_buckets b where b.updated_at < now() - interval '1 hour';
   get diagnostics v_buckets = row_count;
+  -- Dashboard sign-in links, operator sessions and member portal sessions (15, 82) a
+  -- day after they were spent, revoked or expired.
+  delete from billing_private.operator_links l
+  where coalesce(least(l.used_at, l.expires_at), l.expires_at) < now() - interval '1 day';
+  get diagnostics v_links = row_count;
+  delete from billing_private.operator_sessions s
+  where coalesce(least(s.revoked_at, s.expires_at), s.expires_at) < now() - interval '1 day';
+  get diagnostics v_sessions = row_count;
+  delete from billing_private.member_portal_sessions m where m.expires_at < now() - interval '1 day';
+  get diagnostics v_member_sessions = row_count;
   return jsonb_build_object('idempotency_keys', v_idempotency, 'link_codes', v_link_codes,
     'portal_sessions', v_portal, 'webhook_attempts', v_attempts, 'webhook_deliveries', v_deliveries,
-    'rate_buckets', v_buckets);
+    'rate_buckets', v_buckets, 'operator_links', v_links, 'operator_sessions', v_sessions,
+    'member_portal_sessions', v_member_sessions);
+end
+$$;
+
+
+--
+-- Name: session_credential(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.session_credential(p_token_sha256 text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_out jsonb;
+begin
+  select jsonb_build_object('key_id', s.id, 'community_id', s.community_id,
+    'scopes', to_jsonb(billing_private.operator_role_scopes(u.role)), 'member_id', null)
+  into v_out
+  from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now()
+    and u.disabled_at is null;
+  if v_out is null then
+    select jsonb_build_object('key_id', m.id, 'community_id', m.community_id,
+      'scopes', to_jsonb(billing_private.member_portal_scopes()), 'member_id', m.member_id)
+    into v_out
+    from billing_private.member_portal_sessions m
+    where m.token_sha256 = p_token_sha256 and m.expires_at > now();
+  end if;
+  return v_out;
 end
 $$;
 
@@ -4822,7 +5798,6 @@ declare
   v_old billing.plans;
   v_new billing.plans;
   v_now timestamptz := billing.now();
-  v_frac numeric;
   v_new_period boolean;
   v_start timestamptz;
   v_end timestamptz;
@@ -4844,20 +5819,9 @@ begin
   end if;
   select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
   select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_plan_id;
-  v_frac := case when v_sub.current_period_end is null or v_sub.current_period_end <= v_sub.current_period_start then 0
-                 else greatest(0, least(1, extract(epoch from (v_sub.current_period_end - v_now))
-                   / extract(epoch from (v_sub.current_period_end - v_sub.current_period_start)))) end;
-  v_new_period := v_sub.status <> 'trialing' and v_new.interval is distinct from v_old.interval;
-  v_start := case when v_new_period then v_now else v_sub.current_period_start end;
-  v_end := case when v_new_period then billing.add_utc(v_now, billing.plan_interval(v_new.interval)) else v_sub.current_period_end end;
-  if v_sub.status = 'trialing' then
-    v_charge := 0;
-    v_credit := 0;
-  else
-    v_charge := case when v_new_period then v_new.amount_cents else round(v_new.amount_cents * v_frac)::bigint end;
-    v_credit := round(v_old.amount_cents * v_frac)::bigint;
-  end if;
-  v_applied := least(v_credit, v_charge);
+  select q.new_period, q.period_start, q.period_end, q.charge_cents, q.credit_cents, q.applied_cents
+    into v_new_period, v_start, v_end, v_charge, v_credit, v_applied
+  from billing.switch_proration(v_sub, v_old, v_new, v_now) q;
   if v_sub.provider = 'sandbox' and v_charge > 0 then
     v_lines := jsonb_build_array(jsonb_build_object('type', 'proration',
       'description', 'Remaining time on ' || coalesce(v_new.name, v_new.id), 'amount_cents', v_charge,
@@ -4907,6 +5871,16 @@ $$;
 --
 
 CREATE FUNCTION billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select billing_private.take_tokens(p_bucket, p_per_minute, p_burst, 1, 0) - 'granted' $$;
+
+
+--
+-- Name: take_tokens(text, double precision, double precision, integer, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer DEFAULT 0) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4914,21 +5888,23 @@ declare
   v_now timestamptz := clock_timestamp();
   v_rate double precision := p_per_minute / 60.0;
   v_tokens double precision;
-  v_allowed boolean;
+  v_granted integer;
 begin
-  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, updated_at)
-  values (p_bucket, p_burst - 1, true, v_now)
+  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, granted, updated_at)
+  values (p_bucket, p_burst - least(p_n, floor(p_burst)), p_burst >= 1, least(p_n, floor(p_burst)), v_now)
   -- v_now was read before waiting for the row lock, so it may precede the stored
   -- updated_at of a concurrent request that got the lock first: never refill
-  -- negatively, never move updated_at back.
+  -- negatively, never move updated_at back. Tokens put back never exceed the burst.
   on conflict (bucket) do update set
-    allowed = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
-    tokens = least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
-      - case when least(p_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1 then 1 else 0 end,
+    granted = least(p_n, floor(least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate))),
+    allowed = least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
+    tokens = least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
+      - least(p_n, floor(least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate))),
     updated_at = greatest(b.updated_at, v_now)
-  returning tokens, allowed into v_tokens, v_allowed;
+  returning tokens, granted into v_tokens, v_granted;
   return jsonb_build_object(
-    'allowed', v_allowed,
+    'allowed', v_granted > 0,
+    'granted', v_granted,
     'limit', p_per_minute::bigint,
     'remaining', floor(greatest(v_tokens, 0))::bigint,
     'reset', ceil(greatest(p_burst - v_tokens, 0) / v_rate)::bigint,
@@ -4956,15 +5932,17 @@ begin
       on w.community_id = e.community_id and w.enabled
      and (w.event_types = '{}' or e.type = any (w.event_types))
     order by e.community_id, e.id, w.id
-    returning community_id, id
+    returning community_id, endpoint_id, id
   ), chunks as (
-    select community_id, id, (row_number() over (partition by community_id order by id) - 1) / 50 as chunk
+    select community_id, endpoint_id, id,
+      (row_number() over (partition by community_id, endpoint_id order by id) - 1) / 50 as chunk
     from d
   )
-  select array_agg(json_build_object('community_id', community_id, 'ids', ids, 'after', 0))
+  select array_agg(json_build_object('community_id', community_id, 'endpoint_id', endpoint_id, 'ids', ids, 'after', 0))
   into v_payloads
-  from (select community_id, array_agg(id order by id) as ids from chunks group by community_id, chunk) c;
-  perform billing_private.add_job('webhook_deliveries__send', v_payloads);
+  from (select community_id, endpoint_id, array_agg(id order by id) as ids from chunks
+        group by community_id, endpoint_id, chunk) c;
+  perform billing_private.add_job('webhook_deliveries__send', v_payloads, p_flag_key => 'endpoint_id');
   return null;
 end
 $$;
@@ -5078,8 +6056,8 @@ begin
     perform billing.raise('BL404', 'No pending delivery ' || p_delivery_id || '.');
   end if;
   perform billing_private.add_job('webhook_deliveries__send', array[json_build_object(
-    'community_id', v_delivery.community_id, 'ids', array[v_delivery.id],
-    'after', v_delivery.attempt_count, 'manual', p_manual)]);
+    'community_id', v_delivery.community_id, 'endpoint_id', v_delivery.endpoint_id, 'ids', array[v_delivery.id],
+    'after', v_delivery.attempt_count, 'manual', p_manual)], p_flag_key => 'endpoint_id');
 end
 $$;
 
@@ -5094,7 +6072,7 @@ CREATE FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_a
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 declare
-  v_retry_ids text[];
+  v_retries json[];
   v_endpoint_ids text[];
   v_disabled billing.webhook_endpoints;
   v_retry_at timestamptz := case when p_manual then null else p_retry_at end;
@@ -5132,15 +6110,15 @@ begin
       and (w.failing_since is not null or not s.any_ok)
     returning w.id
   )
-  select array_agg(upd.id order by upd.id) filter (where upd.status = 'pending'),
+  select (select array_agg(json_build_object('community_id', p_community_id, 'endpoint_id', p.endpoint_id,
+            'ids', p.ids, 'after', p_after + 1))
+          from (select u.endpoint_id, array_agg(u.id order by u.id) as ids from upd u
+                where u.status = 'pending' group by u.endpoint_id) p),
     (select array_agg(streak.id) from streak)
-  into v_retry_ids, v_endpoint_ids
-  from upd;
+  into v_retries, v_endpoint_ids;
 
-  if v_retry_ids is not null then
-    perform billing_private.add_job('webhook_deliveries__send', array[json_build_object(
-      'community_id', p_community_id, 'ids', v_retry_ids, 'after', p_after + 1)], v_retry_at);
-  end if;
+  -- One retry job per endpoint, flagged like the first (60-events.sql).
+  perform billing_private.add_job('webhook_deliveries__send', v_retries, v_retry_at, p_flag_key => 'endpoint_id');
 
   if v_endpoint_ids is null then
     return;
@@ -5242,6 +6220,35 @@ CREATE FUNCTION billing_private.worker_apply_due(p_community_id text) RETURNS js
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select billing.apply_due(p_community_id) $$;
+
+
+--
+-- Name: worker_apply_due_batch(text, text, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_apply_due_batch(p_community_id text, p_after text, p_limit integer) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select billing.apply_due_batch(p_community_id, p_after, p_limit) $$;
+
+
+--
+-- Name: worker_apply_due_finish(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.worker_apply_due_finish(p_community_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_expired integer;
+begin
+  perform set_config('app.community_id', p_community_id, true);
+  v_expired := billing.expire_checkouts();
+  perform billing.ledger_sweep(p_community_id);
+  return jsonb_build_object('expired_checkouts', v_expired);
+end
+$$;
 
 
 --
@@ -6422,24 +7429,6 @@ Trials started, ended and converted. Needs analytics:read.';
 
 
 --
--- Name: api_keys; Type: TABLE; Schema: billing_private; Owner: -
---
-
-CREATE TABLE billing_private.api_keys (
-    community_id text NOT NULL COLLATE pg_catalog."C",
-    id text DEFAULT billing.gen_id('key'::text) NOT NULL COLLATE pg_catalog."C",
-    name text,
-    prefix text NOT NULL,
-    key_hash text NOT NULL,
-    scopes text[] NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    revoked_at timestamp with time zone
-);
-
-ALTER TABLE ONLY billing_private.api_keys FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: event_types; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -6465,6 +7454,39 @@ CREATE SEQUENCE billing_private.id_seq
 
 
 --
+-- Name: member_portal_sessions; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.member_portal_sessions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('mps'::text) NOT NULL COLLATE pg_catalog."C",
+    token_sha256 text NOT NULL,
+    portal_session_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.member_portal_sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: operator_links; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_links (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    token_sha256 text NOT NULL,
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.operator_links FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: operator_roles; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -6475,6 +7497,23 @@ CREATE TABLE billing_private.operator_roles (
 );
 
 ALTER TABLE ONLY billing_private.operator_roles FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: operator_sessions; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_sessions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('ops'::text) NOT NULL COLLATE pg_catalog."C",
+    token_sha256 text NOT NULL,
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+ALTER TABLE ONLY billing_private.operator_sessions FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -6503,7 +7542,8 @@ CREATE UNLOGGED TABLE billing_private.rate_buckets (
     bucket text NOT NULL,
     tokens double precision NOT NULL,
     allowed boolean DEFAULT true NOT NULL,
-    updated_at timestamp with time zone NOT NULL
+    updated_at timestamp with time zone NOT NULL,
+    granted integer DEFAULT 0 NOT NULL
 );
 
 ALTER TABLE ONLY billing_private.rate_buckets FORCE ROW LEVEL SECURITY;
@@ -6873,11 +7913,43 @@ ALTER TABLE ONLY billing_private.event_types
 
 
 --
+-- Name: member_portal_sessions member_portal_sessions_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.member_portal_sessions
+    ADD CONSTRAINT member_portal_sessions_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: operator_links operator_links_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_links
+    ADD CONSTRAINT operator_links_pkey PRIMARY KEY (token_sha256);
+
+
+--
 -- Name: operator_roles operator_roles_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
 --
 
 ALTER TABLE ONLY billing_private.operator_roles
     ADD CONSTRAINT operator_roles_pkey PRIMARY KEY (role_name);
+
+
+--
+-- Name: operator_sessions operator_sessions_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_sessions
+    ADD CONSTRAINT operator_sessions_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: operator_users operator_users_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_users
+    ADD CONSTRAINT operator_users_pkey PRIMARY KEY (community_id, id);
 
 
 --
@@ -6959,6 +8031,13 @@ CREATE INDEX disputes_invoice ON billing.disputes USING btree (community_id, inv
 --
 
 CREATE UNIQUE INDEX disputes_provider_ref ON billing.disputes USING btree (community_id, provider_ref) WHERE (provider_ref IS NOT NULL);
+
+
+--
+-- Name: events_member_entitlement; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX events_member_entitlement ON billing.events USING btree (community_id, (((data -> 'member'::text) ->> 'id'::text)), id) WHERE (type = ANY (ARRAY['member.entitlement.granted'::text, 'member.entitlement.updated'::text, 'member.entitlement.revoked'::text]));
 
 
 --
@@ -7165,10 +8244,45 @@ CREATE UNIQUE INDEX api_keys_id ON billing_private.api_keys USING btree (id);
 
 
 --
+-- Name: member_portal_sessions_token; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE UNIQUE INDEX member_portal_sessions_token ON billing_private.member_portal_sessions USING btree (token_sha256);
+
+
+--
 -- Name: operator_roles_community; Type: INDEX; Schema: billing_private; Owner: -
 --
 
 CREATE INDEX operator_roles_community ON billing_private.operator_roles USING btree (community_id);
+
+
+--
+-- Name: operator_sessions_token; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE UNIQUE INDEX operator_sessions_token ON billing_private.operator_sessions USING btree (token_sha256);
+
+
+--
+-- Name: operator_users_by_email; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE INDEX operator_users_by_email ON billing_private.operator_users USING btree (email);
+
+
+--
+-- Name: operator_users_email; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE UNIQUE INDEX operator_users_email ON billing_private.operator_users USING btree (community_id, email);
+
+
+--
+-- Name: operator_users_id; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE UNIQUE INDEX operator_users_id ON billing_private.operator_users USING btree (id);
 
 
 --
@@ -7186,17 +8300,17 @@ CREATE TRIGGER _100_immutable BEFORE UPDATE ON billing.invoices FOR EACH ROW EXE
 
 
 --
--- Name: plans _100_one_time_rules; Type: TRIGGER; Schema: billing; Owner: -
+-- Name: plans _100_tier_plan_rules; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER _100_one_time_rules AFTER INSERT OR UPDATE OF tier_id, "interval", trial_days ON billing.plans DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION billing.tg_plans__one_time_rules();
+CREATE CONSTRAINT TRIGGER _100_tier_plan_rules AFTER INSERT OR UPDATE OF tier_id, "interval", trial_days, access_days ON billing.plans DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION billing.tg_plans__tier_plan_rules();
 
 
 --
--- Name: tiers _100_one_time_rules; Type: TRIGGER; Schema: billing; Owner: -
+-- Name: tiers _100_tier_plan_rules; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER _100_one_time_rules AFTER UPDATE OF billing_mode ON billing.tiers DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.billing_mode = 'one_time'::text)) EXECUTE FUNCTION billing.tg_tiers__one_time_rules();
+CREATE CONSTRAINT TRIGGER _100_tier_plan_rules AFTER UPDATE OF billing_mode ON billing.tiers DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.billing_mode IS DISTINCT FROM old.billing_mode)) EXECUTE FUNCTION billing.tg_tiers__tier_plan_rules();
 
 
 --
@@ -7686,11 +8800,67 @@ ALTER TABLE ONLY billing_private.api_keys
 
 
 --
+-- Name: member_portal_sessions member_portal_sessions_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.member_portal_sessions
+    ADD CONSTRAINT member_portal_sessions_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: member_portal_sessions member_portal_sessions_community_id_portal_session_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.member_portal_sessions
+    ADD CONSTRAINT member_portal_sessions_community_id_portal_session_id_fkey FOREIGN KEY (community_id, portal_session_id) REFERENCES billing.portal_sessions(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_links operator_links_community_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_links
+    ADD CONSTRAINT operator_links_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_links operator_links_community_id_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_links
+    ADD CONSTRAINT operator_links_community_id_user_id_fkey FOREIGN KEY (community_id, user_id) REFERENCES billing_private.operator_users(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: operator_roles operator_roles_community_fk; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
 --
 
 ALTER TABLE ONLY billing_private.operator_roles
     ADD CONSTRAINT operator_roles_community_fk FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_sessions operator_sessions_community_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_sessions
+    ADD CONSTRAINT operator_sessions_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_sessions operator_sessions_community_id_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_sessions
+    ADD CONSTRAINT operator_sessions_community_id_user_id_fkey FOREIGN KEY (community_id, user_id) REFERENCES billing_private.operator_users(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_users operator_users_community_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_users
+    ADD CONSTRAINT operator_users_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
 
 
 --
@@ -7792,6 +8962,83 @@ ALTER TABLE billing.link_codes ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.member_entitlements ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: checkout_sessions member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.checkout_sessions AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: external_subjects member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.external_subjects AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: grants member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.grants AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: invoices member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.invoices AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: link_codes member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.link_codes AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: member_entitlements member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.member_entitlements AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: member_identities member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.member_identities AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: members member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.members AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: portal_sessions member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.portal_sessions AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: purchases member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.purchases AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: subscriptions member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.subscriptions AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
 
 --
 -- Name: member_identities; Type: ROW SECURITY; Schema: billing; Owner: -
@@ -8342,10 +9589,34 @@ ALTER TABLE billing_private.api_keys ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_private.event_types ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: member_portal_sessions; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.member_portal_sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_links; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_links ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: operator_roles; Type: ROW SECURITY; Schema: billing_private; Owner: -
 --
 
 ALTER TABLE billing_private.operator_roles ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_sessions; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_users; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_users ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: api_keys owner_only; Type: POLICY; Schema: billing_private; Owner: -
@@ -8362,10 +9633,38 @@ CREATE POLICY owner_only ON billing_private.event_types USING (true);
 
 
 --
+-- Name: member_portal_sessions owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.member_portal_sessions USING (true);
+
+
+--
+-- Name: operator_links owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_links USING (true);
+
+
+--
 -- Name: operator_roles owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
 CREATE POLICY owner_only ON billing_private.operator_roles USING (true);
+
+
+--
+-- Name: operator_sessions owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_sessions USING (true);
+
+
+--
+-- Name: operator_users owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_users USING (true);
 
 
 --
@@ -8500,6 +9799,14 @@ GRANT ALL ON FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_li
 
 
 --
+-- Name: FUNCTION api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION api_version(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -8519,6 +9826,13 @@ REVOKE ALL ON FUNCTION billing.apply_due(p_community_id text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION billing.apply_due_all() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION apply_due_batch(p_community_id text, p_after text, p_limit integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.apply_due_batch(p_community_id text, p_after text, p_limit integer) FROM PUBLIC;
 
 
 --
@@ -8568,10 +9882,17 @@ GRANT ALL ON FUNCTION billing.check_eligible(p_member_id text, p_tier billing.ti
 
 
 --
--- Name: FUNCTION check_one_time_plans(p_community_id text, p_tier_id text); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION check_tier_plans(p_community_id text, p_tier_id text); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.check_one_time_plans(p_community_id text, p_tier_id text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.check_tier_plans(p_community_id text, p_tier_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION checkout_apply_discount(p_checkout_id text, p_code text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_apply_discount(p_checkout_id text, p_code text) FROM PUBLIC;
 
 
 --
@@ -8646,6 +9967,15 @@ REVOKE ALL ON FUNCTION billing.complete_checkout(p_checkout_id text, p_details j
 REVOKE ALL ON FUNCTION billing.current_community_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.current_community_id() TO billing_api;
 GRANT ALL ON FUNCTION billing.current_community_id() TO billing_operator;
+
+
+--
+-- Name: FUNCTION current_member_id(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.current_member_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.current_member_id() TO billing_api;
+GRANT ALL ON FUNCTION billing.current_member_id() TO billing_writer;
 
 
 --
@@ -9042,6 +10372,7 @@ GRANT ALL ON FUNCTION billing.page_json(p_ids text[], p_items jsonb[], p_limit i
 --
 
 REVOKE ALL ON FUNCTION billing.plan_interval(p_interval text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.plan_interval(p_interval text) TO billing_api;
 
 
 --
@@ -9268,6 +10599,14 @@ GRANT ALL ON FUNCTION billing.switch_options(p_sub billing.subscriptions) TO bil
 
 
 --
+-- Name: FUNCTION switch_proration(p_sub billing.subscriptions, p_old billing.plans, p_new billing.plans, p_now timestamp with time zone, OUT new_period boolean, OUT period_start timestamp with time zone, OUT period_end timestamp with time zone, OUT charge_cents bigint, OUT credit_cents bigint, OUT applied_cents bigint); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.switch_proration(p_sub billing.subscriptions, p_old billing.plans, p_new billing.plans, p_now timestamp with time zone, OUT new_period boolean, OUT period_start timestamp with time zone, OUT period_end timestamp with time zone, OUT charge_cents bigint, OUT credit_cents bigint, OUT applied_cents bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.switch_proration(p_sub billing.subscriptions, p_old billing.plans, p_new billing.plans, p_now timestamp with time zone, OUT new_period boolean, OUT period_start timestamp with time zone, OUT period_end timestamp with time zone, OUT charge_cents bigint, OUT credit_cents bigint, OUT applied_cents bigint) TO billing_api;
+
+
+--
 -- Name: FUNCTION tg_checkout_sessions__outbox(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -9345,10 +10684,10 @@ REVOKE ALL ON FUNCTION billing.tg_plans__ledger() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION tg_plans__one_time_rules(); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION tg_plans__tier_plan_rules(); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.tg_plans__one_time_rules() FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.tg_plans__tier_plan_rules() FROM PUBLIC;
 
 
 --
@@ -9394,10 +10733,10 @@ REVOKE ALL ON FUNCTION billing.tg_tier_entitlements__ledger_insert() FROM PUBLIC
 
 
 --
--- Name: FUNCTION tg_tiers__one_time_rules(); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION tg_tiers__tier_plan_rules(); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.tg_tiers__one_time_rules() FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.tg_tiers__tier_plan_rules() FROM PUBLIC;
 
 
 --
@@ -9443,11 +10782,43 @@ GRANT ALL ON FUNCTION billing.webhook_endpoint_json(p_endpoint billing.webhook_e
 
 
 --
+-- Name: FUNCTION analytics_series(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_series(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_series(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION analytics_summary(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_api.analytics_summary(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.analytics_summary(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_keys_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.api_keys_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.api_keys_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_keys_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.api_keys_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.api_keys_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_keys_revoke(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.api_keys_revoke(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.api_keys_revoke(p_args jsonb) TO billing_api;
 
 
 --
@@ -9579,6 +10950,14 @@ GRANT ALL ON FUNCTION billing_api.link_code_redeem(p_args jsonb) TO billing_api;
 
 
 --
+-- Name: FUNCTION member_entitlement_history(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.member_entitlement_history(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.member_entitlement_history(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION member_entitlements_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -9608,6 +10987,30 @@ GRANT ALL ON FUNCTION billing_api.members_list(p_args jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing_api.members_lookup(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.members_lookup(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operators_invite(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operators_invite(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operators_invite(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operators_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operators_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operators_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operators_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operators_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operators_update(p_args jsonb) TO billing_api;
 
 
 --
@@ -9675,6 +11078,22 @@ GRANT ALL ON FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args js
 
 
 --
+-- Name: FUNCTION subscription_card_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_card_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_card_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_card_set(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_card_set(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_card_set(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION subscription_pause(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -9712,6 +11131,14 @@ GRANT ALL ON FUNCTION billing_api.subscription_switch(p_args jsonb) TO billing_a
 
 REVOKE ALL ON FUNCTION billing_api.subscription_switch_options(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.subscription_switch_options(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION subscription_switch_preview(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.subscription_switch_preview(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.subscription_switch_preview(p_args jsonb) TO billing_api;
 
 
 --
@@ -9795,10 +11222,49 @@ GRANT ALL ON FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) TO bill
 
 
 --
--- Name: FUNCTION add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer); Type: ACL; Schema: billing_private; Owner: -
+-- Name: FUNCTION add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer, p_flag_key text); Type: ACL; Schema: billing_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer, p_flag_key text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION api_key_insert(p_name text, p_prefix text, p_key_hash text, p_scopes text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.api_key_insert(p_name text, p_prefix text, p_key_hash text, p_scopes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.api_key_insert(p_name text, p_prefix text, p_key_hash text, p_scopes text[]) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_key_json(k billing_private.api_keys); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.api_key_json(k billing_private.api_keys) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION api_key_revoke(p_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.api_key_revoke(p_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.api_key_revoke(p_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION api_key_scopes(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.api_key_scopes() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.api_key_scopes() TO billing_api;
+
+
+--
+-- Name: FUNCTION api_keys_page(p_cursor text, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.api_keys_page(p_cursor text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.api_keys_page(p_cursor text, p_limit integer) TO billing_api;
 
 
 --
@@ -9815,6 +11281,14 @@ GRANT ALL ON FUNCTION billing_private.authenticate(p_key_hash text, p_ip text, p
 
 REVOKE ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION authenticate_key(p_key_hash text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.authenticate_key(p_key_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.authenticate_key(p_key_hash text) TO billing_api;
 
 
 --
@@ -9842,12 +11316,152 @@ GRANT ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount
 
 
 --
+-- Name: FUNCTION lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_portal_info(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.member_portal_info(p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.member_portal_info(p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_portal_open(p_portal_id text, p_access_sha256 bytea, p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.member_portal_open(p_portal_id text, p_access_sha256 bytea, p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.member_portal_open(p_portal_id text, p_access_sha256 bytea, p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_portal_scopes(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.member_portal_scopes() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.member_portal_scopes() TO billing_api;
+
+
+--
 -- Name: FUNCTION operator_community_id(); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.operator_community_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_api;
 GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_operator;
+
+
+--
+-- Name: FUNCTION operator_invite(p_community_id text, p_email text, p_role text, p_token_sha256 text, p_ttl interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_invite(p_community_id text, p_email text, p_role text, p_token_sha256 text, p_ttl interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_invite_here(p_email text, p_role text, p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_invite_here(p_email text, p_role text, p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_invite_here(p_email text, p_role text, p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_link_redeem(p_link_sha256 text, p_token_sha256 text, p_ttl interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_link_redeem(p_link_sha256 text, p_token_sha256 text, p_ttl interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_link_redeem(p_link_sha256 text, p_token_sha256 text, p_ttl interval) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_password_candidates(p_email text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_password_candidates(p_email text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_password_candidates(p_email text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_password_sign_in(p_user_id text, p_derived text, p_token_sha256 text, p_ttl interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_password_sign_in(p_user_id text, p_derived text, p_token_sha256 text, p_ttl interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_password_sign_in(p_user_id text, p_derived text, p_token_sha256 text, p_ttl interval) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_role_scopes(p_role text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_role_scopes(p_role text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_session_close(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_session_close(p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_session_close(p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_session_info(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_session_info(p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_session_info(p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_session_open(p_user_id text, p_token_sha256 text, p_ttl interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_session_open(p_user_id text, p_token_sha256 text, p_ttl interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_set_password(p_token_sha256 text, p_password_hash text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_set_password(p_token_sha256 text, p_password_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_set_password(p_token_sha256 text, p_password_hash text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_sign_in_throttle(p_ip text, p_email text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_sign_in_throttle(p_ip text, p_email text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_sign_in_throttle(p_ip text, p_email text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_user_json(u billing_private.operator_users); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_user_json(u billing_private.operator_users) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_user_update(p_id text, p_role text, p_disabled boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_user_update(p_id text, p_role text, p_disabled boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_user_update(p_id text, p_role text, p_disabled boolean) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_users_page(p_cursor text, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_users_page(p_cursor text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_users_page(p_cursor text, p_limit integer) TO billing_api;
 
 
 --
@@ -9859,11 +11473,27 @@ GRANT ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text,
 
 
 --
+-- Name: FUNCTION portal_set_card(p_subscription_id text, p_declines boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.portal_set_card(p_subscription_id text, p_declines boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.portal_set_card(p_subscription_id text, p_declines boolean) TO billing_api;
+
+
+--
 -- Name: FUNCTION purge_expired(p_delivery_retention interval); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interval) TO billing_worker;
+
+
+--
+-- Name: FUNCTION session_credential(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.session_credential(p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.session_credential(p_token_sha256 text) TO billing_api;
 
 
 --
@@ -9911,6 +11541,13 @@ GRANT ALL ON FUNCTION billing_private.take_key_token(p_limits jsonb) TO billing_
 --
 
 REVOKE ALL ON FUNCTION billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer) FROM PUBLIC;
 
 
 --
@@ -9987,6 +11624,22 @@ GRANT ALL ON FUNCTION billing_private.webhook_test_target(p_endpoint_id text) TO
 
 REVOKE ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.worker_apply_due(p_community_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_apply_due_batch(p_community_id text, p_after text, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_apply_due_batch(p_community_id text, p_after text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_apply_due_batch(p_community_id text, p_after text, p_limit integer) TO billing_worker;
+
+
+--
+-- Name: FUNCTION worker_apply_due_finish(p_community_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.worker_apply_due_finish(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.worker_apply_due_finish(p_community_id text) TO billing_worker;
 
 
 --

@@ -11,6 +11,8 @@ import { mountHealthRoutes } from './http/health-routes';
 export { createHttpServer } from './http/http-server';
 import { mountGraphql } from './graphql';
 import { mountRestApi } from './http/rest-routes';
+import { mountDashboard } from './dashboard/dashboard-routes';
+import { mountMemberPortal } from './dashboard/portal-routes';
 import { mountMcp } from './mcp';
 import { observeDatabase } from './core/metrics';
 import { Executor } from './operations/executor';
@@ -65,6 +67,8 @@ export function createApp(opts: AppOptions) {
   mountProviderRoutes(app, { config, ownerPool });
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, { pool: apiPool, graphiql: config.graphiql });
+  mountDashboard(app, { executor, api: apiPool, config });
+  mountMemberPortal(app, { executor, api: apiPool, config });
   opts.mount?.(app, executor);
   mountRestApi(app, executor);
   return { app, executor, graphql };

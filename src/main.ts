@@ -18,13 +18,14 @@ import { ensureLogin } from './db/logins';
 import { createApiPool, createOwnerPool } from './db/pool';
 import { applyCatalog, readCatalogFile } from './domain/catalog/catalog-file';
 import { createCommunity, createKey } from './domain/communities/community-admin';
+import { inviteOperator, signInLink } from './domain/operators/operator-accounts';
 import { startWorker } from '../worker';
 
 const DEMO_CATALOG = path.join(packageRoot, 'db/fixtures/demo-catalog.json');
 // Progress and failures are log lines (stderr); what the user asked for (URL, demo key) is stdout.
 const log = (line: string) => logger.info({ component: 'main' }, line.trimEnd());
 
-interface Demo { communityId: string; key: string }
+interface Demo { communityId: string; key: string; signInToken: string }
 
 /**
  * First start = a database with no community. Then: a demo community selling through
@@ -40,7 +41,8 @@ async function createDemoIfEmpty(owner: pg.Pool): Promise<Demo | null> {
     const community = await createCommunity(owner, 'Demo community');
     await applyCatalog(owner, community.id, readCatalogFile(DEMO_CATALOG));
     const key = await createKey(owner, community.id, [...SCOPES], 'demo (npm start)');
-    return { communityId: community.id, key: key.key };
+    const invitation = await inviteOperator(owner, community.id, 'owner@example.com', 'owner');
+    return { communityId: community.id, key: key.key, signInToken: invitation.token };
   } finally {
     await lock.query('select pg_advisory_unlock(hashtext($1))', ['billing:first-start']).catch(() => {});
     lock.release();
@@ -59,6 +61,10 @@ function printDemo(demo: Demo, url: string) {
     '',
     `  curl -H "Authorization: Bearer ${demo.key}" ${url}/v1/plans`,
     '',
+    'Dashboard sign-in for owner@example.com (one-time link, valid 24 hours; set a password once in):',
+    '',
+    `  ${signInLink(url, demo.signInToken)}`,
+    '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
@@ -69,7 +75,8 @@ async function printCommunities(owner: pg.Pool) {
   const lines = rows.map((r) => `  ${r.id}  ${r.name}`);
   if (rows[0] && rows[0].n > rows.length) lines.push(`  ... and ${rows[0].n - rows.length} more`);
   process.stdout.write(`Communities:\n${lines.join('\n')}\n`
-    + 'A new API key: npm run billing -- keys create --community <id> --scopes all\n');
+    + 'A new API key: npm run billing -- keys create --community <id> --scopes all\n'
+    + 'A dashboard sign-in link: npm run billing -- operators invite --community <id> --email <you> --role owner\n');
 }
 
 async function listen(server: http.Server, port: number, host: string): Promise<number> {
@@ -123,11 +130,11 @@ async function main() {
       }
       throw err;
     });
-    owner = createOwnerPool(database.url);
+    owner = createOwnerPool(database.url, 5, config.dbTimeouts);
     // The API and the worker never connect as the owner (src/db/logins.ts).
     const appUrl = config.appDatabaseUrl ?? await ensureLogin(database.url, 'billing_app');
     const workerUrl = config.workerDatabaseUrl ?? await ensureLogin(database.url, 'billing_worker');
-    api = createApiPool(appUrl, config.poolSize);
+    api = createApiPool(appUrl, config.poolSize, config.dbTimeouts);
     const demo = await createDemoIfEmpty(owner);
 
     // Listen first so the real port (PORT=0 picks a free one) is in the config.
@@ -142,6 +149,7 @@ async function main() {
 
     const url = config.publicBaseUrl ?? `http://localhost:${port}`;
     process.stdout.write(`Billing API listening on ${url}\n`);
+    process.stdout.write(`Operator dashboard at ${url}/dashboard\n`);
     process.stdout.write(`GraphQL (read-only, same bearer keys) at ${url}${GRAPHQL_PATH}`
       + `${config.graphiql ? `; GraphiQL (Ruru) at ${url}${GRAPHIQL_PATH}` : ''}\n`);
     if (demo) printDemo(demo, url);

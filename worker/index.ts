@@ -13,7 +13,8 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Logger, run, Runner, TaskList, WorkerEvents } from 'graphile-worker';
-import { Config, loadConfig } from '../src/core/config';
+import { Config, DEFAULT_DB_TIMEOUTS, loadConfig } from '../src/core/config';
+import { databaseUnavailableCause } from '../src/core/errors';
 import { log } from '../src/core/log';
 import { jobDuration, jobs } from '../src/core/metrics';
 import { taskList } from './tasks';
@@ -48,8 +49,86 @@ export interface StartWorkerOptions {
   shutdownAbortMs?: number;
   /** Install SIGINT/SIGTERM handlers (default false: the caller owns the process). */
   handleSignals?: boolean;
+  /** A connect to the database gives up after this (default PG_CONNECT_TIMEOUT_MS, 5 s). */
+  connectTimeoutMs?: number;
+  /** How long a connect waits for the database to come back before failing (default 5 min). */
+  outageWaitMs?: number;
   /** Log graphile-worker's info lines too (default: warnings and errors only). */
   verbose?: boolean;
+}
+
+/**
+ * Makes the pool's promise-style connect() wait out an outage (the database restarting,
+ * unreachable) for up to maxWaitMs, retrying with backoff, instead of failing at once:
+ * tasks pause meanwhile and carry on once it is back. Callback-style connects
+ * (graphile-worker's LISTEN client, pool.query) keep their own retry loops.
+ *
+ * graphile-worker records a job's outcome (and takes a job) with one statement on its
+ * jobs table, which it does not retry when the connection is cut under it, and does
+ * not await: the rejection is unhandled and the job stays locked by this live worker
+ * for 4 hours. Those bookkeeping statements alone (single statements outside any
+ * transaction, each safe to repeat: delete by id, update where still locked by us)
+ * are run again on a fresh connection. Our tasks' statements are never repeated.
+ */
+const JOB_BOOKKEEPING = /\._private_jobs\b/;
+function waitOutOutages(pool: pg.Pool, maxWaitMs: number, stopping: () => boolean): void {
+  const connect = pool.connect.bind(pool) as (callback?: unknown) => Promise<pg.PoolClient> | void;
+  const patient = async (): Promise<pg.PoolClient> => {
+    const deadline = Date.now() + maxWaitMs;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        return retryBookkeeping(await (connect() as Promise<pg.PoolClient>));
+      } catch (err) {
+        if (!databaseUnavailableCause(err) || stopping() || Date.now() + delay > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  };
+  const wrapped = new WeakSet<pg.PoolClient>();
+  const retryBookkeeping = (client: pg.PoolClient): pg.PoolClient => {
+    if (wrapped.has(client)) return client;
+    wrapped.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<pg.QueryResult>;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const config = args[0] as string | { text?: unknown } | undefined;
+      const text = typeof config === 'string' ? config : config?.text;
+      const idle = (client as unknown as { _txStatus?: string | null })._txStatus !== 'T';
+      if (args.some((a) => typeof a === 'function') || typeof text !== 'string' || !JOB_BOOKKEEPING.test(text) || !idle) return query(...args);
+      return query(...args).catch(async (err: unknown) => {
+        if (!databaseUnavailableCause(err) || stopping()) throw err;
+        const fresh = await patient();
+        try {
+          const result = await fresh.query(...(args as [string]));
+          fresh.release();
+          return result;
+        } catch (again) {
+          fresh.release(again as Error);
+          throw again;
+        }
+      });
+    };
+    return client;
+  };
+  (pool as unknown as { connect: (callback?: unknown) => unknown }).connect =
+    (callback?: unknown) => (typeof callback === 'function' ? connect(callback) : patient());
+}
+
+/**
+ * graphile-worker does not await the query recording a job's completion or failure: when
+ * the database is cut under it, that rejection is unhandled, which would end the
+ * process (and with it the API in `npm start`). Those are logged as one line here (the
+ * job is released by releaseStranded below); any other unhandled rejection still ends
+ * the process, as Node's default does.
+ */
+let rejectionsWatched = false;
+function survivePostJobOutages(): void {
+  if (rejectionsWatched) return;
+  rejectionsWatched = true;
+  process.on('unhandledRejection', (reason) => {
+    const cause = databaseUnavailableCause(reason);
+    if (!cause) throw reason;
+    log.warn({ component: 'worker', cause }, 'recording a job outcome failed: database unavailable');
+  });
 }
 
 export interface WorkerHandle {
@@ -59,7 +138,10 @@ export interface WorkerHandle {
 }
 
 function logger(verbose: boolean): Logger {
-  return new Logger(() => (level: string, message: string) => {
+  return new Logger(() => (level: string, message: string, meta?: { error?: unknown }) => {
+    // A task failing because the database went away: observeJobs logs it as one line
+    // (outcome database_unavailable); graphile-worker's own line would add its stack.
+    if (meta?.error !== undefined && databaseUnavailableCause(meta.error)) return;
     if (level === 'error') log.error({ component: 'worker' }, message);
     else if (level === 'warning') log.warn({ component: 'worker' }, message);
     else if (verbose) log.info({ component: 'worker' }, message);
@@ -81,7 +163,10 @@ function observeJobs(events: WorkerEvents): void {
       kind: 'job', task: job.task_identifier, job_id: job.id, attempt: job.attempts, max_attempts: job.max_attempts,
       duration_ms: Math.round(seconds * 1e6) / 1e3, outcome,
     };
-    if (error) log.error({ ...fields, err: error }, 'job');
+    // The database unreachable: one line naming it, no stack (the job is retried).
+    const unavailable = error ? databaseUnavailableCause(error) : null;
+    if (unavailable) log.warn({ ...fields, outcome: 'database_unavailable', cause: unavailable }, 'job');
+    else if (error) log.error({ ...fields, err: error }, 'job');
     else log.info(fields, 'job');
   });
 }
@@ -103,9 +188,17 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   });
   const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
 
-  const pool = new pg.Pool({ connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker' });
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',
+    // An outage: connects fail in bounded time and dead peers are noticed (docs/operations.md).
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? (config as Partial<Config>).dbTimeouts?.connectMs ?? DEFAULT_DB_TIMEOUTS.connectMs,
+    keepAlive: true,
+  });
   // Errors surface through the queries that hit them; an idle client's error must not crash the process.
   pool.on('error', () => {});
+  let stopped = false;
+  waitOutOutages(pool, opts.outageWaitMs ?? 5 * 60_000, () => stopped);
+  survivePostJobOutages();
   pool.on('connect', (client) => { client.on('error', () => {}); });
   const workerIds = new Set<string>();
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
@@ -113,16 +206,38 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   events.on('pool:create', ({ workerPool }) => { workerIds.add(workerPool.id); });
   observeJobs(events);
 
+  // Jobs this worker holds but no longer runs: their outcome could not be recorded
+  // (the database went away just then), so graphile-worker would leave them locked
+  // for 4 hours. A job counts as running from job:start until staleAfterMs after its
+  // end (its outcome may still be on its way); a job locked longer than that by one of
+  // our pools and not running here is handed back to the queue.
+  const running = new Set<string>();
+  const ended = new Map<string, number>();
+  events.on('job:start', ({ job }) => { running.add(job.id); });
+  events.on('job:complete', ({ job }) => { running.delete(job.id); ended.set(job.id, Date.now()); });
+  const releaseStranded = async (): Promise<number> => {
+    for (const [id, at] of ended) if (Date.now() - at > staleAfterMs) ended.delete(id);
+    const { rows } = await pool.query<{ id: string }>(
+      `update graphile_worker._private_jobs j set locked_at = null, locked_by = null, run_at = greatest(j.run_at, now())
+       where j.locked_by = any($1::text[]) and not (j.id = any($2::bigint[])) and j.locked_at < now() - $3::interval
+       returning j.id`,
+      [[...workerIds], [...running, ...ended.keys()], `${staleAfterMs} milliseconds`]);
+    if (rows.length > 0) log.warn({ component: 'worker', jobs: rows.map((r) => r.id) }, 'released jobs whose outcome was lost in a database outage');
+    return rows.length;
+  };
+
   const beat = async () => {
     try {
       const { rows } = await pool.query<{ dead: string[] }>(
         'select billing_private.worker_heartbeat($1, $2::interval) as dead', [[...workerIds], `${staleAfterMs} milliseconds`]);
-      if (rows[0].dead.length > 0) {
+      if (rows[0].dead.length > 0 || await releaseStranded() > 0) {
         // Released jobs are due now: wake every worker rather than wait for a poll.
         await pool.query(`select pg_notify('jobs:insert', '')`);
       }
     } catch (err) {
-      log.warn({ component: 'worker', err }, 'heartbeat failed');
+      const unavailable = databaseUnavailableCause(err);
+      if (unavailable) log.warn({ component: 'worker', cause: unavailable }, 'heartbeat failed: database unavailable');
+      else log.warn({ component: 'worker', err }, 'heartbeat failed');
     }
   };
 
@@ -157,6 +272,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     stop() {
       stopping ??= (async () => {
         clearInterval(timer);
+        stopped = true;
         await runner.stop();
         await pool.query('select billing_private.worker_heartbeat_stop($1)', [[...workerIds]]).catch(() => {});
         delivery.close();

@@ -15,13 +15,12 @@
 // the "RLS cost" section of bench/RESULTS.md. A measurement, never a test.
 // Env: BENCH_DURATION (10), BENCH_CONNECTIONS (4), BENCH_KEEP_DB=1, BENCH_REUSE_DB=1.
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createCommunity } from '../../src/domain/communities/community-admin';
 import { withDatabase } from '../../src/db/migrate';
-import { createBenchDatabase } from '../support';
+import { createBenchDatabase, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_graphql';
@@ -92,17 +91,6 @@ async function machine(url: string): Promise<string> {
   return `${os.cpus().length} vCPU (${os.cpus()[0]?.model ?? '?'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, PostgreSQL ${v}, Node ${process.version}`;
 }
 
-function writeSection(text: string) {
-  const file = path.join(__dirname, '../RESULTS.md');
-  const md = fs.readFileSync(file, 'utf8');
-  const heading = '## RLS cost (GraphQL and the read API)';
-  const start = md.indexOf(heading);
-  const next = start < 0 ? -1 : md.indexOf('\n## ', start + heading.length);
-  const section = `${heading}\n\n${text}\n`;
-  const updated = start < 0 ? `${md.trimEnd()}\n\n${section}` : md.slice(0, start) + section + (next < 0 ? '' : md.slice(next + 1));
-  fs.writeFileSync(file, updated);
-}
-
 async function main() {
   log(`creating ${DB} on ${new URL(SERVER).host}`);
   const reuse = process.env.BENCH_REUSE_DB === '1'; // a database kept by BENCH_KEEP_DB=1: no reseeding
@@ -143,7 +131,7 @@ async function main() {
       ...rows,
     ].join('\n');
     process.stdout.write(`${text}\n`);
-    writeSection(text);
+    writeResultsSection('## RLS cost (GraphQL and the read API)', text);
   } finally {
     if (process.env.BENCH_KEEP_DB !== '1' && !reuse) {
       const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });

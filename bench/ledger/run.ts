@@ -12,13 +12,11 @@
 // not grow with the feed.
 // Prints the figures and writes them under "## Ledger" in bench/RESULTS.md.
 // Env: BENCH_CONCURRENCY (4), BENCH_SECONDS (10), BENCH_KEEP_DB=1.
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { createCommunity } from '../../src/domain/communities/community-admin';
 import { withDatabase } from '../../src/db/migrate';
-import { createBenchDatabase } from '../support';
+import { createBenchDatabase, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_ledger';
@@ -139,7 +137,8 @@ async function sourceChanges(url: string, cat: Catalog): Promise<void> {
   }));
   let done = 0;
   const lat: number[] = [];
-  const deadline = Date.now() + SECONDS * 1000;
+  const started = Date.now();
+  const deadline = started + SECONDS * 1000;
   await Promise.all(clients.map(async (cl, k) => {
     let i = k;
     while (Date.now() < deadline) {
@@ -152,9 +151,11 @@ async function sourceChanges(url: string, cat: Catalog): Promise<void> {
       done++;
     }
   }));
+  // The measured time: the last statement may end after the deadline.
+  const elapsed = (Date.now() - started) / 1000;
   const evs = (await events(db, c)) - ev0;
   lat.sort((a, b) => a - b);
-  out(`| single-row status change, ${CONCURRENCY} connections, autocommit (p50 ${lat[Math.floor(lat.length / 2)].toFixed(2)} ms, p99 ${lat[Math.floor(lat.length * 0.99)].toFixed(2)} ms) | ${done.toLocaleString('en')} | ${(done / SECONDS).toFixed(0)} | ${evs.toLocaleString('en')} | ${(evs / SECONDS).toFixed(0)} |`);
+  out(`| single-row status change, ${CONCURRENCY} connections, autocommit (p50 ${lat[Math.floor(lat.length / 2)].toFixed(2)} ms, p99 ${lat[Math.floor(lat.length * 0.99)].toFixed(2)} ms) | ${done.toLocaleString('en')} | ${(done / elapsed).toFixed(0)} | ${evs.toLocaleString('en')} | ${(evs / elapsed).toFixed(0)} |`);
   await Promise.all(clients.map((cl) => cl.end()));
   await db.end();
   out('');
@@ -249,17 +250,11 @@ async function feed(url: string, sample: unknown): Promise<void> {
 }
 
 function writeResults(): void {
-  const file = path.join(__dirname, '..', 'RESULTS.md');
   const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
-  const section = ['## Ledger', '',
-    `Run ${new Date().toISOString()} by \`npx tsx bench/ledger/run.ts\` on ${SERVER.replace(/\/\/[^@]*@/, '//')}, ` +
-    `${os.cpus().length} CPUs, load average at the end ${load} (other work shared the machine: treat the figures as a floor).`,
-    ...lines, ''].join('\n');
-  let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
-  // Replace our own section only; other sections stay as they are.
-  const re = /## Ledger\n[\s\S]*?(?=\n## |$)/;
-  text = re.test(text) ? text.replace(re, section.trimEnd() + '\n') : text.trimEnd() + '\n\n' + section;
-  fs.writeFileSync(file, text);
+  writeResultsSection('## Ledger', [
+    `Run ${new Date().toISOString()} by \`npx tsx bench/ledger/run.ts\` on ${SERVER.replace(/\/\/[^@]*@/, '//')}, `
+      + `${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), load average at the end ${load}.`,
+    ...lines].join('\n'));
 }
 
 async function main(): Promise<void> {

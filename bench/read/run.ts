@@ -1,14 +1,15 @@
-// Read API benchmark: `npx tsx bench/read/run.ts`.
+// Read API benchmark: `npx tsx bench/read/run.ts` (or `npm run bench -- read`).
 // Creates its own database on DATABASE_URL's server (default: the machine's
 // PostgreSQL at 127.0.0.1:5432), seeds 100,000 members, 200,000 subscriptions and
 // 1,000,000 events, starts the API in a child process with rate limits lifted, and
 // measures with autocannon (50 connections) GET /v1/entitlements/check and
-// GET /v1/subscriptions?limit=100. pgbench then runs the exact SQL each endpoint
-// runs (select billing.api_call(...) with the same arguments) at the same
-// concurrency: the database's own ceiling for that request.
-// Env: BENCH_DURATION (seconds, default 20), BENCH_CONNECTIONS (50), PG_POOL_SIZE (API pool, 8:
-// on two vCPUs 8 beat 16 and 4), BENCH_KEEP_DB=1 (keep the
-// database afterwards), BENCH_REUSE_DB=1 (reuse a kept one: no reseeding).
+// GET /v1/subscriptions?limit=100. In the same run, the anchors: a bare Express 5 + pg
+// server answering the check from one RLS function (anchor-server.ts), and pgbench of
+// `select 1`, of that RLS function, and of the SQL each endpoint runs. Prints the
+// figures and writes them under "## Read API" in bench/RESULTS.md.
+// Env: BENCH_DURATION (seconds, default 20), BENCH_CONNECTIONS (50), PG_POOL_SIZE (API
+// pool, 8: on two vCPUs 8 beat 16 and 4), BENCH_KEEP_DB=1 (keep the database
+// afterwards), BENCH_REUSE_DB=1 (reuse a kept one: re-run the fixtures, no reseeding).
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,7 +18,7 @@ import pg from 'pg';
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
 import { hashKey } from '../../src/core/ids';
 import { withDatabase } from '../../src/db/migrate';
-import { createBenchDatabase } from '../support';
+import { createBenchDatabase, machineLine, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_read';
@@ -28,7 +29,7 @@ const MEMBERS = 100_000;
 const LIMITS = { key_per_minute: 1e9, key_burst: 1e9, ip_per_minute: 1e9, ip_burst: 1e9 };
 
 // autocannon ships no type declarations: the part used here.
-interface AutocannonResult { requests: { average: number }; latency: { p50: number; p99: number }; errors: number; non2xx: number }
+interface AutocannonResult { requests: { average: number; total?: number }; latency: { p50: number; p99: number }; errors: number; non2xx: number }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
 
@@ -57,34 +58,73 @@ function machineCpu(): { busy: number; total: number } {
   return { busy: total - idle, total };
 }
 
-function startServer(url: string): Promise<{ stop(): void; stats(): Promise<ServerStats> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'server.ts')], {
-    env: {
-      ...process.env, DATABASE_URL: url, NODE_ENV: 'production', BENCH_PORT: String(PORT),
-      RATE_LIMIT_KEY_PER_MINUTE: String(LIMITS.key_per_minute), RATE_LIMIT_KEY_BURST: String(LIMITS.key_burst),
-      RATE_LIMIT_IP_PER_MINUTE: String(LIMITS.ip_per_minute), RATE_LIMIT_IP_BURST: String(LIMITS.ip_burst),
-      PG_POOL_SIZE: process.env.PG_POOL_SIZE ?? '8',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+interface Child { stop(): void; stats(): Promise<ServerStats>; port: number }
+
+/**
+ * A server in a child process; resolves once it prints "listening". Its stderr (the
+ * API's access log: one JSON line per request, as in production) goes to a file, so
+ * the logging is paid for without flooding the terminal.
+ */
+function startChild(script: string, port: number, env: NodeJS.ProcessEnv): Promise<Child> {
+  const logFile = path.join(os.tmpdir(), `bench-read-${path.basename(script, '.ts')}-${process.pid}.log`);
+  const err = fs.openSync(logFile, 'w');
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, script)], {
+    env: { ...process.env, NODE_ENV: 'production', BENCH_PORT: String(port), PG_POOL_SIZE: process.env.PG_POOL_SIZE ?? '8', ...env },
+    stdio: ['ignore', 'pipe', err],
   });
   return new Promise((resolve, reject) => {
-    child.on('exit', (code) => reject(new Error(`API exited with ${code}`)));
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.on('exit', (code) => reject(new Error(`${script} exited with ${code} (log: ${logFile})`)));
+    let stopped = false;
+    child.stdout!.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('listening')) {
         resolve({
-          stop: () => child.kill('SIGTERM'),
-          stats: async () => (await (await fetch(`http://127.0.0.1:${PORT}/__rss`)).json()) as ServerStats,
+          port,
+          stop: () => {
+            if (stopped) return;
+            stopped = true;
+            child.removeAllListeners('exit');
+            child.kill('SIGTERM');
+            fs.closeSync(err);
+            fs.rmSync(logFile, { force: true });
+          },
+          stats: async () => (await (await fetch(`http://127.0.0.1:${port}/__rss`)).json()) as ServerStats,
         });
       }
     });
   });
 }
 
+const startApi = (url: string) => startChild('server.ts', PORT, {
+  DATABASE_URL: url,
+  RATE_LIMIT_KEY_PER_MINUTE: String(LIMITS.key_per_minute), RATE_LIMIT_KEY_BURST: String(LIMITS.key_burst),
+  RATE_LIMIT_IP_PER_MINUTE: String(LIMITS.ip_per_minute), RATE_LIMIT_IP_BURST: String(LIMITS.ip_burst),
+});
+
+const startAnchor = (url: string, communityId: string) => startChild('anchor-server.ts', PORT + 1, { DATABASE_URL: url, BENCH_COMMUNITY: communityId });
+
+/** The anchor's one RLS function: the member's active entitlement rows, no JSON built. */
+const ANCHOR_SQL = `
+create schema if not exists bench_anchor;
+create or replace function bench_anchor.entitlements(p_platform text, p_uid text)
+  returns table (entitlement_id text, status text, sources jsonb, benefits jsonb, granted_at timestamptz)
+  language sql stable
+as $$
+  select me.entitlement_id, me.status, me.sources, me.benefits, me.granted_at
+  from billing.member_identities i
+  join billing.member_entitlements me on me.community_id = i.community_id and me.member_id = i.member_id
+  where i.community_id = billing.current_community_id() and i.platform = p_platform and i.platform_uid = p_uid
+    and me.status = 'active'
+$$;
+grant usage on schema bench_anchor to billing_api;
+grant execute on function bench_anchor.entitlements(text, text) to billing_api;
+`;
+
 interface HttpResult { name: string; rps: number; p50: number; p99: number; errors: number; non2xx: number; rssMb: number; apiCpuUs: number; machineBusy: number }
 
-async function measureHttp(name: string, key: string, pathFor: () => string, stats: () => Promise<ServerStats>): Promise<HttpResult> {
+async function measureHttp(name: string, key: string, pathFor: () => string, server: Child): Promise<HttpResult> {
+  const stats = server.stats;
   const run = (duration: number) => autocannon({
-    url: `http://127.0.0.1:${PORT}`,
+    url: `http://127.0.0.1:${server.port}`,
     connections: CONNECTIONS,
     duration,
     headers: { authorization: `Bearer ${key}` },
@@ -100,7 +140,7 @@ async function measureHttp(name: string, key: string, pathFor: () => string, sta
   const cpu1 = machineCpu();
   const after = await stats();
   peak = Math.max(peak, after.rss);
-  const total = r.requests.average * DURATION;
+  const total = r.requests.total ?? r.requests.average * DURATION;
   const out = {
     name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, rssMb: peak / 2 ** 20,
     apiCpuUs: (after.cpuMicros - before.cpuMicros) / Math.max(total, 1),
@@ -113,11 +153,11 @@ async function measureHttp(name: string, key: string, pathFor: () => string, sta
 
 interface PgbenchResult { name: string; tps: number; latencyMs: number }
 
-function pgbench(url: string, name: string, sql: string): PgbenchResult {
+function pgbench(url: string, name: string, sql: string, pgoptions = '-c role=billing_api'): PgbenchResult {
   const file = path.join(os.tmpdir(), `bench-read-${process.pid}-${name.replace(/\W+/g, '_')}.sql`);
   fs.writeFileSync(file, sql);
   const out = execFileSync('pgbench', ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', String(Math.min(os.cpus().length, CONNECTIONS)),
-    '-T', String(DURATION), '-f', file, url], { env: { ...process.env, PGOPTIONS: '-c role=billing_api' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    '-T', String(DURATION), '-f', file, url], { env: { ...process.env, PGOPTIONS: pgoptions }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   fs.unlinkSync(file);
   const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
   const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
@@ -128,11 +168,15 @@ function pgbench(url: string, name: string, sql: string): PgbenchResult {
 // A SQL string literal; colons are spelled chr(58) because pgbench reads ":name" as a variable.
 const lit = (s: string) => `('${s.replace(/'/g, "''").replace(/:/g, "' || chr(58) || '")}')`;
 
+function apiCallLeasedSql(keyHash: string, scope: string, op: string, args: string): string {
+  return `select billing.api_call_leased(${lit(keyHash)}, ${lit(scope)}, ${lit(op)}, ${args});\n`;
+}
+
 function apiCallSql(keyHash: string, scope: string, op: string, args: string): string {
   return `select billing.api_call(${lit(keyHash)}, '127.0.0.1', ${lit(JSON.stringify(LIMITS))}::jsonb, ${lit(scope)}, ${lit(op)}, ${args}, null);\n`;
 }
 
-async function machine(url: string): Promise<string> {
+async function pgVersion(url: string): Promise<string> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   const v = (await c.query<{ v: string }>('select current_setting($$server_version$$) as v')).rows[0].v;
@@ -140,7 +184,7 @@ async function machine(url: string): Promise<string> {
     `select name, setting, unit from pg_settings where name in ('shared_buffers', 'max_connections', 'synchronous_commit')`)).rows
     .map((s) => `${s.name}=${s.setting}${s.unit ?? ''}`).join(', ');
   await c.end();
-  return `${os.cpus().length} vCPU (${os.cpus()[0]?.model ?? '?'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, PostgreSQL ${v} (${settings}), Node ${process.version}`;
+  return `${v} (${settings})`;
 }
 
 async function main() {
@@ -164,32 +208,68 @@ async function main() {
     key = (await seed(url)).key;
   }
   const hash = hashKey(key);
-  const server = await startServer(url);
+  const owner = new pg.Pool({ connectionString: url, max: 1 });
+  await owner.query(ANCHOR_SQL);
+  const communityId = (await owner.query<{ id: string }>(`select id from billing.communities where name = 'Bench community'`)).rows[0].id;
+  await owner.end();
   const rnd = () => 1 + Math.floor(Math.random() * MEMBERS);
+  const loadBefore = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  const started = new Date().toISOString();
+  const anchor = await startAnchor(url, communityId);
+  let server: Child | null = null;
   try {
-    const loadBefore = os.loadavg()[0];
-  const check = await measureHttp('GET /v1/entitlements/check', key, () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, server.stats);
-    const list = await measureHttp('GET /v1/subscriptions?limit=100', key, () => '/v1/subscriptions?limit=100', server.stats);
+    const bare = await measureHttp('anchor: Express 5 + pg, one RLS function', key, () => `/check?platform=discord&platform_uid=d${rnd()}`, anchor);
+    anchor.stop();
+    server = await startApi(url);
+    const check = await measureHttp('GET /v1/entitlements/check', key, () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, server);
+    const list = await measureHttp('GET /v1/subscriptions?limit=100', key, () => '/v1/subscriptions?limit=100', server);
     server.stop();
-    const pgCheck = pgbench(url, 'entitlements_check', `\\set n random(1, ${MEMBERS})\n`
+    server = null;
+    const community = `-c role=billing_api -c app.community_id=${communityId}`;
+    const pgSelect1 = pgbench(url, 'select_1', 'select 1;\n');
+    const pgAnchor = pgbench(url, 'anchor_rls_function', `\\set n random(1, ${MEMBERS})\nselect * from bench_anchor.entitlements('discord', 'd' || (:n)::text);\n`, community);
+    const pgCheckLeased = pgbench(url, 'entitlements_check_leased', `\\set n random(1, ${MEMBERS})\n`
+      + apiCallLeasedSql(hash, 'members:read', 'entitlements_check', `jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text)`));
+    const pgCheckToken = pgbench(url, 'entitlements_check_token_per_request', `\\set n random(1, ${MEMBERS})\n`
       + apiCallSql(hash, 'members:read', 'entitlements_check', `jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text)`));
-    const pgList = pgbench(url, 'subscriptions_list', apiCallSql(hash, 'subscriptions:read', 'subscriptions_list', `${lit('{"limit":100}')}::jsonb`));
-    const m = await machine(url);
-    const row = (h: HttpResult, p: PgbenchResult) =>
-      `| ${h.name} | ${h.rps.toFixed(0)} | ${h.p50} | ${h.p99} | ${h.rssMb.toFixed(0)} | ${h.apiCpuUs.toFixed(0)} | ${(100 * h.machineBusy).toFixed(0)}% `
-      + `| ${p.tps.toFixed(0)} (avg ${p.latencyMs} ms) | ${(100 * h.rps / p.tps).toFixed(0)}% | ${h.errors + h.non2xx} |`;
-    const table = [
-      `Machine: ${m}; 1-minute load average ${loadBefore.toFixed(1)} before the runs, ${os.loadavg()[0].toFixed(1)} after. Data: ${MEMBERS.toLocaleString('en')} members, 200,000 subscriptions, 1,000,000 events. `
-        + `${CONNECTIONS} connections, ${DURATION} s per run (after a 3 s warm-up); API pool ${process.env.PG_POOL_SIZE ?? '8'}.`,
+    const pgList = pgbench(url, 'subscriptions_list_leased', apiCallLeasedSql(hash, 'subscriptions:read', 'subscriptions_list', `${lit('{"limit":100}')}::jsonb`));
+    const version = await pgVersion(url);
+    const pct = (a: number, b: number) => `${(100 * a / b).toFixed(0)}%`;
+    const httpRow = (h: HttpResult) =>
+      `| ${h.name} | ${h.rps.toFixed(0)} | ${h.p50} | ${h.p99} | ${h.rssMb.toFixed(0)} | ${h.apiCpuUs.toFixed(0)} | ${(100 * h.machineBusy).toFixed(0)}% | ${h.errors + h.non2xx} |`;
+    const pgRow = (p: PgbenchResult) => `| ${p.name} | ${p.tps.toFixed(0)} | ${p.latencyMs} |`;
+    const body = [
+      `Run ${started} by \`npx tsx bench/read/run.ts\` on ${machineLine(version)} (1-minute load before the runs: ${loadBefore.split(' ')[0]}).`,
+      `Data: ${MEMBERS.toLocaleString('en')} members, 200,000 subscriptions, 200,000 ledger rows, 1,000,000 events. `
+        + `${CONNECTIONS} connections, ${DURATION} s per run after a 3 s warm-up; API and anchor pools of ${process.env.PG_POOL_SIZE ?? '8'}; `
+        + 'autocannon, the servers, PostgreSQL and pgbench share the machine. The API writes its access log (one JSON line per request) to a file; '
+        + 'rate limits are lifted (a burst of 10^9: leases of 20 tokens).',
       '',
-      '| endpoint | req/s | p50 ms | p99 ms | API RSS MB | API CPU us/req | machine CPU busy | pgbench same SQL, tps | HTTP / pgbench | errors |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-      row(check, pgCheck),
-      row(list, pgList),
+      'HTTP (autocannon):',
+      '',
+      '| server / endpoint | req/s | p50 ms | p99 ms | RSS MB | server CPU us/req | machine CPU busy | errors |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      httpRow(bare), httpRow(check), httpRow(list),
+      '',
+      `pgbench (${CONNECTIONS} clients, prepared statements, as billing_api):`,
+      '',
+      '| SQL | tps | latency avg ms |',
+      '|---|---:|---:|',
+      pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckLeased), pgRow(pgCheckToken), pgRow(pgList),
+      '',
+      'Ratios, each from figures of this run:',
+      '',
+      `- entitlement check / bare Express + pg anchor: **${pct(check.rps, bare.rps)}** (goal of issue 17: >= 85%); p99 ${check.p99} ms (goal < 25 ms).`,
+      `- entitlement check over HTTP / pgbench of its SQL on a leased token: ${pct(check.rps, pgCheckLeased.tps)}.`,
+      `- its SQL on a leased token / with a token taken per request: ${pct(pgCheckLeased.tps, pgCheckToken.tps)}.`,
+      `- subscriptions?limit=100 over HTTP / pgbench of its SQL: **${pct(list.rps, pgList.tps)}** (goal >= 85%).`,
     ].join('\n');
-    process.stdout.write(table + '\n');
+    process.stdout.write(`\n${body}\n`);
+    writeResultsSection('## Read API', body);
+    log('wrote the "Read API" section of bench/RESULTS.md');
   } finally {
-    server.stop();
+    anchor.stop();
+    server?.stop();
     if (process.env.BENCH_KEEP_DB !== '1' && process.env.BENCH_REUSE_DB !== '1') {
       const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
       await admin.connect();

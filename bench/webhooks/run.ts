@@ -20,6 +20,7 @@ import readline from 'node:readline';
 import pg from 'pg';
 import { applyMigrations, withDatabase } from '../../src/db/migrate';
 import { encryptSecret, generateSecret, parseEncryptionKey, secretKey } from '../../src/webhooks/crypto';
+import { writeResultsSection } from '../support';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -229,7 +230,26 @@ async function main() {
       postgres_backends: Number(backends.reduce((t, b) => t + cpuSeconds(b.pid), 0).toFixed(2)),
       postgres_by_client: byApp,
     };
-    process.stdout.write(`${JSON.stringify({ cpu_seconds: cpu, deliveries: 2 * EVENTS * ENDPOINTS + 50 * ENDPOINTS })}\n`);
+    // Counted at the receiver, not computed: every request that reached it.
+    let requests = 0;
+    for (const list of receipts.values()) requests += list.length;
+    process.stdout.write(`${JSON.stringify({ cpu_seconds: cpu, receiver_requests: requests, distinct_deliveries: receipts.size })}\n`);
+    const row = (r: ReturnType<typeof measure>) =>
+      `| ${r.phase} | ${r.events.toLocaleString('en')} | ${r.deliveries.toLocaleString('en')} | ${r.lost} | ${r.duplicates} | ${r.seconds} | ${r.deliveries_per_second} | ${r.p50_ms} | ${r.p99_ms} | ${r.max_ms} |`;
+    writeResultsSection('## Webhooks', [
+      `Run ${new Date().toISOString()} by \`npx tsx bench/webhooks/run.ts\` (${EVENTS.toLocaleString('en')} events per phase, ${ENDPOINTS} endpoints, `
+        + `${RATE} events/s in commits of ${BATCH} for the sustained phase, ${WORKERS} worker process(es) with concurrency ${CONCURRENCY}) `
+        + `on ${os.cpus().length} vCPU (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}; load average at the end `
+        + `${os.loadavg().map((l) => l.toFixed(1)).join(' ')}. The receiver (in the bench process) verifies every signature and counts every request.`,
+      '',
+      '| phase | events | deliveries received | lost | duplicates | seconds | deliveries/s | p50 ms | p99 ms | max ms |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      row(a), row(b),
+      '',
+      `Receiver: ${requests.toLocaleString('en')} requests in all (warm-up included), ${receipts.size.toLocaleString('en')} distinct (endpoint, webhook-id); `
+        + `bad signatures ${badSignatures}; delivery rows ${state.succeeded.toLocaleString('en')} succeeded of ${state.total.toLocaleString('en')}. `
+        + `CPU seconds: worker ${cpu.worker_processes}, receiver and producer ${cpu.receiver_and_producer}, PostgreSQL backends ${cpu.postgres_backends}.`,
+    ].join('\n'));
     await client.end();
     if (a.lost || b.lost || badSignatures) process.exitCode = 1;
   } finally {

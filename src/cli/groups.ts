@@ -6,3 +6,4 @@ export { default as keys } from './keys-commands';
 export { default as catalog } from './catalog-commands';
 export { default as sandbox } from './sandbox-commands';
 export { default as sqlAccess } from './sql-access-commands';
+export { default as operators } from './operators-commands';

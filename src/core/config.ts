@@ -8,6 +8,19 @@ export interface RateLimits {
   ip_burst: number;
 }
 
+/**
+ * Bounds on waiting for the database, so an outage answers 503 in bounded time
+ * instead of hanging (docs/operations.md, "Database outages").
+ */
+export interface DbTimeouts {
+  /** A pool connect, new connection or wait for a free one (PG_CONNECT_TIMEOUT_MS, default 5000). */
+  connectMs: number;
+  /** One query of the API pool (PG_QUERY_TIMEOUT_MS, default 20000): the client stops waiting (a silent connection). */
+  queryMs: number;
+}
+
+export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { connectMs: 5000, queryMs: 20000 };
+
 export interface Config {
   port: number;
   host: string;
@@ -19,6 +32,8 @@ export interface Config {
   dataDir: string;
   publicBaseUrl: string | null;
   rateLimits: RateLimits;
+  /** How long an API process keeps a key's leased rate tokens (src/operations/token-leases.ts). */
+  tokenLeaseMs: number;
   webhookEncryptionKey: string | null;
   webhookAllowPrivateUrls: boolean;
   stripeSecretKey: string | null;
@@ -28,6 +43,7 @@ export interface Config {
   stripeApiPort: number | null;
   stripeApiProtocol: 'http' | 'https' | null;
   poolSize: number;
+  dbTimeouts: DbTimeouts;
   trustProxy: boolean;
   /** NODE_ENV=production: stricter defaults; the base URL is PUBLIC_BASE_URL only. */
   production: boolean;
@@ -94,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ip_per_minute: num(env.RATE_LIMIT_IP_PER_MINUTE, 20),
       ip_burst: num(env.RATE_LIMIT_IP_BURST, 10),
     },
+    tokenLeaseMs: num(env.RATE_LIMIT_LEASE_MS, 1000),
     webhookEncryptionKey: env.WEBHOOK_ENCRYPTION_KEY || null,
     webhookAllowPrivateUrls: env.WEBHOOK_ALLOW_PRIVATE_URLS
       ? env.WEBHOOK_ALLOW_PRIVATE_URLS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
@@ -104,6 +121,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeApiPort: env.STRIPE_API_PORT ? num(env.STRIPE_API_PORT, 443) : null,
     stripeApiProtocol: env.STRIPE_API_PROTOCOL === 'http' ? 'http' : env.STRIPE_API_PROTOCOL === 'https' ? 'https' : null,
     poolSize: num(env.PG_POOL_SIZE, 20),
+    dbTimeouts: {
+      connectMs: num(env.PG_CONNECT_TIMEOUT_MS, DEFAULT_DB_TIMEOUTS.connectMs),
+      queryMs: num(env.PG_QUERY_TIMEOUT_MS, DEFAULT_DB_TIMEOUTS.queryMs),
+    },
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
     production,
     graphiql: !production,

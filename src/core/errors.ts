@@ -78,11 +78,17 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly extra: Record<string, unknown>;
-  constructor(code: ErrorCode, detail: string, opts: { status?: number; extra?: Record<string, unknown> } = {}) {
+  /** Seconds for a Retry-After header (an outage); not part of the body. */
+  readonly retryAfter?: number;
+  /** What went wrong, for the request's log line only; never sent. */
+  readonly logCause?: string;
+  constructor(code: ErrorCode, detail: string, opts: { status?: number; extra?: Record<string, unknown>; retryAfter?: number; logCause?: string } = {}) {
     super(detail);
     this.code = code;
     this.status = opts.status ?? DEFAULT_STATUS[code];
     this.extra = opts.extra ?? {};
+    if (opts.retryAfter !== undefined) this.retryAfter = opts.retryAfter;
+    if (opts.logCause !== undefined) this.logCause = opts.logCause;
   }
 
   toProblem(): ProblemBody {
@@ -107,8 +113,55 @@ export function fromSqlState(sqlstate: string, message: string, detail?: string 
   return new ApiError(code, message, { status, extra });
 }
 
+/** Seconds a client is told to wait (Retry-After) while the database cannot be reached. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+// The database is unreachable, restarting or refusing connections: the socket errors
+// of the driver, pg's and pg-pool's own messages (a connection cut, a connect or read
+// timeout), SQLSTATE class 08 (connection exception), 57P01-57P03 (admin/crash
+// shutdown, cannot connect now) and 53300 (too many connections).
+const UNREACHABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+const UNREACHABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable|Connection closed/;
+
+/**
+ * A short reason ("ECONNREFUSED", "57P01 terminating connection due to administrator
+ * command", "Connection terminated unexpectedly") when err says the database cannot be
+ * reached right now; null for any other error.
+ */
+export function databaseUnavailableCause(err: unknown): string | null {
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown; cause?: unknown } | null;
+  if (!e || typeof e !== 'object') return null;
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : '';
+  if (UNREACHABLE_ERRNOS.has(code)) return code;
+  if (code.startsWith('08') || UNREACHABLE_SQLSTATES.has(code)) return `${code} ${message}`.trim();
+  if (UNREACHABLE_MESSAGES.test(message)) return message;
+  // A wrapped error (graphile-worker's coerceError) and Node's AggregateError (a
+  // connect to every address of a host failed).
+  if (e.cause && e.cause !== err) {
+    const cause = databaseUnavailableCause(e.cause);
+    if (cause) return cause;
+  }
+  if (Array.isArray(e.errors)) {
+    for (const inner of e.errors) {
+      const cause = databaseUnavailableCause(inner);
+      if (cause) return cause;
+    }
+  }
+  return null;
+}
+
+/** The answer while the database cannot be reached: 503 service_unavailable with Retry-After. */
+export function databaseUnavailable(cause: string): ApiError {
+  return new ApiError('service_unavailable', 'The database is unavailable; retry shortly.',
+    { retryAfter: DATABASE_RETRY_AFTER_SECONDS, logCause: `database unavailable: ${cause}` });
+}
+
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  const unavailable = databaseUnavailableCause(err);
+  if (unavailable) return databaseUnavailable(unavailable);
   const e = err as { code?: unknown; message?: unknown; detail?: unknown };
   if (typeof e?.code === 'string') {
     const mapped = fromSqlState(e.code, String(e.message ?? ''), typeof e.detail === 'string' ? e.detail : null);

@@ -11,3 +11,6 @@ export const KEY_PATTERN = /^bk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{20,100}$/;
 export function hashKey(key: string): string {
   return crypto.createHash('sha256').update(key).digest('hex');
 }
+
+/** A session token (cookie): an operator's bos_ or a member portal's bmp_, then 256 random bits (base64url). */
+export const SESSION_TOKEN_PATTERN = /^(bos|bmp)_[A-Za-z0-9_-]{43}$/;

@@ -6,3 +6,15 @@ export const SCOPES = [
   'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
+
+/**
+ * Scopes only operator sessions hold (db/migrations/fixtures/15-operators.sql,
+ * billing_private.operator_role_scopes): managing API keys (admins and owners) and
+ * dashboard users (owners). No key can hold them.
+ */
+export const OPERATOR_SCOPES = ['keys:read', 'keys:write', 'operators:read', 'operators:write'] as const;
+export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
+
+/** Operator roles: viewer reads; admin and owner also change (db: their scopes). */
+export const OPERATOR_ROLES = ['owner', 'admin', 'viewer'] as const;
+export type OperatorRole = (typeof OPERATOR_ROLES)[number];

@@ -76,12 +76,15 @@ export function committedMigrations(): { file: string; hash: string }[] {
 
 
 /** Committed migrations (file names) the database has not recorded; throws when it is unreachable. */
+const READINESS_QUERY_TIMEOUT_MS = 3000;
+
 export async function pendingMigrations(pool: pg.Pool, committed: { file: string; hash: string }[]): Promise<string[]> {
+  // Readiness must answer in bounded time even when the connection went silent.
   if (committed.length === 0) {
-    await pool.query('select 1');
+    await pool.query({ text: 'select 1', query_timeout: READINESS_QUERY_TIMEOUT_MS } as pg.QueryConfig);
     return [];
   }
-  const { rows } = await pool.query<{ hash: string }>('select hash from graphile_migrate.migrations')
+  const { rows } = await pool.query<{ hash: string }>({ text: 'select hash from graphile_migrate.migrations', query_timeout: READINESS_QUERY_TIMEOUT_MS } as pg.QueryConfig)
     .catch((err: { code?: string }) => {
       if (err.code === '42P01') return { rows: [] }; // never migrated
       throw err;

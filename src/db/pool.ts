@@ -2,25 +2,42 @@
 // owner) and switches to the non-owner role billing_api, which has no BYPASSRLS: every
 // query it runs is limited to the community set by billing.api_auth in its transaction.
 // The owner pool is for migrations, the operator CLI and back-office routes.
+//
+// Outages (docs/operations.md): a connect gives up after connectMs (pg waits forever
+// by default), a query after queryMs, TCP keepalive finds dead peers, and no client
+// error may crash the process: the query that meets it fails, and the executor turns
+// that into 503 service_unavailable.
 import pg from 'pg';
+import { DbTimeouts, DEFAULT_DB_TIMEOUTS } from '../core/config';
 
 // Timestamps are returned as ISO strings by SQL (billing.iso); bigint counts as numbers.
 pg.types.setTypeParser(20, (v) => Number(v));
 
-export function createApiPool(connectionString: string, max = 20): pg.Pool {
-  // The role is set as a startup parameter: no extra round trip, no window without it.
-  const pool = new pg.Pool({ connectionString, max, application_name: 'billing-api', options: '-c role=billing_api' });
+function quiet(pool: pg.Pool): pg.Pool {
   pool.on('error', () => {});
-  // A checked-out client whose server went away between two queries (a database
-  // restart under an open transaction) emits 'error'; unheard, it ends the process.
-  // The next query on it fails and the request answers with that error.
+  // A checked-out client has no listener of the pool's: its connection dying while a
+  // request holds it (between two queries) would otherwise be an uncaught 'error'.
   pool.on('connect', (client) => { client.on('error', () => {}); });
   return pool;
 }
 
-export function createOwnerPool(connectionString: string, max = 5): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: 'billing-owner' });
-  pool.on('error', () => {});
-  pool.on('connect', (client) => { client.on('error', () => {}); });
-  return pool;
+export function createApiPool(connectionString: string, max = 20, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): pg.Pool {
+  // The role is set as a startup parameter: no extra round trip, no window without it.
+  return quiet(new pg.Pool({
+    connectionString, max, application_name: 'billing-api',
+    options: '-c role=billing_api',
+    connectionTimeoutMillis: timeouts.connectMs,
+    // The server cancels a statement after billing_app's statement_timeout (15 s,
+    // 00-foundation.sql); this bounds the wait on a connection that went silent.
+    query_timeout: timeouts.queryMs,
+    keepAlive: true,
+  }));
+}
+
+export function createOwnerPool(connectionString: string, max = 5, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): pg.Pool {
+  return quiet(new pg.Pool({
+    connectionString, max, application_name: 'billing-owner',
+    connectionTimeoutMillis: timeouts.connectMs,
+    keepAlive: true,
+  }));
 }

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type pg from 'pg';
 import type { Config } from '../core/config';
-import type { Scope } from '../core/scopes';
+import type { OperatorScope, Scope } from '../core/scopes';
 import type { WebhookService } from '../webhooks';
 import type { PaymentServices } from './checkout/payment-port';
 
@@ -41,7 +41,7 @@ export interface Operation {
   name: string;
   method: Method;
   path: string;
-  scope: Scope | null;
+  scope: Scope | OperatorScope | null;
   summary: string;
   description?: string;
   tag: string;

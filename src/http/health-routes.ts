@@ -2,7 +2,7 @@
 // committed migration): for load balancers and orchestrators, no key needed.
 import type express from 'express';
 import type pg from 'pg';
-import { ApiError } from '../core/errors';
+import { ApiError, DATABASE_RETRY_AFTER_SECONDS } from '../core/errors';
 import { committedMigrations, pendingMigrations } from '../db/migration-status';
 
 export function mountHealthRoutes(app: express.Express, ownerPool: pg.Pool): void {
@@ -10,7 +10,8 @@ export function mountHealthRoutes(app: express.Express, ownerPool: pg.Pool): voi
   const committed = committedMigrations();
   app.get('/readyz', async (_req, res) => {
     const unavailable = (detail: string) =>
-      res.status(503).type('application/problem+json').send(JSON.stringify(new ApiError('service_unavailable', detail).toProblem()));
+      res.status(503).setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS))
+        .type('application/problem+json').send(JSON.stringify(new ApiError('service_unavailable', detail).toProblem()));
     let pending: string[];
     try {
       pending = await pendingMigrations(ownerPool, committed);

@@ -52,7 +52,7 @@ const ERROR_TEXT: Record<number, string> = {
   409: 'The resource is not in a state that allows this operation.',
   422: 'An input is invalid (param names it) or a business rule refuses it.',
   429: 'Rate limited: retry after the Retry-After header\'s seconds.',
-  503: 'A dependency (payment provider, webhook encryption) is unavailable; nothing was changed. Retry later.',
+  503: 'A dependency is unavailable; nothing was changed. The database unreachable (an outage): retry after the Retry-After header\'s seconds. The payment provider or webhook encryption not configured: retrying will not help.',
 };
 
 const CODES_BY_STATUS = codesByStatus();
@@ -90,8 +90,9 @@ export function errorStatuses(op: Operation): number[] {
   if (op.query || op.body || changes) statuses.add(422);
   if (changes || /\b409\b/.test(op.description ?? '')) statuses.add(409);
   if (op.name === 'switch_subscription') statuses.add(402);
-  // Webhook routes need the encryption key; state changes may call the payment provider.
-  if (op.tag === 'Webhooks' || changes || /\b503\b/.test(op.description ?? '')) statuses.add(503);
+  // Every operation needs the database (503 with Retry-After while it is unreachable);
+  // webhook routes also need the encryption key, state changes the payment provider.
+  statuses.add(503);
   return [...statuses].sort((a, b) => a - b);
 }
 

@@ -7,7 +7,7 @@ import { API_VERSION } from '../core/api-version';
 import { ApiError } from '../core/errors';
 import type { Operation } from '../domain/operation';
 import { operations } from '../operations';
-import { Executor, problemOutcome } from '../operations/executor';
+import { Executor, problemOutcome, unavailableOutcome } from '../operations/executor';
 import { callerOf, sendOutcome } from '../web/express-io';
 import { requestLog, routeTemplate } from '../web/observe';
 import { buildOpenApi } from './openapi';
@@ -49,8 +49,8 @@ export function mountRestApi(app: express.Express, executor: Executor): void {
       const auth = await executor.authenticateOnly(callerOf(req), scope);
       if ('status' in auth) return sendOutcome(res, auth);
       return sendOutcome(res, problemOutcome(err, auth));
-    } catch {
-      return sendOutcome(res, problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.')));
+    } catch (failure) {
+      return sendOutcome(res, unavailableOutcome(failure) ?? problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.')));
     }
   }
 
@@ -119,6 +119,10 @@ export function mountRestApi(app: express.Express, executor: Executor): void {
     if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
       return void fail(req, res, new ApiError('invalid_request', 'The request could not be read.', { status: 400 }), null);
     }
+    // The database is unreachable (GraphQL's authentication, a provider route): 503
+    // with Retry-After, and the access log line names the cause; no stack per request.
+    const unavailable = unavailableOutcome(err);
+    if (unavailable) return void sendOutcome(res, unavailable);
     // The stack goes to the log only; the response says nothing of it.
     requestLog(req).error({ err, method: req.method, route: routeTemplate(req) }, 'unexpected error');
     sendOutcome(res, problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.')));

@@ -60,8 +60,10 @@ function toWebRequest(req: Request, body: string): globalThis.Request {
   return new globalThis.Request(`${req.protocol}://${req.get('host')}${req.originalUrl}`, { method: 'POST', headers, body });
 }
 
-async function sendWebResponse(res: Response, response: globalThis.Response, rl: RateLimitInfo | undefined) {
+async function sendWebResponse(res: Response, response: globalThis.Response, rl: RateLimitInfo | undefined, cause?: string) {
   setRateHeaders(res, rl);
+  // A tool that met a database outage: its access line names the cause (src/web/observe.ts).
+  if (cause) res.locals.cause = cause;
   response.headers.forEach((value, name) => res.setHeader(name, value));
   res.status(response.status);
   res.end(Buffer.from(await response.arrayBuffer()));
@@ -115,7 +117,7 @@ export function mountMcp(app: express.Express, executor: Executor): void {
         : await modern.fetch(request, { authInfo: { token: '', clientId: '', scopes: [], extra: { [REQUEST_AUTH]: auth } } });
       // The transport may have answered without reaching the tool (bad headers, bad JSON-RPC).
       if (!(await settle(res, auth))) return;
-      await sendWebResponse(res, response, auth.rateLimit);
+      await sendWebResponse(res, response, auth.rateLimit, auth.cause);
     } catch (err) {
       next(err);
     }

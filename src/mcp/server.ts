@@ -12,7 +12,7 @@ import { ApiError } from '../core/errors';
 import type { Operation } from '../domain/operation';
 import { findOperation } from '../operations';
 import { log } from '../core/log';
-import { Caller, Executor, Outcome, problemOutcome, RateLimitInfo, validationError } from '../operations/executor';
+import { Caller, Executor, Outcome, problemOutcome, RateLimitInfo, unavailableOutcome, validationError } from '../operations/executor';
 import { findTool, ToolDef, tools } from './tools';
 
 export const SERVER_INFO = { name: 'community-billing', version: API_VERSION };
@@ -50,6 +50,8 @@ export interface RequestAuth {
   authenticated: boolean;
   rateLimit?: RateLimitInfo;
   refusal?: Outcome;
+  /** Why a tool failed (the database unreachable), for the request's access log line. */
+  cause?: string;
 }
 
 function isRefusal(outcome: Outcome): boolean {
@@ -90,6 +92,7 @@ export class ToolRunner {
 
   /** Records an authenticating call's result; a refusal before any success refuses the request. */
   private note(auth: RequestAuth, outcome: Outcome | RateLimitInfo): Outcome | null {
+    if ('status' in outcome && outcome.cause) auth.cause = outcome.cause;
     if ('status' in outcome && isRefusal(outcome)) {
       if (!auth.authenticated) auth.refusal ??= outcome;
       return outcome;
@@ -178,6 +181,12 @@ export function createMcpServer(runner: ToolRunner, auth: RequestAuth, listed: L
       try {
         return await runner.call(auth, tool.name, args);
       } catch (err) {
+        // The database unreachable: REST's 503 problem (the access line logs it once).
+        const unavailable = unavailableOutcome(err);
+        if (unavailable) {
+          auth.cause = unavailable.cause;
+          return toolResult(unavailable);
+        }
         // Never a database message in a result: log it, answer the REST 500 problem.
         log.error({ err, tool: tool.name }, 'unexpected error in an MCP tool');
         return toolResult(problemOutcome(new ApiError('internal_error', 'An unexpected error occurred.'), auth.rateLimit));

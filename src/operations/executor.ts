@@ -5,14 +5,20 @@ import crypto from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
-import { ApiError, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
-import { hashKey, KEY_PATTERN } from '../core/ids';
+import { ApiError, databaseUnavailable, databaseUnavailableCause, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
+import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
 import { rateLimitRefusals } from '../core/metrics';
 import type { Operation, OpContext, Services } from '../domain/operation';
+import { type RateLimitInfo, TokenLeases } from './token-leases';
 
 export interface Caller {
   /** The bearer key as sent, or null when missing or malformed. */
   key: string | null;
+  /**
+   * An operator's dashboard session token instead of a key: the database recognises
+   * its hash as it does a key's and answers its role's scopes (15-operators.sql).
+   */
+  session?: string | null;
   ip: string;
   /** Scheme and Host header the request arrived with (the base URL outside production). */
   origin?: { protocol: string; host: string | undefined } | null;
@@ -27,21 +33,24 @@ export interface RawInput {
   idempotencyKey?: string;
 }
 
-export interface RateLimitInfo {
-  limit: number;
-  remaining: number;
-  reset: number;
-  retry_after: number;
-}
+export type { RateLimitInfo } from './token-leases';
 
 export interface Outcome {
   status: number;
   body: unknown;
+  /**
+   * The body as JSON text when the database wrote it (SQL operations): REST sends it
+   * unchanged, so a 100-row list is neither parsed nor re-serialised in Node; `body`
+   * parses it only when a door reads it (MCP).
+   */
+  bodyText?: string;
   problem: boolean;
   rateLimit?: RateLimitInfo;
   replayed?: boolean;
-  /** A handler's own Retry-After (extra.retry_after), applied to rateLimit at the end. */
+  /** A handler's own Retry-After (extra.retry_after), applied to rateLimit at the end; or an outage's. */
   retryAfter?: number;
+  /** Why it failed, for the request's log line only (e.g. the database is unreachable). */
+  cause?: string;
 }
 
 /** An authenticated caller: the key's community and scopes, and its bucket after this request's token. */
@@ -66,6 +75,18 @@ interface AuthResult {
 
 type SqlOutcome = AuthResult & { error?: unknown };
 
+/** A success whose body is the database's JSON text, parsed on first read. */
+function textOutcome(status: number, text: string, rateLimit: RateLimitInfo, replayed: boolean): Outcome {
+  let parsed: { value: unknown } | null = null;
+  return {
+    status, problem: false, rateLimit, replayed, bodyText: text,
+    get body() {
+      parsed ??= { value: JSON.parse(text) as unknown };
+      return parsed.value;
+    },
+  };
+}
+
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
@@ -76,7 +97,19 @@ function canonical(value: unknown): string {
 }
 
 export function problemOutcome(err: ApiError, rateLimit?: RateLimitInfo): Outcome {
-  return { status: err.status, body: err.toProblem(), problem: true, rateLimit };
+  const outcome: Outcome = { status: err.status, body: err.toProblem(), problem: true, rateLimit };
+  if (err.retryAfter !== undefined) outcome.retryAfter = err.retryAfter;
+  if (err.logCause !== undefined) outcome.cause = err.logCause;
+  return outcome;
+}
+
+/**
+ * The 503 Outcome when err says the database cannot be reached (src/core/errors.ts
+ * databaseUnavailableCause), else null: an outage is an answer, not an exception.
+ */
+export function unavailableOutcome(err: unknown): Outcome | null {
+  const cause = databaseUnavailableCause(err);
+  return cause ? problemOutcome(databaseUnavailable(cause)) : null;
 }
 
 /** Names the field and the rule that failed, e.g. "limit: must be at most 100". */
@@ -193,11 +226,15 @@ export async function retryConflicts<T>(attempt: () => Promise<T>): Promise<T> {
 }
 
 export class Executor {
+  private readonly leases: TokenLeases;
+
   constructor(
     private readonly pool: pg.Pool,
     readonly config: Config,
     readonly services: Services,
-  ) {}
+  ) {
+    this.leases = new TokenLeases(pool, config.rateLimits, config.tokenLeaseMs);
+  }
 
   /** The base URL of the links this caller's request hands out (src/core/config.ts baseUrlFor). */
   baseUrlFor(caller: Caller): string {
@@ -205,6 +242,7 @@ export class Executor {
   }
 
   private keyHash(caller: Caller): string | null {
+    if (caller.session !== undefined) return caller.session && SESSION_TOKEN_PATTERN.test(caller.session) ? hashKey(caller.session) : null;
     return caller.key && KEY_PATTERN.test(caller.key) ? hashKey(caller.key) : null;
   }
 
@@ -262,7 +300,25 @@ export class Executor {
     return { status: successStatus, body: out.result, problem: false, rateLimit: rl, replayed };
   }
 
+  /** The answer of billing.api_call or api_call_leased: the envelope, and the result as text. */
+  private sqlAnswer(out: SqlOutcome, text: string | null, caller: Caller, status: number): Outcome {
+    const failed = this.authFailure(out, caller);
+    if (failed) return failed;
+    if (text !== null && !out.error && !(out as { problem?: unknown }).problem) return textOutcome(status, text, out.rl, out.replayed === true);
+    return this.mapSqlOutcome(text === null ? out : { ...out, result: JSON.parse(text) as unknown }, status);
+  }
+
   async run(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
+    try {
+      return await this.runOrThrow(op, caller, raw);
+    } catch (err) {
+      const unavailable = unavailableOutcome(err);
+      if (unavailable) return unavailable;
+      throw err;
+    }
+  }
+
+  private async runOrThrow(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
     const parsed = parseInput(op, raw);
     if (!parsed.ok) {
       const auth = await this.authenticateOnly(caller, op.scope);
@@ -274,13 +330,33 @@ export class Executor {
       : null;
     const status = op.status ?? 200;
     if (op.sql) {
+      const sql = op.sql;
+      const hash = this.keyHash(caller);
+      // Keys only: a dashboard or portal session takes its token per request (billing.api_call).
+      if (!idem && hash && caller.session === undefined && this.leases.enabled) {
+        const lease = await this.leases.take(hash);
+        if (lease.kind === 'limited') {
+          rateLimitRefusals.inc();
+          return problemOutcome(new ApiError('rate_limited', `Too many requests; retry after ${lease.rl.retry_after} seconds.`), lease.rl);
+        }
+        if (lease.kind === 'token') {
+          const answer = await retryConflicts(async () => {
+            const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>(
+              `select o - 'result' as r, (o->'result')::text as t from billing.api_call_leased($1, $2, $3, $4) o`,
+              [hash, op.scope, sql, parsed.input]);
+            return rows[0];
+          });
+          // Revoked since the lease: answered as any unknown key is, below.
+          if (answer.r.ok) return this.sqlAnswer({ ...answer.r, rl: lease.rl }, answer.t, caller, status);
+        }
+      }
       return retryConflicts(async () => {
-        const { rows } = await this.pool.query<{ r: SqlOutcome }>(
-          'select billing.api_call($1, $2, $3, $4, $5, $6, $7) as r',
-          [this.keyHash(caller), caller.ip, this.config.rateLimits, op.scope, op.sql, parsed.input, idem],
+        // The result comes back as text (see Outcome.bodyText); the rest is small.
+        const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>(
+          `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7) o`,
+          [hash, caller.ip, this.config.rateLimits, op.scope, sql, parsed.input, idem],
         );
-        const out = rows[0].r;
-        return this.authFailure(out, caller) ?? this.mapSqlOutcome(out, status);
+        return this.sqlAnswer(rows[0].r, rows[0].t, caller, status);
       });
     }
     return retryConflicts(() => this.runHandler(op, caller, parsed.input, idem, status));
@@ -291,6 +367,7 @@ export class Executor {
     const client = await this.pool.connect();
     let open = false;
     let released = false;
+    let broken: Error | undefined;
     try {
       await client.query('begin');
       open = true;
@@ -371,7 +448,9 @@ export class Executor {
         outcome = { status, body: result, problem: false };
       } catch (err) {
         const apiError = toApiError(err);
-        if (apiError.code === 'internal_error') throw err;
+        // Neither a bug nor an outage is an answer to keep under the Idempotency-Key:
+        // both roll the whole request back (below) and are never replayed.
+        if (apiError.code === 'internal_error' || databaseUnavailableCause(err)) throw err;
         await client.query('rollback to savepoint op');
         stored = { problem: apiError.toProblem() };
         // A handler's own limit (e.g. webhook test pings) sets Retry-After through extra.retry_after.
@@ -402,12 +481,14 @@ export class Executor {
       }
       return outcome;
     } catch (err) {
-      if (open) await client.query('rollback').catch(() => {});
+      // A connection that failed is not handed back to the pool for the next request.
+      if (databaseUnavailableCause(err)) broken = err as Error;
+      else if (open) await client.query('rollback').catch((e: Error) => { broken = e; });
       const apiError = toApiError(err);
       if (apiError.code === 'internal_error') throw err;
       return problemOutcome(apiError);
     } finally {
-      if (!released) client.release();
+      if (!released) client.release(broken);
     }
   }
 }

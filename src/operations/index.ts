@@ -1,11 +1,14 @@
 // The registry: every operation of the API, in one list. Each resource's folder under
 // src/domain/ exports its own.
 import type { Operation } from '../domain/operation';
-import { analyticsOperations } from '../domain/analytics/analytics-operations';
+import { analyticsDashboardOperations, analyticsOperations } from '../domain/analytics/analytics-operations';
+import { apiKeyOperations } from '../domain/keys/api-key-operations';
+import { operatorOperations } from '../domain/operators/operator-operations';
+import { portalOperations } from '../domain/subscriptions/portal-operations';
 import { checkoutOperations } from '../domain/checkout/checkout-operations';
 import { discountOperations } from '../domain/discounts/discount-operations';
 import { entitlementOperations } from '../domain/entitlements/entitlement-operations';
-import { eventOperations } from '../domain/events/event-operations';
+import { eventDashboardOperations, eventOperations } from '../domain/events/event-operations';
 import { externalSubjectOperations } from '../domain/members/external-subject-operations';
 import { memberOperations } from '../domain/members/member-operations';
 import { memberSessionOperations } from '../domain/members/member-session-operations';
@@ -35,6 +38,22 @@ export const operations: readonly Operation[] = [
   ...webhookOperations,
 ];
 
+/**
+ * Operations only the pages run (operator sessions: API key management, the
+ * overview's series; member portal sessions: the switch preview, the sandbox card).
+ * Run by the same executor; not mounted under /v1 or MCP.
+ */
+export const dashboardOperations: readonly Operation[] = [
+  ...apiKeyOperations, ...operatorOperations, ...analyticsDashboardOperations, ...eventDashboardOperations, ...portalOperations,
+];
+
 export function findOperation(name: string): Operation | undefined {
   return operations.find((op) => op.name === name);
+}
+
+/** An operation the dashboard may run: any of the API's, or a dashboard-only one. */
+export function dashboardOperation(name: string): Operation {
+  const op = operations.find((o) => o.name === name) ?? dashboardOperations.find((o) => o.name === name);
+  if (!op) throw new Error(`no operation ${name}`);
+  return op;
 }

@@ -33,14 +33,18 @@ export function setRateHeaders(res: Response, rl: RateLimitInfo | undefined, ret
 export function sendOutcome(res: Response, outcome: Outcome) {
   res.setHeader('Api-Version', API_VERSION);
   setRateHeaders(res, outcome.rateLimit, outcome.status === 429);
+  // An outage (503) says when to come back.
+  if (outcome.status === 503 && outcome.retryAfter !== undefined) res.setHeader('Retry-After', String(outcome.retryAfter));
+  // For the access log line (src/web/observe.ts): one line per failure, with its cause.
+  if (outcome.cause) res.locals.cause = outcome.cause;
   if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
   // RFC 9110 11.6.1 / RFC 6750 3: a 401 names the scheme it wants.
   if (outcome.status === 401) res.setHeader('WWW-Authenticate', WWW_AUTHENTICATE);
   res.status(outcome.status);
-  if (outcome.status === 204 || outcome.body === undefined) {
+  if (outcome.status === 204 || (outcome.bodyText === undefined && outcome.body === undefined)) {
     res.end();
     return;
   }
   res.type(outcome.problem ? 'application/problem+json' : 'application/json');
-  res.send(JSON.stringify(outcome.body));
+  res.send(outcome.bodyText ?? JSON.stringify(outcome.body));
 }

@@ -58,6 +58,7 @@ export function observeRequests(): express.RequestHandler {
         community_id: observation.communityId ?? null,
         key_id: observation.keyId ?? null,
         ...(aborted ? { aborted: true } : {}),
+        ...(typeof res.locals.cause === 'string' ? { cause: res.locals.cause } : {}),
       };
       if (status >= 500) observation.log.error(fields, 'request');
       else observation.log.info(fields, 'request');

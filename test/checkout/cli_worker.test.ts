@@ -87,12 +87,40 @@ test('the worker task applies period ends (here limited to one community, as the
   expect(ents.body.data).toEqual([]);
 });
 
+test('the worker renews in batches, one transaction each: every due subscription once, charged once', async () => {
+  const shop = await createShop(app);
+  const subs = [];
+  for (let i = 0; i < 3; i++) subs.push((await subscribe(app, shop, 'silver')).subscriptionId);
+  await app.owner.query(`update billing.communities set clock_offset = interval '35 days' where id = $1`, [shop.communityId]);
+  const client = new pg.Client({ connectionString: TEST_WORKER_DB() });
+  await client.connect();
+  const statements: string[] = [];
+  const helpers = {
+    withPgClient: async <T>(fn: (client: unknown) => Promise<T>) => fn({
+      query: (text: string, values?: unknown[]) => { statements.push(text); return client.query(text, values); },
+    }),
+    logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  } as unknown as JobHelpers;
+  try {
+    await subscriptionsApplyDue({ community_id: shop.communityId, batch: 1 }, helpers);
+  } finally {
+    await client.end();
+  }
+  // Three batches of one (the third full, so a fourth finds nothing), then the finish.
+  expect(statements.filter((t) => t.includes('worker_apply_due_batch'))).toHaveLength(4);
+  expect(statements.filter((t) => t.includes('worker_apply_due_finish'))).toHaveLength(1);
+  const { rows } = await app.owner.query(`select i.subscription_id, count(*)::int as invoices, count(*) filter (where i.status = 'paid')::int as paid
+    from billing.invoices i where i.community_id = $1 group by 1 order by 1`, [shop.communityId]);
+  expect(rows).toEqual([...subs].sort().map((id) => ({ subscription_id: id, invoices: 2, paid: 2 })));
+});
+
 test('the API role cannot pay checkouts, move the clock or apply provider events', async () => {
   for (const sql of [
     `select billing.complete_checkout('cs_x', '{}')`,
     `select billing.sandbox_advance('com_x', 1)`,
     `select billing.apply_due('com_x')`,
     `select billing.apply_due_all()`,
+    `select billing.apply_due_batch('com_x', null, 1)`,
     `select billing.apply_provider_subscription('{}')`,
     `select billing.record_provider_event('stripe', 'evt_x', 'x')`,
     `select billing.expire_checkout('cs_x')`,

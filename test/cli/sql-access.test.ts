@@ -3,8 +3,8 @@
 // setting, role switch, function, catalog view or COPY shows it another community.
 import pg from 'pg';
 import { main } from '../../src/cli/index';
-import { createOwnerPool } from '../../src/db/pool';
-import { TEST_DB } from '../support/app';
+import { createApiPool, createOwnerPool } from '../../src/db/pool';
+import { TEST_APP_DB, TEST_DB } from '../support/app';
 
 let owner: pg.Pool;
 let a: string;
@@ -137,6 +137,45 @@ test('SET ROLE to the API role, the owner or postgres is refused; to billing_ope
     const { rows } = await c.query('select distinct community_id from billing.subscriptions');
     expect(rows).toEqual([{ community_id: a }]);
   });
+});
+
+test('the API login and the owner (SET ROLE billing_api) are bound by app.community_id; no login is a member of the owner probe', async () => {
+  const api = createApiPool(TEST_APP_DB(), 1);
+  const ownerClient = await owner.connect();
+  try {
+    for (const c of [api, ownerClient]) {
+      await c.query('begin');
+      if (c === ownerClient) await c.query('set local role billing_api');
+      await c.query(`select set_config('app.community_id', $1, true)`, [b]);
+      expect((await c.query('select billing.current_community_id() as id')).rows[0].id).toBe(b);
+      expect((await c.query('select distinct community_id from billing.subscriptions')).rows).toEqual([{ community_id: b }]);
+      await c.query('rollback');
+    }
+    // Superusers and the owner are members of every role they made; the service's and
+    // the operator's logins are not (else they would read app.community_id).
+    const { rows } = await owner.query(`select r.rolname::text as name, pg_has_role(r.oid, 'billing_owner_probe', 'MEMBER') as probe
+      from pg_roles r where r.rolname = any($1) order by 1`, [[granted.role, 'billing_app', 'billing_api', 'billing_worker', 'billing_writer']]);
+    expect(rows).toHaveLength(5);
+    expect(rows.filter((r) => r.probe)).toEqual([]);
+  } finally {
+    ownerClient.release();
+    await api.end();
+  }
+});
+
+test('billing.current_community_id() is inlined into the statements that call it (planned once, not per statement)', async () => {
+  const c = await owner.connect();
+  try {
+    await c.query('begin');
+    await c.query('set local role billing_api');
+    const plan = (await c.query(`explain verbose select id from billing.subscriptions where community_id = billing.current_community_id()`))
+      .rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).toContain('pg_has_role(SESSION_USER');
+    expect(plan).not.toContain('current_community_id()');
+  } finally {
+    await c.query('rollback');
+    c.release();
+  }
 });
 
 test('every function of ours it can execute is on a short list, and none shows the other community', async () => {

@@ -84,3 +84,32 @@ test('a tier with recurring plans cannot switch to one_time billing', async () =
     await c.query(`update billing.tiers set billing_mode = 'one_time' where id = $1`, [t.id]);
   })).toMatchObject({ code: '23514', detail: 'interval' });
 });
+
+async function recurringTier(c: pg.PoolClient): Promise<string> {
+  const { rows: [t] } = await c.query(`insert into billing.tiers (community_id, key, name) values ($1, 'rec', 'Rec') returning id`, [tenant.communityId]);
+  return t.id;
+}
+
+test('a plan of a recurring tier has an interval and no access_days', async () => {
+  expect(await attempt(async (c) => {
+    const tier = await recurringTier(c);
+    await c.query(`insert into billing.plans (community_id, tier_id, key, amount_cents, currency) values ($1, $2, 'p', 100, 'usd')`, [tenant.communityId, tier]);
+  })).toMatchObject({ code: '23514', detail: 'interval' });
+  expect(await attempt(async (c) => {
+    const tier = await recurringTier(c);
+    await c.query(`insert into billing.plans (community_id, tier_id, key, amount_cents, currency, interval, access_days) values ($1, $2, 'p', 100, 'usd', 'year', 30)`, [tenant.communityId, tier]);
+  })).toMatchObject({ code: '23514', detail: 'access_days' });
+  expect(await attempt(async (c) => {
+    const tier = await recurringTier(c);
+    const { rows: [p] } = await c.query(`insert into billing.plans (community_id, tier_id, key, amount_cents, currency, interval) values ($1, $2, 'p', 100, 'usd', 'month') returning id`, [tenant.communityId, tier]);
+    await c.query(`update billing.plans set interval = null where id = $1`, [p.id]);
+  })).toMatchObject({ code: '23514', detail: 'interval' });
+});
+
+test('a tier with one-time plans cannot switch to recurring billing', async () => {
+  expect(await attempt(async (c) => {
+    const { rows: [t] } = await c.query(`insert into billing.tiers (community_id, key, name, billing_mode) values ($1, 'pass', 'Pass', 'one_time') returning id`, [tenant.communityId]);
+    await c.query(`insert into billing.plans (community_id, tier_id, key, amount_cents, currency, access_days) values ($1, $2, 'd', 100, 'usd', 30)`, [tenant.communityId, t.id]);
+    await c.query(`update billing.tiers set billing_mode = 'recurring' where id = $1`, [t.id]);
+  })).toMatchObject({ code: '23514', detail: 'interval' });
+});

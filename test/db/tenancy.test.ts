@@ -172,14 +172,23 @@ test('the API role cannot read private tables (keys, secrets, rate buckets)', as
   }
 });
 
-test('every table of billing has RLS forced and policies named tenant and owner_access', async () => {
+// Member-owned tables also carry member_fence (82-member-portal.sql): restrictive, so it
+// only ever narrows what tenant gives (a member portal session to its own member).
+const MEMBER_FENCED = ['checkout_sessions', 'external_subjects', 'grants', 'invoices', 'link_codes', 'member_entitlements',
+  'member_identities', 'members', 'portal_sessions', 'purchases', 'subscriptions'].map((t) => `billing.${t}`);
+
+test('every table of billing has RLS forced and policies named tenant and owner_access (and a restrictive member_fence)', async () => {
   const { rows } = await owner.query(
     `select format('%I.%I', n.nspname, c.relname) as t, c.relrowsecurity and c.relforcerowsecurity as forced,
-       array(select p.polname::text from pg_policy p where p.polrelid = c.oid order by 1) as policies
+       array(select p.polname::text || case when p.polpermissive then '' else ' (restrictive)' end
+             from pg_policy p where p.polrelid = c.oid order by 1) as policies
      from pg_class c join pg_namespace n on n.oid = c.relnamespace
      where n.nspname = 'billing' and c.relkind = 'r' order by 1`);
   expect(rows.length).toBeGreaterThan(20);
-  for (const r of rows) expect([r.t, r.forced, r.policies]).toEqual([r.t, true, ['owner_access', 'tenant']]);
+  for (const r of rows) {
+    const expected = MEMBER_FENCED.includes(r.t) ? ['member_fence (restrictive)', 'owner_access', 'tenant'] : ['owner_access', 'tenant'];
+    expect([r.t, r.forced, r.policies]).toEqual([r.t, true, expected]);
+  }
 });
 
 test('each tenant policy is written out by name in db/migrations/fixtures (greppable, no generating loop)', async () => {

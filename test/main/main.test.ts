@@ -90,6 +90,14 @@ test('first start migrates, creates the demo with a working key, serves the API,
 
     const keyFile = path.join(dataDir, 'webhook-encryption.key');
     expect(fs.readFileSync(keyFile, 'utf8').trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+
+    // The dashboard: its URL and a one-time sign-in link for the demo owner (issue 16).
+    expect(s.stdout()).toContain(`Operator dashboard at ${s.url}/dashboard`);
+    const link = new RegExp(`(${s.url.replace(/[.]/g, '\\.')}/dashboard/link\\?t=\\S+)`).exec(s.stdout())?.[1];
+    expect(link).toBeDefined();
+    const page = await fetch(link!);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('This one-time link signs you in to the dashboard.');
   } finally {
     expect(await stop(s)).toBe(0);
   }

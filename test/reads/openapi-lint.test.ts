@@ -63,7 +63,7 @@ test('each operation lists the errors it can answer, each narrowed to its codes'
       if ((op as Json)['x-required-scope']) expect(statuses(path, method)).toContain('403');
     }
   }
-  expect(statuses('/v1/subscriptions/{id}', 'get')).toEqual(['200', '400', '401', '403', '404', '429', 'default']);
+  expect(statuses('/v1/subscriptions/{id}', 'get')).toEqual(['200', '400', '401', '403', '404', '429', '503', 'default']);
   expect(statuses('/v1/subscriptions/{id}/switch', 'post')).toEqual(
     expect.arrayContaining(['200', '400', '401', '402', '403', '404', '409', '422', '429', '503', 'default']));
   expect(statuses('/v1/webhooks/endpoints', 'get')).toContain('503');

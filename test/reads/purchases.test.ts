@@ -11,7 +11,7 @@ beforeAll(async () => {
   app = await startApp();
   tenant = await createTenant(app.owner);
   const seed = new Seed(app.owner, tenant.communityId);
-  tier = await seed.tier({ name: 'Lifetime' });
+  tier = await seed.tier({ name: 'Lifetime', billingMode: 'one_time' });
   plan = await seed.plan(tier, { amount: 9900, interval: null, name: 'Once' });
   member = await seed.member({ discord: 'p-1' });
   purchases.push(await seed.purchase(member, plan, { amount: 9900 }));

@@ -10,11 +10,11 @@ export class Seed {
     return rows[0] as T;
   }
 
-  async tier(opts: { key?: string; name?: string } = {}): Promise<string> {
+  async tier(opts: { key?: string; name?: string; billingMode?: 'recurring' | 'one_time' } = {}): Promise<string> {
     const key = opts.key ?? `tier-${Math.random().toString(36).slice(2, 10)}`;
     const r = await this.one<{ id: string }>(
-      'insert into billing.tiers (community_id, key, name) values ($1, $2, $3) returning id',
-      [this.communityId, key, opts.name ?? key]);
+      'insert into billing.tiers (community_id, key, name, billing_mode) values ($1, $2, $3, $4) returning id',
+      [this.communityId, key, opts.name ?? key, opts.billingMode ?? 'recurring']);
     return r.id;
   }
 

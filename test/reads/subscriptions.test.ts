@@ -109,3 +109,10 @@ test('reading subscriptions needs subscriptions:read', async () => {
     expect(r.body).toMatchObject({ code: 'missing_scope', required_scope: 'subscriptions:read' });
   }
 });
+
+test('a list is sent as the database wrote it (jsonb text), not parsed and re-serialised in Node', async () => {
+  const r = await call(app.url, 'GET', '/v1/subscriptions?limit=2', { key: tenant.key });
+  expect(r.status).toBe(200);
+  // PostgreSQL's jsonb text puts a space after ":" and ","; JSON.stringify never does.
+  expect(r.text).toMatch(/^\{"data": \[\{/);
+});

@@ -3,7 +3,7 @@
 // database. Retry delays are shortened to 200 ms.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
-import { createEndpoint, insertEvents, isolatedDatabase, Receiver, sleep, startReceiver, verify, waitFor, worker, ENCRYPTION_KEY } from './support';
+import { createEndpoint, insertEvents, isolatedDatabase, Receiver, sleep, startReceiver, verify, waitFor, webhookJobsDone, worker, ENCRYPTION_KEY } from './support';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;
@@ -54,7 +54,11 @@ test('a committed event reaches every matching endpoint, signed, with webhook-id
   running = await worker();
   const [eventId] = await insertEvents(app.owner, tenant.communityId, [{ type: 'member.entitlement.granted', data: { member: { id: 'mem_1' }, entitlement: { revision: 1 } } }]);
   await waitFor('two deliveries', () => forEndpoint(endpoints[0].url).length + forEndpoint(endpoints[1].url).length === 2);
-  await sleep(300);
+  // Deliveries are written in the event's transaction: none for the endpoint of other
+  // event types, none for the disabled one. Once the worker is done, nothing reached them.
+  const { rows: queued } = await app.owner.query<{ endpoint_id: string }>('select endpoint_id from billing.webhook_deliveries where event_id = $1', [eventId]);
+  expect(queued.map((d) => d.endpoint_id).sort()).toEqual([endpoints[0].id, endpoints[1].id].sort());
+  await waitFor('the worker done with the event', () => webhookJobsDone(app.owner, tenant.communityId));
   expect(forEndpoint(endpoints[2].url)).toHaveLength(0); // other event types only
   expect(forEndpoint(endpoints[3].url)).toHaveLength(0); // disabled
   const { rows } = await app.owner.query('select billing.event_json(e)::text as body from billing.events e where id = $1', [eventId]);
@@ -82,20 +86,30 @@ test('nothing is delivered before the event commits, and a rolled-back event nev
   const client = await app.owner.connect();
   try {
     await client.query('begin');
-    await client.query(`insert into billing.events (community_id, type, data) values ($1, 'member.entitlement.granted', '{"rolled": "back"}')`, [tenant.communityId]);
+    const rolled = await client.query(`insert into billing.events (community_id, type, data) values ($1, 'member.entitlement.granted', '{"rolled": "back"}') returning id`, [tenant.communityId]);
     await client.query('rollback');
     await client.query('begin');
     const { rows } = await client.query(`insert into billing.events (community_id, type, data) values ($1, 'member.entitlement.granted', '{}') returning id`, [tenant.communityId]);
-    await sleep(500);
-    expect(forEndpoint(endpoints[0].url)).toHaveLength(0);
+    // While it is uncommitted, an event committed after it is delivered and the worker
+    // is done with everything it can see: the uncommitted one was not sent.
+    const [later] = await insertEvents(app.owner, tenant.communityId, [entitlementEvent(1)]);
+    await waitFor('the later, committed event delivered', () => forEndpoint(endpoints[0].url).length === 1);
+    await waitFor('the worker done with what is committed', () => webhookJobsDone(app.owner, tenant.communityId));
+    expect(forEndpoint(endpoints[0].url).map((r) => r.headers['webhook-id'])).toEqual([later]);
     await client.query('commit');
-    await waitFor('delivery after commit', () => forEndpoint(endpoints[0].url).length === 1);
-    expect(forEndpoint(endpoints[0].url)[0].headers['webhook-id']).toBe(rows[0].id);
+    await waitFor('delivery after commit', () => forEndpoint(endpoints[0].url).length === 2);
+    expect(forEndpoint(endpoints[0].url)[1].headers['webhook-id']).toBe(rows[0].id);
+    // The rolled-back event left no delivery behind, so the log is final once the worker is done.
+    const { rows: logged } = await app.owner.query<{ event_id: string }>('select event_id from billing.webhook_deliveries where endpoint_id = $1', [endpoints[0].id]);
+    expect(logged.map((d) => d.event_id).sort()).toEqual([later, rows[0].id].sort());
+    expect(logged.map((d) => d.event_id)).not.toContain(rolled.rows[0].id);
   } finally {
     client.release();
   }
-  await sleep(500);
-  expect(forEndpoint(endpoints[0].url)).toHaveLength(1);
+  await waitFor('the worker done', () => webhookJobsDone(app.owner, tenant.communityId));
+  expect(forEndpoint(endpoints[0].url).map((r) => r.headers['webhook-id']).sort()).toEqual(
+    (await deliveries(tenant, endpoints[0].id)).map((d) => d.event_id).sort());
+  expect(forEndpoint(endpoints[0].url)).toHaveLength(2);
 });
 
 test('non-2xx answers, network errors and timeouts are retried with the same webhook-id, each attempt logged', async () => {
@@ -140,7 +154,8 @@ test('after the last scheduled attempt the delivery is failed', async () => {
   });
   expect(log[0]).toMatchObject({ attempt_count: 3, next_attempt_at: null, last_status_code: 502 });
   expect(log[0].attempts.map((a: { status_code: number }) => a.status_code)).toEqual([502, 502, 502]);
-  await sleep(400);
+  // No attempt is left queued or running: the three logged are all that was sent.
+  await waitFor('the worker done', () => webhookJobsDone(app.owner, tenant.communityId));
   expect(forEndpoint(endpoints[0].url)).toHaveLength(3);
 });
 
@@ -153,7 +168,10 @@ test('a receiver that is down, then up, gets every event', async () => {
   running = await worker({ retrySchedule: [0, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300] });
   const ids = await insertEvents(app.owner, tenant.communityId, Array.from({ length: 30 }, (_, i) => entitlementEvent(i)));
   await waitFor('first endpoint served', () => forEndpoint(endpoints[0].url).length === 30);
-  await sleep(800); // a few failed rounds
+  await waitFor('every delivery to the down endpoint failed twice', async () => {
+    const l = await deliveries(tenant, endpoints[1].id);
+    return l.length === 30 && l.every((d: { status: string; attempt_count: number }) => d.status === 'pending' && d.attempt_count >= 2);
+  });
   expect(down.received).toHaveLength(0);
   await down.up();
   await waitFor('all 30 after coming back', () => new Set(down.received.map((r) => r.headers['webhook-id'])).size === 30);
@@ -208,12 +226,15 @@ test('an endpoint failing continuously for 5 days is disabled and webhook_endpoi
   const { tenant, endpoints } = await setup([{}, {}]);
   const path = new URL(endpoints[0].url).pathname;
   receiver.respond = (r) => (r.headers['x-test-path'] === path ? 500 : 200);
-  // Failing since 5 days less a moment: the next failure crosses the line.
-  await app.owner.query(`update billing.webhook_endpoints set failing_since = now() - interval '5 days' + interval '1 second' where id = $1`, [endpoints[0].id]);
+  // Failing for 5 days less an hour.
+  await app.owner.query(`update billing.webhook_endpoints set failing_since = now() - interval '5 days' + interval '1 hour' where id = $1`, [endpoints[0].id]);
   running = await worker();
   await insertEvents(app.owner, tenant.communityId, [entitlementEvent(1)]);
-  await waitFor('first failed attempt', () => forEndpoint(endpoints[0].url).length >= 1);
-  await sleep(1200);
+  await waitFor('first failed attempt logged', async () => (await deliveries(tenant, endpoints[0].id))[0]?.attempt_count >= 1);
+  // Short of 5 days, a failure leaves the endpoint enabled.
+  expect((await call(app.url, 'GET', `/v1/webhooks/endpoints/${endpoints[0].id}`, { key: tenant.key })).body.enabled).toBe(true);
+  // Five days and a second of failing: the next failure crosses the line.
+  await app.owner.query(`update billing.webhook_endpoints set failing_since = now() - interval '5 days 1 second' where id = $1`, [endpoints[0].id]);
   await insertEvents(app.owner, tenant.communityId, [entitlementEvent(2)]);
   const disabled = await waitFor('disabled event delivered', () =>
     forEndpoint(endpoints[1].url).find((r) => JSON.parse(r.body).type === 'webhook_endpoint.disabled'));
@@ -221,12 +242,15 @@ test('an endpoint failing continuously for 5 days is disabled and webhook_endpoi
   expect(envelope.data).toMatchObject({ endpoint: { id: endpoints[0].id, enabled: false, disabled_reason: 'failing' }, reason: 'failing', failing_since: expect.any(String) });
   const e = await call(app.url, 'GET', `/v1/webhooks/endpoints/${endpoints[0].id}`, { key: tenant.key });
   expect(e.body).toMatchObject({ enabled: false, disabled_reason: 'failing' });
-  // Its pending retries stop; new events are not queued for it.
+  // Its pending retries stop (the worker runs out of jobs), and new events are not queued for it.
+  await waitFor('the worker done', () => webhookJobsDone(app.owner, tenant.communityId));
   const sent = forEndpoint(endpoints[0].url).length;
-  await insertEvents(app.owner, tenant.communityId, [entitlementEvent(3)]);
-  await sleep(800);
+  const [third] = await insertEvents(app.owner, tenant.communityId, [entitlementEvent(3)]);
+  await waitFor('the third event delivered to the healthy endpoint', () => forEndpoint(endpoints[1].url).some((r) => r.headers['webhook-id'] === third));
+  await waitFor('the worker done again', () => webhookJobsDone(app.owner, tenant.communityId));
   expect(forEndpoint(endpoints[0].url)).toHaveLength(sent);
   const log = await deliveries(tenant, endpoints[0].id);
+  expect(log.map((d: { event_id: string }) => d.event_id)).not.toContain(third);
   expect(log.every((d: { status: string }) => d.status === 'failed')).toBe(true);
   // A success resets the streak: re-enabled, it starts counting afresh.
   receiver.respond = () => 200;
@@ -290,7 +314,8 @@ test('several workers at once send each delivery exactly once in the normal case
     for (const e of endpoints) {
       await waitFor(`200 deliveries to ${e.url}`, () => forEndpoint(e.url).length >= 200);
     }
-    await sleep(500);
+    // Every job done: whatever was to be sent has been.
+    await waitFor('the workers done', () => webhookJobsDone(app.owner, tenant.communityId));
     for (const e of endpoints) {
       const got = forEndpoint(e.url).map((r) => r.headers['webhook-id']);
       expect(got).toHaveLength(200);

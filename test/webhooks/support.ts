@@ -190,3 +190,16 @@ export async function kill(proc: ChildProcess): Promise<void> {
   proc.kill('SIGKILL');
   await exited;
 }
+
+/**
+ * Whether the worker is done with every delivery of the community committed so far: no
+ * webhook job of it is queued, scheduled (a retry) or running (a job row lives until
+ * its outcome is recorded). Then whatever was going to be sent has been sent, so "nothing
+ * reached the receiver" is a fact rather than a guess after a pause.
+ */
+export async function webhookJobsDone(owner: pg.Pool, communityId: string): Promise<boolean> {
+  const { rowCount } = await owner.query(
+    `select 1 from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+     where t.identifier = 'webhook_deliveries__send' and j.payload->>'community_id' = $1`, [communityId]);
+  return rowCount === 0;
+}

@@ -1,7 +1,10 @@
 // A worker killed (SIGKILL) in the middle of a renewal or a period end (issue 18, item
-// 2): the job is caught inside its transaction, after the invoice, the payment and the
-// subscription's new period are written, while it waits for a ledger row the test
-// holds; the worker process is killed there. After a new worker starts, everything due
+// 2). The job applies a community's due subscriptions in batches, one transaction each,
+// then sweeps the ledger (and writes the events) in one more. It is caught inside
+// either: in the batch, waiting for the subscription row the test holds; or in the
+// sweep after the batch committed, when its first event's delivery row waits for the
+// endpoint row the test holds (the delivery's foreign key). The worker process is
+// killed there. After a new worker starts, everything due
 // completes exactly as in a control community whose worker was never disturbed: one
 // invoice for the period, one payment, one period advance, the same events, and every
 // event delivered (the same webhook-id may arrive twice, never zero times).
@@ -40,17 +43,17 @@ afterAll(async () => {
   await db.drop();
 });
 
-interface Side { shop: Shop; subscriptionId: string; memberId: string; periodEnd: Date; lastEventId: string }
+interface Side { shop: Shop; endpointId: string; subscriptionId: string; memberId: string; periodEnd: Date; lastEventId: string }
 
 async function side(cancel: boolean): Promise<Side> {
   const shop = await createShop(app);
-  await createEndpoint(app.url, shop.key, { url: `${receiver.url}/${shop.communityId}` });
+  const endpoint = await createEndpoint(app.url, shop.key, { url: `${receiver.url}/${shop.communityId}` });
   const { subscriptionId, memberId } = await subscribe(app, shop, 'gold', 'gold-monthly');
   if (cancel) expect((await call(app.url, 'POST', `/v1/subscriptions/${subscriptionId}/cancel`, { key: shop.key })).status).toBe(202);
   const { rows } = await app.owner.query<{ end: Date; last: string }>(
     `select s.current_period_end as end, (select max(e.id) from billing.events e where e.community_id = s.community_id) as last
      from billing.subscriptions s where s.id = $1`, [subscriptionId]);
-  return { shop, subscriptionId, memberId, periodEnd: rows[0].end, lastEventId: rows[0].last };
+  return { shop, endpointId: endpoint.id, subscriptionId, memberId, periodEnd: rows[0].end, lastEventId: rows[0].last };
 }
 
 /** Moves a community's clock past the period end without applying anything (the worker must). */
@@ -93,19 +96,20 @@ async function allEventsDelivered(sides: Side[]): Promise<boolean> {
   return rows.length > 0 && rows.every((r) => got.has(r.id));
 }
 
-async function killMidApplyDue(cancel: boolean) {
+async function killMidApplyDue(cancel: boolean, where: 'batch' | 'sweep') {
   const victim = await side(cancel);
   const control = await side(cancel);
   await moveClock(victim.shop.communityId, 31);
   await moveClock(control.shop.communityId, 31);
 
-  // Hold the victim member's ledger rows: the job blocks when its triggers refresh
-  // the ledger, after it wrote the invoice, payment and new period (or the cancellation).
   locker = await app.owner.connect();
   await locker.query('begin');
-  const held = await locker.query('select id from billing.member_entitlements where community_id = $1 and member_id = $2 for update',
-    [victim.shop.communityId, victim.memberId]);
-  expect(held.rowCount).toBeGreaterThan(0);
+  const held = where === 'batch'
+    ? await locker.query('select id from billing.subscriptions where community_id = $1 and id = $2 for update',
+      [victim.shop.communityId, victim.subscriptionId])
+    : await locker.query('select id from billing.webhook_endpoints where community_id = $1 and id = $2 for update',
+      [victim.shop.communityId, victim.endpointId]);
+  expect(held.rowCount).toBe(1);
 
   const spawned = await spawnWorker(db.url);
   child = spawned.proc;
@@ -120,15 +124,22 @@ async function killMidApplyDue(cancel: boolean) {
   await locker.query('rollback');
   locker.release();
   locker = null;
-  // The orphaned transaction runs on, cannot answer its dead client and is rolled back:
-  // nothing of the half-done period end is left.
+  // The dead worker's backend runs on until it finds its client gone.
   await waitFor('the orphaned backend to end', async () => {
     const { rows } = await app.owner.query('select 1 from pg_stat_activity where pid = $1', [blocked]);
     return rows.length === 0;
   });
-  const untouched = await outcome(victim);
-  expect({ status: untouched.status, periodAdvancedDays: untouched.periodAdvancedDays, invoices: untouched.invoices.length })
-    .toEqual({ status: cancel ? 'cancelling' : 'active', periodAdvancedDays: 0, invoices: 1 });
+  // A batch is one statement outside any transaction block: the backend of the dead
+  // worker finishes it once the lock is free and commits it whole, or (killed before)
+  // nothing of it is left; never half a period end. The sweep, in its own transaction,
+  // is rolled back; the batch before it had committed.
+  const between = await outcome(victim);
+  const applied = cancel ? between.status === 'cancelled' : between.periodAdvancedDays > 0;
+  expect({ status: between.status, invoices: between.invoices.length, advancedByAMonth: between.periodAdvancedDays >= 28 })
+    .toEqual(applied
+      ? { status: cancel ? 'cancelled' : 'active', invoices: cancel ? 1 : 2, advancedByAMonth: !cancel }
+      : { status: cancel ? 'cancelling' : 'active', invoices: 1, advancedByAMonth: false });
+  if (where === 'sweep') expect(applied).toBe(true);
 
   survivor = await worker({ heartbeatMs: 200, staleAfterMs: 1000 });
   await applyDueJob(control.shop.communityId);
@@ -147,22 +158,24 @@ async function killMidApplyDue(cancel: boolean) {
   return v;
 }
 
-test('a worker killed mid-renewal: after restart one invoice, one payment, one period advance, the same events', async () => {
-  const o = await killMidApplyDue(false);
-  expect(o.status).toBe('active');
-  expect(o.periodAdvancedDays).toBeGreaterThanOrEqual(28);
-  expect(o.invoices).toEqual([
-    { reason: 'subscription_create', status: 'paid', total: 1500, paidAttempts: 1, periodStartsAtOldEnd: false },
-    { reason: 'subscription_cycle', status: 'paid', total: 1500, paidAttempts: 1, periodStartsAtOldEnd: true },
-  ]);
-  expect(o.events.length).toBeGreaterThan(0);
-}, 60_000);
+for (const where of ['batch', 'sweep'] as const) {
+  test(`a worker killed mid-renewal (in the ${where}): after restart one invoice, one payment, one period advance, the same events`, async () => {
+    const o = await killMidApplyDue(false, where);
+    expect(o.status).toBe('active');
+    expect(o.periodAdvancedDays).toBeGreaterThanOrEqual(28);
+    expect(o.invoices).toEqual([
+      { reason: 'subscription_create', status: 'paid', total: 1500, paidAttempts: 1, periodStartsAtOldEnd: false },
+      { reason: 'subscription_cycle', status: 'paid', total: 1500, paidAttempts: 1, periodStartsAtOldEnd: true },
+    ]);
+    expect(o.events.length).toBeGreaterThan(0);
+  }, 60_000);
 
-test('a worker killed mid-period-end (cancelling): after restart cancelled once, at the period end, revoked once, no charge', async () => {
-  const o = await killMidApplyDue(true);
-  expect(o.status).toBe('cancelled');
-  expect(o.cancelledAtPeriodEnd).toBe(true);
-  expect(o.invoices).toHaveLength(1);
-  expect(o.events).toContainEqual({ type: 'member.entitlement.revoked', n: 2 });
-  expect(o.ledger.every((l) => l.status === 'inactive')).toBe(true);
-}, 60_000);
+  test(`a worker killed mid-period-end of a cancelling subscription (in the ${where}): cancelled once at the period end, revoked once, no charge`, async () => {
+    const o = await killMidApplyDue(true, where);
+    expect(o.status).toBe('cancelled');
+    expect(o.cancelledAtPeriodEnd).toBe(true);
+    expect(o.invoices).toHaveLength(1);
+    expect(o.events).toContainEqual({ type: 'member.entitlement.revoked', n: 2 });
+    expect(o.ledger.every((l) => l.status === 'inactive')).toBe(true);
+  }, 60_000);
+}

@@ -24,3 +24,24 @@ export const analyticsOperations: Operation[] = [
     sql: 'analytics_summary',
   }),
 ];
+
+export const analyticsSeries = z.object({
+  currency: z.string().nullable(),
+  past_due: z.number().int().describe('Subscriptions past_due now'),
+  days: z.array(z.object({ day: z.string(), mrr_cents: z.number().int(), signups: z.number().int(), cancels: z.number().int() })),
+});
+
+/** The dashboard overview's series (not under /v1: src/operations/index.ts dashboardOperations). */
+export const analyticsDashboardOperations: Operation[] = [
+  defineOperation({
+    name: 'get_analytics_series',
+    method: 'GET',
+    path: '/dashboard/analytics/series',
+    scope: 'analytics:read',
+    tag: 'Analytics',
+    summary: 'MRR, signups and cancels per day over the last 30 or 90 days, and the past_due count',
+    query: z.object({ days: z.coerce.number().int().refine((d) => d === 30 || d === 90, { error: 'must be 30 or 90' }).default(30) }),
+    response: analyticsSeries,
+    sql: 'analytics_series',
+  }),
+];

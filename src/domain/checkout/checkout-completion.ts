@@ -19,6 +19,14 @@ export async function completeCheckout(client: pg.PoolClient, checkoutId: string
   return rows[0].r;
 }
 
+/**
+ * The sandbox page's discount field (billing.checkout_apply_discount): applies a code to
+ * an open checkout, or removes it with an empty code. BLDSC (discount_invalid) says why not.
+ */
+export async function applyCheckoutDiscount(client: pg.PoolClient, checkoutId: string, code: string): Promise<void> {
+  await client.query('select billing.checkout_apply_discount($1, $2)', [checkoutId, code]);
+}
+
 /** Which community a checkout belongs to (owner pool: sees every community). */
 export async function checkoutCommunity(pool: pg.Pool, checkoutId: string): Promise<string | null> {
   const { rows } = await pool.query<{ community_id: string }>('select community_id from billing.checkout_sessions where id = $1', [checkoutId]);

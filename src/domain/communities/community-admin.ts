@@ -30,9 +30,14 @@ function randomAlnum(n: number): string {
 export interface CreatedKey { id: string; key: string; prefix: string; scopes: Scope[] }
 
 /** A key is bk_<8-char prefix>_<256 random bits>; only its SHA-256 and prefix are stored. */
-export async function createKey(pool: pg.Pool, communityId: string, scopes: Scope[], name?: string): Promise<CreatedKey> {
+export function newKey(): { key: string; prefix: string; key_hash: string } {
   const prefix = `bk_${randomAlnum(8)}`;
   const key = `${prefix}_${crypto.randomBytes(32).toString('base64url')}`;
+  return { key, prefix, key_hash: hashKey(key) };
+}
+
+export async function createKey(pool: pg.Pool, communityId: string, scopes: Scope[], name?: string): Promise<CreatedKey> {
+  const { key, prefix } = newKey();
   const { rows } = await pool.query<{ id: string }>(
     `insert into billing_private.api_keys (community_id, name, prefix, key_hash, scopes)
      select c.id, $2, $3, $4, $5 from billing.communities c where c.id = $1 returning id`,

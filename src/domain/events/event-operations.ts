@@ -64,3 +64,19 @@ export const eventOperations = [
     handler: async () => EVENT_CATALOG,
   }),
 ];
+
+/** The dashboard's member page (not under /v1: src/operations/index.ts dashboardOperations). */
+export const eventDashboardOperations = [
+  defineOperation({
+    name: 'list_member_entitlement_history',
+    method: 'GET',
+    path: '/dashboard/members/{id}/entitlement-history',
+    scope: 'events:read',
+    tag: 'Events',
+    summary: 'A member\'s member.entitlement.* events (revisions), newest first',
+    params: z.object({ id: idParam('Member id (mem_...)') }),
+    query: z.object({ ...pageQuery }),
+    response: listOf(eventEnvelopeSchema),
+    sql: 'member_entitlement_history',
+  }),
+];

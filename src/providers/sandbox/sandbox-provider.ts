@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import { inCommunity } from '../../db/community-transaction';
-import { checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
+import { applyCheckoutDiscount, checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
 import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext } from '../../domain/checkout/payment-port';
 
@@ -50,7 +50,7 @@ function page(title: string, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}
 dl{display:grid;grid-template-columns:auto 1fr;gap:.4rem 1rem}dt{color:#555}button{font-size:1.1rem;padding:.6rem 1.4rem}
-.note{color:#777;font-size:.9rem}</style></head><body>${body}</body></html>`;
+.note{color:#555;font-size:.9rem}.error{color:#b3261e;font-weight:600}input{font-size:1rem;padding:.4rem}label{display:block}.banner{background:#fff3cd;border:2px solid #c69500;padding:.5rem;font-weight:600;text-align:center}</style></head><body>${body}</body></html>`;
 }
 
 /** Session ids as this service makes them; anything else (NUL included) is no session. */
@@ -62,45 +62,70 @@ function tokenHash(token: unknown): Buffer | null {
   return crypto.createHash('sha256').update(token, 'utf8').digest();
 }
 
-async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<{ communityId: string; info: CheckoutInfo } | null> {
+async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<{ communityId: string; communityName: string; info: CheckoutInfo } | null> {
   const hash = tokenHash(token);
   if (!hash || !SESSION_ID.test(id)) return null;
   const communityId = await checkoutCommunity(pool, id);
   if (!communityId) return null;
   const info = await inCommunity(pool, communityId, async (client) => {
-    const { rows } = await client.query<{ r: CheckoutInfo }>(
-      `select billing.checkout_json(cs) as r from billing.checkout_sessions cs
+    const { rows } = await client.query<{ r: CheckoutInfo; name: string }>(
+      `select billing.checkout_json(cs) as r, c.name from billing.checkout_sessions cs
+       join billing.communities c on c.id = cs.community_id
        where cs.community_id = $1 and cs.id = $2 and cs.access_token_sha256 = $3`, [communityId, id, hash]);
-    return rows[0]?.r ?? null;
+    return rows[0] ?? null;
   });
-  if (!info || info.provider !== 'sandbox') return null;
-  return { communityId, info };
+  if (!info || info.r.provider !== 'sandbox') return null;
+  return { communityId, communityName: info.name, info: info.r };
 }
 
-function checkoutPage(info: CheckoutInfo, action: string, cancel: string): string {
+/** What the buyer pays, in words: today's amount, then the renewal (trial, discount duration). */
+function terms(info: CheckoutInfo): { today: string; then: string | null } {
+  const full = formatMoney(info.amount_cents, info.currency);
+  const discounted = formatMoney(info.amount_cents - info.discount_cents, info.currency);
+  const every = info.interval ? ` per ${info.interval}` : '';
+  const trial = info.trial_days > 0 && info.interval;
+  const d = info.discount;
+  const discountSpan = !d ? '' : d.duration === 'once' ? 'on the first payment' : d.duration === 'forever' ? 'on every payment' : `for ${d.duration_months} months`;
+  if (trial) {
+    return { today: formatMoney(0, info.currency), then: `${info.discount_cents ? `${discounted}${every} (${discountSpan}, then ${full}${every})` : `${full}${every}`} after the ${info.trial_days}-day free trial, unless you cancel before it ends` };
+  }
+  if (!info.interval) return { today: discounted, then: null };
+  const renew = d && d.duration !== 'forever' ? full : discounted;
+  return { today: discounted, then: `then ${renew}${every} until you cancel${info.discount_cents && d?.duration !== 'forever' ? ` (discount ${discountSpan})` : ''}` };
+}
+
+function checkoutPage(communityName: string, info: CheckoutInfo, action: string, cancel: string, discountError?: string): string {
   const price = formatMoney(info.amount_cents, info.currency);
-  const due = formatMoney(info.amount_cents - info.discount_cents, info.currency);
+  const { today, then } = terms(info);
   const rows = [
+    ['Sold by', escapeHtml(communityName)],
     ['Tier', escapeHtml(info.tier_name)],
     ['Plan', escapeHtml(info.plan_name ?? info.plan_id)],
     ['Price', `${escapeHtml(price)}${info.interval ? ` per ${escapeHtml(info.interval)}` : ' once'}`],
     ['Discount', info.discount_code ? `${escapeHtml(info.discount_code)} (−${escapeHtml(formatMoney(info.discount_cents, info.currency))})` : 'none'],
-    ['Due today', escapeHtml(info.trial_days > 0 && info.interval ? formatMoney(0, info.currency) + ` (${info.trial_days}-day trial)` : due)],
+    ['Due today', `<strong>${escapeHtml(today)}</strong>`],
   ];
+  if (then) rows.push(['After that', escapeHtml(then)]);
   let action_html: string;
   if (info.status === 'completed') action_html = '<p><strong>This checkout is already paid.</strong></p>';
   else if (info.expired) action_html = '<p><strong>This checkout has expired.</strong></p>';
   else {
-    const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${due}`;
+    const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${today}`;
     // The second button simulates a card that declines (issue 11): nothing is recorded.
-    action_html = `<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
+    const discountAction = action.replace(/^(\/sandbox\/checkout\/[^/?]+)/, '$1/discount');
+    action_html = `<form method="post" action="${escapeHtml(discountAction)}"><p><label for="discount_code">Discount code</label>
+<input id="discount_code" name="discount_code" value="${escapeHtml(info.discount_code ?? '')}" maxlength="64" autocomplete="off"${discountError ? ' aria-invalid="true" aria-describedby="discount-error"' : ''}>
+<button type="submit">${info.discount_code ? 'Change code' : 'Apply code'}</button></p>
+${discountError ? `<p id="discount-error" class="error" role="alert">${escapeHtml(discountError)}</p>` : ''}</form>
+<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
 <button type="submit" name="card" value="decline">Use a card that declines</button></form>
 <p><a href="${escapeHtml(cancel)}">Cancel and go back</a></p>`;
   }
-  return page(`Checkout: ${info.tier_name}`, `<h1>Sandbox checkout</h1>
+  return page(`Checkout: ${info.tier_name} · ${communityName}`, `<p class="banner" role="note">Test mode: sandbox payments, no money moves and no card is charged.</p>
+<h1>${escapeHtml(communityName)}: ${escapeHtml(info.tier_name)}</h1>
 <dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
 ${action_html}
-<p class="note">Sandbox payment provider: no money moves. Checkout ${escapeHtml(info.checkout_id)}, open until ${escapeHtml(info.expires_at)}.</p>`);
+<p class="note">Checkout ${escapeHtml(info.checkout_id)}, open until ${escapeHtml(info.expires_at)}.</p>`);
 }
 
 export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl: (req: Request) => string): void {
@@ -121,7 +146,29 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
   router.get('/checkout/:id', async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
     if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
-    res.type('html').send(checkoutPage(found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req))));
+    res.type('html').send(checkoutPage(found.communityName, found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req))));
+  });
+
+  // The discount field: applies the code (the rules of POST /v1/checkout-links), then
+  // shows the page again with the new total; a refused code is shown beside the field.
+  router.post('/checkout/:id/discount', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
+    const found = await loadCheckout(pool, String(req.params.id), req.query.t);
+    if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
+    const raw = (req.body as Record<string, unknown> | undefined)?.discount_code;
+    const code = typeof raw === 'string' ? raw.trim().slice(0, 64) : '';
+    const self = `/sandbox/checkout/${found.info.checkout_id}?t=${encodeURIComponent(String(req.query.t))}`;
+    try {
+      await inCommunity(pool, found.communityId, (client) => applyCheckoutDiscount(client, found.info.checkout_id, code));
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      if (e.code === 'BLDSC' || e.code === 'BL409') {
+        const again = await loadCheckout(pool, found.info.checkout_id, req.query.t);
+        return void res.status(e.code === 'BLDSC' ? 422 : 409).type('html')
+          .send(checkoutPage(found.communityName, (again ?? found).info, self, cancelTarget(found.info, baseUrl(req)), e.message));
+      }
+      throw err;
+    }
+    res.redirect(303, self);
   });
 
   router.post('/checkout/:id', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
@@ -171,24 +218,7 @@ Reaching this page is not a payment confirmation: your access appears once the p
 <p>You left the checkout before paying: nothing was charged and nothing was bought.</p>${back}`));
   });
 
-  router.get('/portal/:id', async (req: Request, res: Response) => {
-    const id = String(req.params.id);
-    const hash = tokenHash(req.query.t);
-    const { rows } = !hash || !SESSION_ID.test(id) ? { rows: [] } : await pool.query<{ community_id: string; member_id: string; expires_at: Date; return_url: string | null }>(
-      'select community_id, member_id, expires_at, return_url from billing.portal_sessions where id = $1 and access_token_sha256 = $2', [id, hash]);
-    const ps = rows[0];
-    if (!ps) return void res.status(404).type('html').send(page('Not found', '<h1>No such portal session</h1>'));
-    const body = await inCommunity(pool, ps.community_id, async (client) => {
-      const live = await client.query<{ expired: boolean }>('select $1::timestamptz <= billing.now() as expired', [ps.expires_at]);
-      if (live.rows[0].expired) return null;
-      const subs = await client.query<{ j: { id: string; status: string; tier_name: string | null; amount_cents: number; currency: string; interval: string | null; current_period_end: string | null } }>(
-        `select billing.subscription_json(s) as j from billing.subscriptions s where s.community_id = $1 and s.member_id = $2 order by s.id desc`,
-        [ps.community_id, ps.member_id]);
-      return subs.rows.map(({ j }) => `<li>${escapeHtml(j.tier_name)}: ${escapeHtml(formatMoney(j.amount_cents, j.currency))}${j.interval ? ' per ' + escapeHtml(j.interval) : ''}, ${escapeHtml(j.status)}${j.current_period_end ? ', period ends ' + escapeHtml(j.current_period_end) : ''}</li>`).join('');
-    });
-    if (body === null) return void res.status(410).type('html').send(page('Expired', '<h1>This portal link has expired</h1>'));
-    res.type('html').send(page('Your subscriptions', `<h1>Your subscriptions</h1><ul>${body || '<li>none</li>'}</ul>${ps.return_url ? `<p><a href="${escapeHtml(ps.return_url)}">Back</a></p>` : ''}`));
-  });
+  // The member portal's pages (/sandbox/portal/...) are src/dashboard/portal-routes.ts.
 
   // Express 5 passes a rejected handler's error to the app's error handler.
   app.use('/sandbox', router);

@@ -1,0 +1,31 @@
+// billing operators invite --community ID --email E --role owner|admin|viewer
+import { baseUrlFor, loadConfig } from '../core/config';
+import { OPERATOR_ROLES, OperatorRole } from '../core/scopes';
+import { Invitation, inviteOperator, signInLink } from '../domain/operators/operator-accounts';
+import { defineCommand, defineGroup, requireString, UsageError } from './command';
+
+export default defineGroup({
+  name: 'operators',
+  summary: 'dashboard users',
+  commands: [
+    defineCommand({
+      name: 'invite',
+      summary: 'creates a dashboard user (or changes its role) and prints a one-time sign-in link',
+      options: {
+        community: { type: 'string', required: true, value: 'ID', description: 'community id' },
+        email: { type: 'string', required: true, value: 'EMAIL', description: 'the operator\'s email' },
+        role: { type: 'string', required: true, value: 'ROLE', description: 'owner, admin or viewer' },
+      },
+      async run(ctx, input) {
+        const role = requireString(input, 'role');
+        if (!(OPERATOR_ROLES as readonly string[]).includes(role)) throw new UsageError(`--role: expected one of ${OPERATOR_ROLES.join(', ')}`);
+        const email = requireString(input, 'email').trim();
+        if (!/^[^@\s]+@[^@\s]+$/.test(email) || email.length > 254) throw new UsageError('--email: expected an email address');
+        const invitation = await inviteOperator(await ctx.ownerPool(), requireString(input, 'community'), email, role as OperatorRole);
+        return { ...invitation, url: signInLink(baseUrlFor(loadConfig(), null), invitation.token) };
+      },
+      print: (r: Invitation & { url: string }) =>
+        `Invited ${r.email} as ${r.role} of ${r.community_id}. One-time sign-in link (until ${r.expires_at}):\n\n  ${r.url}\n`,
+    }),
+  ],
+});

@@ -1,0 +1,117 @@
+// Rate tokens taken from a key's bucket a few at a time (a lease) and spent by this
+// process without touching the bucket again: a read then writes nothing, and the
+// requests of one busy key no longer queue on its bucket row.
+//
+// The bucket stays in the database (billing_private.take_tokens), shared by every
+// process, and a token is taken from it before it is spent. What a lease changes, per
+// process (docs/decisions.md, Leased rate tokens):
+// - up to size - 1 tokens taken but not yet spent are invisible to the other
+//   processes until the lease expires (1 s by default); the next lease of the key puts
+//   them back (they are lost only if the process stops first);
+// - tokens leased while the bucket was full and still unspent when it refilled let a
+//   key spend up to size - 1 tokens more than its burst within one lease lifetime.
+// The key itself is checked again on every request (billing.api_call_leased): a
+// revocation holds from the next request on.
+import type pg from 'pg';
+import type { RateLimits } from '../core/config';
+
+/** What the RateLimit-* headers of an answer say. */
+export interface RateLimitInfo {
+  limit: number;
+  remaining: number;
+  reset: number;
+  retry_after: number;
+}
+
+const MAX_LEASE = 20;
+
+/** Tokens per lease for a burst: a tenth of it, 1 to 20; 1 means "do not lease". */
+export function leaseSize(burst: number): number {
+  return Math.max(1, Math.min(MAX_LEASE, Math.floor(burst / 10)));
+}
+
+export type LeaseAnswer =
+  | { kind: 'token'; rl: RateLimitInfo }
+  | { kind: 'limited'; rl: RateLimitInfo }
+  /** Missing, unknown or revoked key: the caller takes the unauthenticated path. */
+  | { kind: 'unknown' };
+
+interface Lease {
+  left: number;
+  expires: number;
+  /** The bucket right after the lease was taken. */
+  bucket: RateLimitInfo | null;
+  pending: Promise<LeaseAnswer> | null;
+}
+
+interface BucketAnswer extends RateLimitInfo { key: boolean; allowed?: boolean; granted?: number }
+
+export class TokenLeases {
+  readonly size: number;
+  private readonly leases = new Map<string, Lease>();
+
+  constructor(private readonly pool: pg.Pool, private readonly limits: RateLimits, private readonly lifetimeMs: number) {
+    this.size = leaseSize(limits.key_burst);
+  }
+
+  get enabled(): boolean {
+    return this.size > 1;
+  }
+
+  /** One token of the key (by hash) for one request. */
+  async take(keyHash: string): Promise<LeaseAnswer> {
+    for (;;) {
+      const lease = this.leases.get(keyHash) ?? this.fresh(keyHash);
+      if (lease.left > 0 && Date.now() < lease.expires && lease.bucket) {
+        lease.left -= 1;
+        return { kind: 'token', rl: this.headers(lease.bucket, lease.left) };
+      }
+      if (lease.pending) {
+        const answer = await lease.pending;
+        if (answer.kind !== 'token') return answer;
+        continue;
+      }
+      // Unspent tokens of an expired lease go back with the next one.
+      const unspent = lease.left;
+      lease.left = 0;
+      lease.pending = this.lease(keyHash, lease, unspent).finally(() => { lease.pending = null; });
+    }
+  }
+
+  private fresh(keyHash: string): Lease {
+    if (this.leases.size >= 10_000) this.forgetExpired();
+    const lease: Lease = { left: 0, expires: 0, bucket: null, pending: null };
+    this.leases.set(keyHash, lease);
+    return lease;
+  }
+
+  private forgetExpired(): void {
+    const now = Date.now();
+    for (const [hash, lease] of this.leases) {
+      if (!lease.pending && lease.expires <= now) this.leases.delete(hash);
+    }
+  }
+
+  private async lease(keyHash: string, lease: Lease, unspent: number): Promise<LeaseAnswer> {
+    const { rows } = await this.pool.query<{ r: BucketAnswer }>(
+      'select billing_private.lease_key_tokens($1, $2, $3, $4) as r', [keyHash, this.size, this.limits, unspent]);
+    const r = rows[0].r;
+    if (!r.key) {
+      this.leases.delete(keyHash);
+      return { kind: 'unknown' };
+    }
+    const bucket: RateLimitInfo = { limit: r.limit, remaining: r.remaining, reset: r.reset, retry_after: r.retry_after };
+    if (!r.allowed) return { kind: 'limited', rl: bucket };
+    lease.left = r.granted ?? 1;
+    lease.expires = Date.now() + this.lifetimeMs;
+    lease.bucket = bucket;
+    return { kind: 'token', rl: bucket };
+  }
+
+  /** What a request's RateLimit headers say: the bucket plus this process's unspent tokens. */
+  private headers(bucket: RateLimitInfo, left: number): RateLimitInfo {
+    const available = Math.min(this.limits.key_burst, bucket.remaining + left);
+    const perSecond = this.limits.key_per_minute / 60;
+    return { ...bucket, remaining: available, reset: Math.ceil(Math.max(0, this.limits.key_burst - available) / perSecond) };
+  }
+}

@@ -1,0 +1,91 @@
+// Leased rate tokens (src/operations/token-leases.ts): an API instance takes a key's
+// tokens a few at a time; a SQL operation run on a leased token writes nothing to the
+// bucket. The key's limits still hold across instances, the headers still count down
+// one per request, and a revoked key is refused on the very next request.
+import { call, createTenant, startApp, TestApp } from '../support/app';
+
+const DEFAULTS = { key_per_minute: 300, key_burst: 60, ip_per_minute: 20, ip_burst: 10 };
+
+let app: TestApp;
+
+beforeAll(async () => {
+  // Leases kept a minute here, so a slow machine cannot expire one mid-test.
+  app = await startApp({ rateLimits: DEFAULTS, tokenLeaseMs: 60_000 });
+});
+afterAll(() => app.close());
+
+async function bucket(keyId: string): Promise<{ xmin: string; tokens: number }> {
+  const { rows } = await app.owner.query(`select xmin::text as xmin, tokens from billing_private.rate_buckets where bucket = $1`, [`key:${keyId}`]);
+  return rows[0];
+}
+
+test('with the default limits (burst 60) a key leases 6 tokens at once; reads on them leave its bucket row alone', async () => {
+  const tenant = await createTenant(app.owner);
+  const remaining: number[] = [];
+  const versions: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const r = await call(app.url, 'GET', '/v1/subscriptions', { key: tenant.key });
+    expect(r.status).toBe(200);
+    remaining.push(Number(r.headers.get('ratelimit-remaining')));
+    versions.push((await bucket(tenant.keyId)).xmin);
+  }
+  // The headers count down one per request, as without leases.
+  expect(remaining).toEqual([59, 58, 57, 56, 55, 54]);
+  // One write (the lease) for six requests: the row version never changed after the first.
+  expect(new Set(versions).size).toBe(1);
+  expect((await bucket(tenant.keyId)).tokens).toBeLessThan(55);
+  const seventh = await call(app.url, 'GET', '/v1/subscriptions', { key: tenant.key });
+  expect(seventh.status).toBe(200);
+  expect((await bucket(tenant.keyId)).xmin).not.toBe(versions[0]);
+});
+
+test('a revoked key is refused on the next request, however many tokens its lease still holds', async () => {
+  const tenant = await createTenant(app.owner);
+  expect((await call(app.url, 'GET', '/v1/subscriptions', { key: tenant.key })).status).toBe(200);
+  await app.owner.query(`update billing_private.api_keys set revoked_at = now() where id = $1`, [tenant.keyId]);
+  const after = await call(app.url, 'GET', '/v1/subscriptions', { key: tenant.key });
+  expect(after.status).toBe(401);
+  expect(after.body.code).toBe('unauthorized');
+});
+
+test('an expired lease puts its unspent tokens back: a slow client pays one token per request', async () => {
+  // One token a minute refills nothing worth counting; leases expire after 50 ms.
+  const slow = await startApp({ rateLimits: { key_per_minute: 1, key_burst: 60, ip_per_minute: 1000, ip_burst: 1000 }, tokenLeaseMs: 50 });
+  try {
+    const tenant = await createTenant(slow.owner);
+    const remaining: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 120)); // past the lease's lifetime
+      const r = await call(slow.url, 'GET', '/v1/subscriptions', { key: tenant.key });
+      remaining.push(Number(r.headers.get('ratelimit-remaining')));
+    }
+    // Without the give-back each request would cost a whole lease: 59, 53, 47.
+    expect(remaining).toEqual([59, 58, 57]);
+  } finally {
+    await slow.close();
+  }
+});
+
+test('four API instances share one bucket: the key gets its burst and what refilled, never more, less by at most 3 unspent tokens per instance', async () => {
+  // Burst 40: leases of 4 tokens. 6 per minute refills about one token in ten seconds.
+  const limits = { key_per_minute: 6, key_burst: 40, ip_per_minute: 1000, ip_burst: 1000 };
+  const apps = await Promise.all(Array.from({ length: 4 }, () => startApp({ rateLimits: limits })));
+  try {
+    const tenant = await createTenant(app.owner);
+    const started = Date.now();
+    const statuses: number[] = [];
+    // 100 requests, 8 at a time, spread over the four instances.
+    for (let wave = 0; wave < 100 / 8; wave++) {
+      const replies = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+        call(apps[(wave * 8 + i) % 4].url, 'GET', '/v1/subscriptions', { key: tenant.key })));
+      statuses.push(...replies.map((r) => r.status));
+    }
+    const refilled = Math.ceil(((Date.now() - started) / 60_000) * limits.key_per_minute);
+    const ok = statuses.filter((s) => s === 200).length;
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(ok).toBeLessThanOrEqual(limits.key_burst + refilled);
+    expect(ok).toBeGreaterThanOrEqual(limits.key_burst - 4 * 3);
+  } finally {
+    await Promise.all(apps.map((a) => a.close()));
+  }
+});
