@@ -28,10 +28,17 @@ export async function isolatedDatabase(): Promise<{ url: string; drop(): Promise
   const name = `billing_wh_${process.pid}_${Date.now()}`;
   const admin = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
   await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
   const url = withDatabase(server, name);
-  await applyMigrations(url, { includeCurrent: true });
+  // One file migrates at a time: migrations run at once in several new databases have
+  // failed with "tuple concurrently updated" (catalog rows shared by the cluster).
+  await admin.query(`select pg_advisory_lock(hashtext('billing test isolatedDatabase'))`);
+  try {
+    await admin.query(`create database ${name}`);
+    await applyMigrations(url, { includeCurrent: true });
+  } finally {
+    await admin.query(`select pg_advisory_unlock(hashtext('billing test isolatedDatabase'))`).catch(() => {});
+    await admin.end();
+  }
   process.env.BILLING_TEST_DB = url;
   return {
     url,
