@@ -36,6 +36,10 @@ export interface StartWorkerOptions {
   disableAfterMs?: number;
   /** HTTP timeout of one delivery (default 15 s). */
   deliveryTimeoutMs?: number;
+  /** Slots one endpoint answering fast may hold (default half the concurrency); a slow one holds 1. */
+  endpointConcurrency?: number;
+  /** A delivery request this long marks its endpoint slow (default 1 s). */
+  slowEndpointMs?: number;
   /** Heartbeat period and the silence after which a worker counts as dead (10 s, 60 s). */
   heartbeatMs?: number;
   staleAfterMs?: number;
@@ -179,6 +183,8 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     retrySchedule: opts.retrySchedule,
     disableAfterMs: opts.disableAfterMs,
     timeoutMs: opts.deliveryTimeoutMs,
+    maxPerEndpoint: opts.endpointConcurrency ?? Math.max(1, Math.floor(concurrency / 2)),
+    slowEndpointMs: opts.slowEndpointMs,
   });
   const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
 
@@ -247,6 +253,8 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       noHandleSignals: !opts.handleSignals,
       logger: logger(opts.verbose ?? false),
       events,
+      // Jobs of an endpoint that holds its share of the slots wait in the queue.
+      forbiddenFlags: delivery.forbiddenFlags,
       gracefulShutdownAbortTimeout: opts.shutdownAbortMs ?? 5000,
     });
   } catch (err) {

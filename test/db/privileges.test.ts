@@ -14,7 +14,7 @@ const OWNER_ONLY = [
   'billing.apply_due(text)', 'billing.apply_due_all()', 'billing.sandbox_advance(text, numeric)',
   'billing.complete_checkout(text, jsonb)', 'billing.apply_provider_subscription(jsonb)',
   'billing.expire_checkout(text)', 'billing.refund_purchase(text)', 'billing.record_provider_event(text, text, text)',
-  'billing.ledger_sweep(text)', 'billing_private.add_job(text, json[], timestamptz, integer)',
+  'billing.ledger_sweep(text)', 'billing_private.add_job(text, json[], timestamptz, integer, text)',
   'billing_private.purge_expired(interval)', 'billing_private.webhook_record_attempts(text, integer, boolean, jsonb, timestamptz, interval)',
   'billing.checkout_apply_discount(text, text)', 'billing_private.operator_invite(text, text, text, text, interval)',
   'billing.sandbox_set_card(text, boolean)',

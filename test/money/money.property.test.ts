@@ -84,6 +84,9 @@ function advanceSub(s: ModelSub, now: number): void {
   }
 }
 
+/** A request of a concurrent batch: on the subscription, or a new checkout by its member. */
+type ParallelOp = 'cancel' | 'reactivate' | PlanKey | 'pause' | 'refund' | 'checkout';
+
 type Cmd =
   | { k: 'checkout'; m: number; plan: PlanKey }
   | { k: 'card'; s: number; declines: boolean }
@@ -91,7 +94,8 @@ type Cmd =
   | { k: 'cancel'; s: number }
   | { k: 'reactivate'; s: number }
   | { k: 'switch'; s: number; plan: PlanKey }
-  | { k: 'parallel'; s: number; ops: ('cancel' | 'reactivate' | PlanKey)[] }
+  | { k: 'parallel'; s: number; ops: ParallelOp[] }
+  | { k: 'race_checkouts'; m: number; plan: PlanKey; n: number }
   | { k: 'pause'; s: number }
   | { k: 'resume'; s: number }
   | { k: 'refund'; s: number }
@@ -141,6 +145,29 @@ function modelOp(s: ModelSub, op: 'cancel' | 'reactivate' | PlanKey, now: number
   s.scheduled = null;
   return 200;
 }
+/**
+ * The model's answer to any request of a concurrent batch (mutates s). others: the
+ * member's other subscriptions (a checkout is refused while any of them, or s, is
+ * not cancelled); a checkout that succeeds returns 200 and makes one new subscription.
+ */
+function modelBatchOp(s: ModelSub, others: ModelSub[], op: ParallelOp, now: number): number {
+  if (op === 'pause') {
+    if (s.status !== 'active' && s.status !== 'paused') return 409;
+    if (s.status === 'active') s.scheduled = null;
+    s.status = 'paused';
+    return 200;
+  }
+  if (op === 'refund') {
+    if (s.refunded) return 409;
+    s.refunded = true;
+    if (s.status !== 'cancelled') { s.status = 'cancelled'; s.due = null; s.scheduled = null; }
+    return 200;
+  }
+  if (op === 'checkout') {
+    return [s, ...others].some((x) => x.status !== 'cancelled') ? 409 : 200;
+  }
+  return modelOp(s, op, now);
+}
 function prevEnd(s: ModelSub): number {
   let n = 0;
   while (addMonths(s.anchor, n + 1) < s.periodEnd) n++;
@@ -154,6 +181,29 @@ interface Run { shop: Shop; members: { external: { namespace: string; external_u
 async function now(run: Run): Promise<number> {
   const { rows } = await app.owner.query<{ t: Date }>('select billing.community_now($1) as t', [run.shop.communityId]);
   return rows[0].t.getTime();
+}
+
+/** A checkout link created and paid at once by one client; 200 when it made a subscription. */
+async function checkoutAndPay(run: Run, m: number, plan: PlanKey): Promise<{ status: number; memberId?: string }> {
+  const r = await call(app.url, 'POST', '/v1/checkout-links', { key: run.shop.key,
+    body: { tier_id: run.shop.ids.tiers[PLANS[plan].tier], plan_id: run.shop.ids.plans[plan], subject: run.members[m] } });
+  if (r.status !== 200) return r;
+  // The sandbox page refuses to complete a checkout its buyer is no longer eligible for.
+  const page = await fetch(r.body.url, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+  await page.text();
+  return { status: page.status === 303 ? 200 : page.status, memberId: r.body.member_id };
+}
+
+/** One request of a batch; a checkout is created and paid (one client, two requests). */
+async function batchRequest(run: Run, s: ModelSub, op: ParallelOp, checkoutPlan: PlanKey): Promise<{ status: number }> {
+  if (op === 'pause') return call(app.url, 'POST', `/v1/subscriptions/${s.id}/pause`, { key: run.shop.key, body: {} });
+  if (op === 'refund') {
+    const { rows } = await app.owner.query<{ id: string }>(
+      `select id from billing.invoices where subscription_id = $1 and billing_reason = 'subscription_create'`, [s.id]);
+    return call(app.url, 'POST', `/v1/invoices/${rows[0].id}/refunds`, { key: run.shop.key, body: { revoke_access: true } });
+  }
+  if (op === 'checkout') return checkoutAndPay(run, s.member, checkoutPlan);
+  return lifecycle(run, s, op);
 }
 
 async function lifecycle(run: Run, s: ModelSub, op: 'cancel' | 'reactivate' | PlanKey) {
@@ -277,22 +327,61 @@ async function apply(run: Run, c: Cmd): Promise<void> {
       expect([c, r.status]).toEqual([c, 200]);
       return;
     }
+    case 'race_checkouts': {
+      const results = await Promise.all(Array.from({ length: c.n }, () => checkoutAndPay(run, c.m, c.plan)));
+      for (const r of results) expect([c, r.status < 500]).toEqual([c, true]);
+      const memberId = results.find((r) => r.memberId)?.memberId ?? run.memberIds[c.m];
+      if (!memberId) return;
+      run.memberIds[c.m] = memberId;
+      const held = subs.some((x) => x.member === c.m && x.status !== 'cancelled');
+      const { rows: created } = await app.owner.query<{ id: string; start: Date; end: Date }>(
+        `select s.id, s.current_period_start as start, s.current_period_end as end from billing.subscriptions s
+         where s.community_id = $1 and s.member_id = $2 and not (s.id = any ($3)) order by s.id`,
+        [run.shop.communityId, memberId, subs.map((x) => x.id)]);
+      // Serially the first checkout subscribes and the others are refused: one new subscription, or none.
+      expect([c, created.length]).toEqual([c, held ? 0 : 1]);
+      for (const n of created) {
+        subs.push({ id: n.id, member: c.m, plan: c.plan, status: 'active', periodEnd: n.end.getTime(), anchor: n.start.getTime(),
+          declines: false, scheduled: null, due: null, attempts: 0, charged: [PLANS[c.plan].amount], refunded: false, disputed: false });
+      }
+      return;
+    }
     case 'parallel': {
       const s = pickSub(c.s);
       if (!s) return;
       const t = await now(run);
-      const results = await Promise.all(c.ops.map((op) => lifecycle(run, s, op)));
+      const others = subs.filter((x) => x !== s && x.member === s.member);
+      const checkoutPlan = s.plan;
+      const results = await Promise.all(c.ops.map((op) => batchRequest(run, s, op, checkoutPlan)));
       for (const r of results) expect([c, r.status < 500]).toEqual([c, true]);
-      // The outcome must be that of some serial order of the batch.
+      // The outcome must be that of some serial order of the batch: the subscription's
+      // state, and as many new subscriptions for the member as that order's checkouts.
       const state = await dbSub(run, s.id);
-      const orders = permutations(c.ops);
-      const fits = orders.map((order) => {
+      const { rows: created } = await app.owner.query<{ id: string; start: Date; end: Date; status: string; plan_id: string }>(
+        `select s.id, s.current_period_start as start, s.current_period_end as end, s.status, s.plan_id from billing.subscriptions s
+         where s.community_id = $1 and s.member_id = $2 and not (s.id = any ($3)) order by s.id`,
+        [run.shop.communityId, run.memberIds[s.member], subs.map((x) => x.id)]);
+      const fits = permutations(c.ops).map((order) => {
+        // A checkout that succeeded holds a subscription: later checkouts are refused.
         const copy: ModelSub = { ...s, charged: [...s.charged] };
-        const statuses = order.map((op) => modelOp(copy, op, t));
-        return { copy, statuses, order };
-      }).filter(({ copy }) => copy.status === state.status && copy.plan === state.plan && copy.scheduled === state.scheduled);
-      expect([c, fits.length > 0]).toEqual([c, true]);
+        const held: ModelSub[] = [...others];
+        const statuses = order.map((op) => {
+          const status = modelBatchOp(copy, held, op, t);
+          if (op === 'checkout' && status === 200) held.push({ ...copy, id: 'new', status: 'active' });
+          return status;
+        });
+        return { copy, statuses, order, newSubs: statuses.filter((x, i) => order[i] === 'checkout' && x === 200).length };
+      }).filter(({ copy, newSubs }) => copy.status === state.status && copy.plan === state.plan && copy.scheduled === state.scheduled
+        && newSubs === created.length);
+      expect([c, { status: state.status, plan: state.plan, scheduled: state.scheduled, created: created.length }, fits.length > 0])
+        .toEqual([c, { status: state.status, plan: state.plan, scheduled: state.scheduled, created: created.length }, true]);
       Object.assign(s, fits[0].copy);
+      for (const n of created) {
+        expect([c, n.status, n.plan_id]).toEqual([c, 'active', run.shop.ids.plans[checkoutPlan]]);
+        const anchor = n.start.getTime();
+        subs.push({ id: n.id, member: s.member, plan: checkoutPlan, status: 'active', periodEnd: n.end.getTime(), anchor,
+          declines: false, scheduled: null, due: null, attempts: 0, charged: [PLANS[checkoutPlan].amount], refunded: false, disputed: false });
+      }
       return;
     }
   }
@@ -388,3 +477,33 @@ test('money holds its invariants against an independent model (fixed seed 42)', 
 test('money holds its invariants against an independent model (random seed, printed on failure)', async () => {
   await fc.assert(fc.asyncProperty(fc.array(cmdArb, { minLength: 5, maxLength: 22 }), runCommands), params());
 }, 240_000);
+
+// ---- concurrent clients (issue 18, item 4) -----------------------------------------------
+// Mostly concurrent batches: cancels, switches, reactivations, pauses, refunds on one
+// subscription and checkouts (created and paid) by its member, all at once. Each batch
+// must end in a state some serial order of it reaches (at most one new subscription
+// per member however many checkouts race), then the same money, ledger and event
+// invariants as above hold.
+const batchOpArb: fc.Arbitrary<ParallelOp> = fc.oneof(
+  fc.constantFrom('cancel' as const, 'reactivate' as const, 'pause' as const, 'refund' as const, 'checkout' as const), planArb);
+const concurrentCmdArb: fc.Arbitrary<Cmd> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('checkout' as const), m: fc.nat({ max: M - 1 }), plan: planArb }) },
+  { weight: 6, arbitrary: fc.record({ k: fc.constant('parallel' as const), s: fc.nat({ max: 5 }), ops: fc.array(batchOpArb, { minLength: 2, maxLength: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('advance' as const), days: fc.integer({ min: 25, max: 40 }) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('card' as const), s: fc.nat({ max: 5 }), declines: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('resume' as const), s: fc.nat({ max: 5 }) }) },
+  // A refunded (cancelled) subscription leaves its member free to buy again: racing checkouts.
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('refund' as const), s: fc.nat({ max: 5 }) }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('race_checkouts' as const), m: fc.nat({ max: M - 1 }), plan: planArb, n: fc.integer({ min: 2, max: 4 }) }) },
+);
+// Every run starts with racing checkouts by each member (the first buy).
+const concurrentRunArb = fc.array(concurrentCmdArb, { minLength: 4, maxLength: 10 })
+  .map((cmds): Cmd[] => [...Array.from({ length: M }, (_, m): Cmd => ({ k: 'race_checkouts', m, plan: PLAN_KEYS[m % PLAN_KEYS.length], n: 3 })), ...cmds]);
+
+test('concurrent cancels, switches, reactivations, pauses, refunds and checkouts end as some serial order would (fixed seed 18)', async () => {
+  await fc.assert(fc.asyncProperty(concurrentRunArb, runCommands), { numRuns: 8, seed: 18, endOnFailure: true });
+}, 120_000);
+
+test('concurrent batches end as some serial order would (random seed, printed on failure)', async () => {
+  await fc.assert(fc.asyncProperty(concurrentRunArb, runCommands), { numRuns: 4, endOnFailure: true });
+}, 120_000);

@@ -2,13 +2,10 @@
 // leaves its job locked; a live worker notices the dead one's heartbeat stopped,
 // hands the job back to the queue, and the delivery is sent again with the same
 // webhook-id.
-import { spawn, ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import readline from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import { call, createTenant, startApp, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
-import { loginUrl } from '../../src/db/logins';
-import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, verify, waitFor, worker } from './support';
+import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, spawnWorker, startReceiver, verify, waitFor, worker } from './support';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;
@@ -33,27 +30,13 @@ afterAll(async () => {
   await db.drop();
 });
 
-async function spawnWorker(): Promise<{ proc: ChildProcess; workerIds: string[] }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker-child.ts')], {
-    cwd: path.resolve(__dirname, '../..'),
-    env: { ...process.env, CHILD_DATABASE_URL: loginUrl(db.url, 'billing_worker'), CHILD_ENCRYPTION_KEY: ENCRYPTION_KEY },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = readline.createInterface({ input: proc.stdout! });
-  const first = await new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
-    proc.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
-  });
-  return { proc, workerIds: JSON.parse(first).workerIds };
-}
-
 test('a delivery cut off by a killed worker is retried by another with the same webhook-id', async () => {
   let hung = 0;
   receiver = await startReceiver(() => (hung++ === 0 ? 'hang' : 200));
   const tenant = await createTenant(app.owner);
   const endpoint = await createEndpoint(app.url, tenant.key, { url: receiver.url });
 
-  const spawned = await spawnWorker();
+  const spawned = await spawnWorker(db.url);
   child = spawned.proc;
   const [eventId] = await insertEvents(app.owner, tenant.communityId, [{ type: 'member.entitlement.granted', data: { n: 1 } }]);
   await waitFor('the first attempt to hang', () => receiver.received.length === 1);

@@ -1,14 +1,18 @@
 // Helpers for the webhook tests: a real local HTTP receiver, a worker against the run's
 // database, direct event inserts (the outbox), waiting, and verification with the
 // reference Standard Webhooks library.
+import { spawn, ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import http from 'node:http';
+import path from 'node:path';
+import readline from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { applyMigrations, withDatabase } from '../../src/db/migrate';
 import { Webhook } from 'standardwebhooks';
 import { startWorker, StartWorkerOptions, WorkerHandle } from '../../worker';
 import { call, TEST_DB, TEST_WORKER_DB } from '../support/app';
+import { loginUrl } from '../../src/db/logins';
 
 export const ENCRYPTION_KEY = crypto.randomBytes(32).toString('base64');
 
@@ -24,10 +28,17 @@ export async function isolatedDatabase(): Promise<{ url: string; drop(): Promise
   const name = `billing_wh_${process.pid}_${Date.now()}`;
   const admin = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
   await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
   const url = withDatabase(server, name);
-  await applyMigrations(url, { includeCurrent: true });
+  // One file migrates at a time: migrations run at once in several new databases have
+  // failed with "tuple concurrently updated" (catalog rows shared by the cluster).
+  await admin.query(`select pg_advisory_lock(hashtext('billing test isolatedDatabase'))`);
+  try {
+    await admin.query(`create database ${name}`);
+    await applyMigrations(url, { includeCurrent: true });
+  } finally {
+    await admin.query(`select pg_advisory_unlock(hashtext('billing test isolatedDatabase'))`).catch(() => {});
+    await admin.end();
+  }
   process.env.BILLING_TEST_DB = url;
   return {
     url,
@@ -48,8 +59,11 @@ export interface Received {
   at: number;
 }
 
-/** What the receiver answers: a status (with optional body), or 'hang' (never answers). */
-export type Answer = number | { status: number; body?: string } | 'hang';
+/**
+ * What the receiver answers: a status (with optional body, optionally after delayMs),
+ * 'hang' (never answers) or 'reset' (drops the connection without an answer).
+ */
+export type Answer = number | { status: number; body?: string; delayMs?: number } | 'hang' | 'reset';
 
 export interface Receiver {
   url: string;
@@ -78,9 +92,18 @@ export async function startReceiver(respond: Receiver['respond'] = () => 200, po
         const index = receiver.received.push(r) - 1;
         const answer = receiver.respond(r, index);
         if (answer === 'hang') return;
-        const { status, body } = typeof answer === 'number' ? { status: answer, body: 'ok' } : answer;
-        res.writeHead(status, { 'content-type': 'text/plain' });
-        res.end(body ?? '');
+        if (answer === 'reset') {
+          req.socket.resetAndDestroy();
+          return;
+        }
+        const { status, body, delayMs } = typeof answer === 'number' ? { status: answer, body: 'ok', delayMs: 0 } : answer;
+        const reply = () => {
+          if (res.destroyed) return;
+          res.writeHead(status, { 'content-type': 'text/plain' });
+          res.end(body ?? '');
+        };
+        if (delayMs) setTimeout(reply, delayMs).unref();
+        else reply();
       });
     });
     server.keepAliveTimeout = 30_000;
@@ -148,6 +171,32 @@ export async function waitFor<T>(what: string, probe: () => T | Promise<T>, time
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A worker in a child process (worker-child.ts, concurrency 1, heartbeat 200 ms), for
+ * tests that kill it with SIGKILL. Resolves once it runs, with its graphile-worker ids.
+ */
+export async function spawnWorker(databaseUrl: string): Promise<{ proc: ChildProcess; workerIds: string[] }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker-child.ts')], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: { ...process.env, CHILD_DATABASE_URL: loginUrl(databaseUrl, 'billing_worker'), CHILD_ENCRYPTION_KEY: ENCRYPTION_KEY },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = readline.createInterface({ input: proc.stdout! });
+  const first = await new Promise<string>((resolve, reject) => {
+    lines.once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
+  });
+  return { proc, workerIds: JSON.parse(first).workerIds };
+}
+
+/** SIGKILL, and wait until the process is gone. */
+export async function kill(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  proc.kill('SIGKILL');
+  await exited;
+}
 
 /**
  * Whether the worker is done with every delivery of the community committed so far: no

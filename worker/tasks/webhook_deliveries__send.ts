@@ -1,9 +1,10 @@
-// graphile-worker task: sends the deliveries of one job (all of one community, all
+// graphile-worker task: sends the deliveries of one job (all of one endpoint, all
 // at the same attempt number) concurrently, then records every outcome in one call
 // (billing_private.webhook_record_attempts: attempt log, delivery state, retry job,
 // endpoint failure streak). Failed deliveries are retried on RETRY_SCHEDULE_MS by a
 // new job; the job itself only fails (and is retried by graphile-worker) when the
 // database cannot be reached or the deployment cannot sign.
+import { performance } from 'node:perf_hooks';
 import type { Task } from 'graphile-worker';
 import { parseEncryptionKey, SecretBox } from '../../src/webhooks/crypto';
 import { createSender, Sender, SendResult } from '../../src/webhooks/send';
@@ -23,6 +24,61 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [
 /** An endpoint whose deliveries have all failed for this long is disabled. */
 export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
 
+/**
+ * A request that takes this long marks its endpoint slow (healthy receivers answer
+ * quickly; the spec asks them to return 2xx at once and work afterwards).
+ */
+export const SLOW_ENDPOINT_MS = 1_000;
+
+/**
+ * Slots of a worker process one endpoint may hold at once. Delivery jobs are one per
+ * endpoint and flagged with its id (60-events.sql); while an endpoint holds its share,
+ * graphile-worker leaves its jobs in the queue (forbiddenFlags) and other endpoints'
+ * jobs run. An endpoint not yet seen answering fast, or seen slow (a request of at
+ * least slowMs, finished or still running: a timeout, a hang, a slow answer), may hold
+ * one slot; a fast one up to maxPerEndpoint. So a bad endpoint costs each worker one
+ * slot, not all of them, whatever the rate of its events.
+ */
+export class EndpointGate {
+  private readonly state = new Map<string, { running: Set<number>; fast: boolean }>();
+
+  constructor(private readonly maxPerEndpoint: number, private readonly slowMs: number) {}
+
+  private cap(s: { running: Set<number>; fast: boolean }, now: number): number {
+    if (!s.fast) return 1;
+    for (const started of s.running) if (now - started >= this.slowMs) return 1;
+    return this.maxPerEndpoint;
+  }
+
+  /** Takes a slot for the endpoint; null when it already holds its share. */
+  enter(endpointId: string): number | null {
+    let s = this.state.get(endpointId);
+    if (!s) this.state.set(endpointId, s = { running: new Set(), fast: false });
+    const now = performance.now();
+    if (s.running.size >= this.cap(s, now)) return null;
+    let token = now;
+    while (s.running.has(token)) token += 1e-6;
+    s.running.add(token);
+    return token;
+  }
+
+  /** Gives the slot back; slowestMs: the longest request of the job. */
+  leave(endpointId: string, token: number, slowestMs: number): void {
+    const s = this.state.get(endpointId);
+    if (!s) return;
+    s.running.delete(token);
+    s.fast = slowestMs < this.slowMs;
+  }
+
+  /** Endpoints whose jobs must wait: graphile-worker's forbiddenFlags. */
+  forbidden(): string[] {
+    const now = performance.now();
+    const out: string[] = [];
+    for (const [id, s] of this.state) if (s.running.size >= this.cap(s, now)) out.push(id);
+    return out;
+  }
+}
+
 export interface DeliveryTaskOptions {
   /** Delay before attempt n+1 at index n; index 0 is the first attempt (immediate). */
   retrySchedule?: readonly number[];
@@ -31,10 +87,16 @@ export interface DeliveryTaskOptions {
   allowPrivateUrls: boolean;
   timeoutMs?: number;
   maxSockets?: number;
+  /** Slots one fast endpoint may hold (default 4); a slow or unknown one holds 1. */
+  maxPerEndpoint?: number;
+  /** A request this long marks its endpoint slow (default SLOW_ENDPOINT_MS). */
+  slowEndpointMs?: number;
 }
 
 export interface DeliveryPayload {
   community_id: string;
+  /** The one endpoint of the job's deliveries (also the job's flag); absent on jobs queued before it existed. */
+  endpoint_id?: string;
   ids: string[];
   /** Attempts already made: the deliveries this job is for. */
   after: number;
@@ -53,6 +115,8 @@ interface DueDelivery {
 
 export interface DeliveryTask {
   task: Task;
+  /** graphile-worker's forbiddenFlags: endpoints holding their share of this process's slots. */
+  forbiddenFlags(): string[];
   close(): void;
 }
 
@@ -69,13 +133,36 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
     keyProblem = (err as Error).message;
   }
   let sender: Sender | null = null;
+  const gate = new EndpointGate(opts.maxPerEndpoint ?? 4, opts.slowEndpointMs ?? SLOW_ENDPOINT_MS);
 
   const task: Task = async (rawPayload, helpers) => {
     const payload = rawPayload as DeliveryPayload;
+    const endpointId = payload.endpoint_id;
+    if (endpointId === undefined) {
+      await deliver(payload, helpers);
+      return;
+    }
+    const token = gate.enter(endpointId);
+    if (token === null) {
+      // Fetched in the instant before the endpoint's share filled up (several idle
+      // slots take jobs at once): put it back, flagged, for when a slot frees.
+      await helpers.addJob('webhook_deliveries__send', payload, { runAt: new Date(Date.now() + 200), flags: [endpointId] });
+      return;
+    }
+    let slowestMs = 0;
+    try {
+      slowestMs = await deliver(payload, helpers);
+    } finally {
+      gate.leave(endpointId, token, slowestMs);
+    }
+  };
+
+  /** Sends and records the job's deliveries; returns the longest request's duration. */
+  const deliver = async (payload: DeliveryPayload, helpers: Parameters<Task>[1]): Promise<number> => {
     const { rows } = await helpers.query<DueDelivery>(
       'select * from billing_private.webhook_deliveries_load($1, $2, $3)',
       [payload.community_id, payload.ids, payload.after]);
-    if (rows.length === 0) return;
+    if (rows.length === 0) return 0;
     if (!box) throw new Error(keyProblem);
     const secrets = box;
     sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs, maxSockets: opts.maxSockets });
@@ -106,9 +193,10 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       payload.community_id, payload.after, payload.manual === true, JSON.stringify(results),
       retryAt, `${disableAfterMs} milliseconds`,
     ]);
+    return Math.max(0, ...results.map((r) => r.duration_ms));
   };
 
-  return { task, close: () => sender?.close() };
+  return { task, forbiddenFlags: () => gate.forbidden(), close: () => sender?.close() };
 }
 
 /** The task with settings from the environment (taskList); startWorker builds its own. */
