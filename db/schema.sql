@@ -1,4 +1,4 @@
--- db/migrations sha256:38fbf846bd3966d6873a020480aa42bdc8941596f255f8861d83a3b434d9aaa6 (regenerate with npm run db:schema)
+-- db/migrations sha256:bb597be3089fb96805318000af2684101c919b9c7ee592cff61368a994893674 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -937,6 +937,10 @@ begin
   select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
   select * into v_tier from billing.tiers t where t.community_id = v_cs.community_id and t.id = v_plan.tier_id;
   if not v_paid then
+    -- One completion per member at a time: two checkouts of one buyer paid at once
+    -- must not both pass the check and both subscribe (found by the concurrent money
+    -- property test). The check runs after the lock, so it sees the other's commit.
+    perform pg_advisory_xact_lock(hashtextextended(v_cs.community_id || ' member ' || v_cs.member_id, 5));
     perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
   end if;
   select d.code into v_code from billing.discount_codes d where d.community_id = v_cs.community_id and d.id = v_cs.discount_id;
@@ -4959,10 +4963,10 @@ $$;
 
 
 --
--- Name: add_job(text, json[], timestamp with time zone, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+-- Name: add_job(text, json[], timestamp with time zone, integer, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
-CREATE FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT NULL::integer) RETURNS void
+CREATE FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT NULL::integer, p_flag_key text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4971,7 +4975,9 @@ begin
     return;
   end if;
   perform graphile_worker.add_jobs(array(
-    select row(p_identifier, p.payload, null, p_run_at, p_max_attempts, null, null, null)::graphile_worker.job_spec
+    select row(p_identifier, p.payload, null, p_run_at, p_max_attempts, null, null,
+      case when p_flag_key is not null and p.payload->>p_flag_key is not null
+        then array[p.payload->>p_flag_key] end)::graphile_worker.job_spec
     from unnest(p_payloads) as p(payload)));
 end
 $$;
@@ -5937,15 +5943,17 @@ begin
       on w.community_id = e.community_id and w.enabled
      and (w.event_types = '{}' or e.type = any (w.event_types))
     order by e.community_id, e.id, w.id
-    returning community_id, id
+    returning community_id, endpoint_id, id
   ), chunks as (
-    select community_id, id, (row_number() over (partition by community_id order by id) - 1) / 50 as chunk
+    select community_id, endpoint_id, id,
+      (row_number() over (partition by community_id, endpoint_id order by id) - 1) / 50 as chunk
     from d
   )
-  select array_agg(json_build_object('community_id', community_id, 'ids', ids, 'after', 0))
+  select array_agg(json_build_object('community_id', community_id, 'endpoint_id', endpoint_id, 'ids', ids, 'after', 0))
   into v_payloads
-  from (select community_id, array_agg(id order by id) as ids from chunks group by community_id, chunk) c;
-  perform billing_private.add_job('webhook_deliveries__send', v_payloads);
+  from (select community_id, endpoint_id, array_agg(id order by id) as ids from chunks
+        group by community_id, endpoint_id, chunk) c;
+  perform billing_private.add_job('webhook_deliveries__send', v_payloads, p_flag_key => 'endpoint_id');
   return null;
 end
 $$;
@@ -6059,8 +6067,8 @@ begin
     perform billing.raise('BL404', 'No pending delivery ' || p_delivery_id || '.');
   end if;
   perform billing_private.add_job('webhook_deliveries__send', array[json_build_object(
-    'community_id', v_delivery.community_id, 'ids', array[v_delivery.id],
-    'after', v_delivery.attempt_count, 'manual', p_manual)]);
+    'community_id', v_delivery.community_id, 'endpoint_id', v_delivery.endpoint_id, 'ids', array[v_delivery.id],
+    'after', v_delivery.attempt_count, 'manual', p_manual)], p_flag_key => 'endpoint_id');
 end
 $$;
 
@@ -6075,7 +6083,7 @@ CREATE FUNCTION billing_private.webhook_record_attempts(p_community_id text, p_a
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 declare
-  v_retry_ids text[];
+  v_retries json[];
   v_endpoint_ids text[];
   v_disabled billing.webhook_endpoints;
   v_retry_at timestamptz := case when p_manual then null else p_retry_at end;
@@ -6113,15 +6121,15 @@ begin
       and (w.failing_since is not null or not s.any_ok)
     returning w.id
   )
-  select array_agg(upd.id order by upd.id) filter (where upd.status = 'pending'),
+  select (select array_agg(json_build_object('community_id', p_community_id, 'endpoint_id', p.endpoint_id,
+            'ids', p.ids, 'after', p_after + 1))
+          from (select u.endpoint_id, array_agg(u.id order by u.id) as ids from upd u
+                where u.status = 'pending' group by u.endpoint_id) p),
     (select array_agg(streak.id) from streak)
-  into v_retry_ids, v_endpoint_ids
-  from upd;
+  into v_retries, v_endpoint_ids;
 
-  if v_retry_ids is not null then
-    perform billing_private.add_job('webhook_deliveries__send', array[json_build_object(
-      'community_id', p_community_id, 'ids', v_retry_ids, 'after', p_after + 1)], v_retry_at);
-  end if;
+  -- One retry job per endpoint, flagged like the first (60-events.sql).
+  perform billing_private.add_job('webhook_deliveries__send', v_retries, v_retry_at, p_flag_key => 'endpoint_id');
 
   if v_endpoint_ids is null then
     return;
@@ -11295,10 +11303,10 @@ GRANT ALL ON FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) TO bill
 
 
 --
--- Name: FUNCTION add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer); Type: ACL; Schema: billing_private; Owner: -
+-- Name: FUNCTION add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer, p_flag_key text); Type: ACL; Schema: billing_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing_private.add_job(p_identifier text, p_payloads json[], p_run_at timestamp with time zone, p_max_attempts integer, p_flag_key text) FROM PUBLIC;
 
 
 --

@@ -1,9 +1,1 @@
--- Resilience (issue 18): webhook delivery jobs one per endpoint and flagged with its
--- id, so a slow or hanging endpoint holds up only its own deliveries (fixtures are
--- idempotent; docs/development.md).
---!include 05-worker.sql
---!include 60-events.sql
---!include 70-webhooks.sql
--- Completing a checkout takes a per-member lock before its eligibility check, so
--- racing checkouts of one buyer make one subscription (issue 18, item 4).
---!include 80-checkout.sql
+-- Enter migration here
