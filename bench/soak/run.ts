@@ -13,7 +13,7 @@
 // renewals come steadily: half the time applied at once by billing.sandbox_advance,
 // half left for the worker's minute cron).
 // At 40% of the run the worker is killed (SIGKILL) and started again; at 60% the
-// database is restarted. Then traffic stops and the run waits (up to 5 minutes) for
+// database is stopped, kept down SOAK_DB_DOWN_SECONDS (default 10) and started again. Then traffic stops and the run waits (up to 5 minutes) for
 // every delivery and every due period end.
 //
 // Figures: throughput, latency p50/p99, errors by status and code, deliveries lost
@@ -398,8 +398,10 @@ async function main() {
       const at = ((Date.now() - t0) / 1000).toFixed(0);
       const t = Date.now();
       await server.stop();
+      // Down 10 s (issue 18), traffic still coming.
+      await sleep(Number(process.env.SOAK_DB_DOWN_SECONDS ?? 10) * 1000);
       server = await startEmbedded(dataDir, { port });
-      faults.push(`database restart at ${at} s (fast shutdown and start: ${((Date.now() - t) / 1000).toFixed(1)} s without a server)`);
+      faults.push(`database restart at ${at} s (fast shutdown, ${process.env.SOAK_DB_DOWN_SECONDS ?? 10} s down, start: ${((Date.now() - t) / 1000).toFixed(1)} s without a server)`);
       say(faults[faults.length - 1]);
     }
   }
