@@ -41,11 +41,24 @@ function quietWorkerLogger(): WorkerLogger {
 
 export async function applyMigrations(connectionString: string, opts: { includeCurrent?: boolean } = {}): Promise<void> {
   const settings = migrationSettings(connectionString);
-  // Our migrations call into graphile_worker (enqueue triggers, add_jobs), so its
-  // schema is installed (or upgraded) first, by graphile-worker itself.
-  await runWorkerMigrations({ connectionString, logger: quietWorkerLogger() });
-  await migrate(settings);
-  if (opts.includeCurrent ?? process.env.NODE_ENV !== 'production') {
-    await watch(settings, true);
+  // Roles are shared by every database of a server, and our migrations grant and alter
+  // them: two databases migrating at once on one server (tests, two services) can meet
+  // on the same role row, and PostgreSQL then fails one with "tuple concurrently
+  // updated". Each migration is one transaction, so the loser is rolled back whole and
+  // can simply run again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // Our migrations call into graphile_worker (enqueue triggers, add_jobs), so its
+      // schema is installed (or upgraded) first, by graphile-worker itself.
+      await runWorkerMigrations({ connectionString, logger: quietWorkerLogger() });
+      await migrate(settings);
+      if (opts.includeCurrent ?? process.env.NODE_ENV !== 'production') {
+        await watch(settings, true);
+      }
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !/tuple concurrently (updated|deleted)/.test((err as Error).message ?? '')) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(Math.random() * 400)));
+    }
   }
 }
