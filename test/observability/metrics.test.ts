@@ -17,7 +17,9 @@ function parsePrometheus(text: string): { samples: Sample[]; types: Map<string, 
   const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
   const help = new RegExp(`^# HELP (${NAME}) .*$`);
   const type = new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`);
-  const sample = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (-?[0-9.eE+-]+|NaN|[+-]Inf)(?: -?[0-9]+)?$`);
+  // Values: prom-client writes NaN as "Nan" (an event-loop lag with no sample yet),
+  // which Prometheus reads (its float parser ignores case).
+  const sample = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (-?[0-9.eE+-]+|[Nn]a[Nn]|[+-]Inf)(?: -?[0-9]+)?$`);
   const label = /^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(?:,|$)/;
   for (const line of text.split('\n')) {
     if (line === '') continue;
