@@ -37,7 +37,7 @@ function parsePrometheus(text: string): { samples: Sample[]; types: Map<string, 
       rest = rest.slice(l[0].length);
     }
     const value = Number(s[3].replace('Inf', 'Infinity'));
-    if (Number.isNaN(value) && s[3] !== 'NaN') throw new Error(`bad value in: ${line}`);
+    if (Number.isNaN(value) && s[3].toLowerCase() !== 'nan') throw new Error(`bad value in: ${line}`);
     const base = s[1].replace(/_(bucket|sum|count)$/, '');
     if (!types.has(s[1]) && !types.has(base)) throw new Error(`sample before its TYPE: ${line}`);
     samples.push({ name: s[1], labels, value });
