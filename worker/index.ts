@@ -96,6 +96,14 @@ function waitOutOutages(pool: pg.Pool, maxWaitMs: number, stopping: () => boolea
       if (args.some((a) => typeof a === 'function') || typeof text !== 'string' || !JOB_BOOKKEEPING.test(text) || !idle) return query(...args);
       return query(...args).catch(async (err: unknown) => {
         if (!databaseUnavailableCause(err) || stopping()) throw err;
+        // The dead connection goes back to the pool now (destroyed, its slot freed), not
+        // when graphile-worker releases it after this query: every worker may be waiting
+        // here at once, and holding the dead ones while asking for fresh ones could take
+        // every slot of the pool and wait out the whole outageWaitMs after the database
+        // is back. graphile-worker's own release() of it later does nothing.
+        const release = client.release.bind(client);
+        (client as unknown as { release: () => void }).release = () => {};
+        release(err as Error);
         const fresh = await patient();
         try {
           const result = await fresh.query(...(args as [string]));

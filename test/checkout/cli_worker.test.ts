@@ -63,6 +63,38 @@ test('sandbox advance moves the clock, applies due period ends and prints {now}'
   expect(bad.code).toBe(2);
 });
 
+test('sandbox advance runs again when a request deadlocks with it, and renews once', async () => {
+  const shop = await createShop(app);
+  const { subscriptionId } = await subscribe(app, shop, 'silver');
+  // A request holds the subscription's row and then wants the community's: the advance
+  // holds the community's row (its clock) and waits for the subscription. Only the
+  // advance's side detects the deadlock (the request waits 30 s before looking).
+  const request = await app.owner.connect();
+  try {
+    await request.query(`set deadlock_timeout = '30s'`);
+    await request.query('begin');
+    await request.query('select 1 from billing.subscriptions where id = $1 for update', [subscriptionId]);
+    const { rows: [{ pid }] } = await request.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const advancing = cli('sandbox', 'advance', '--community', shop.communityId, '--days', '32', '--json');
+    for (let i = 0; ; i++) {
+      const { rowCount } = await app.owner.query('select 1 from pg_stat_activity where $1 = any (pg_blocking_pids(pid))', [pid]);
+      if (rowCount) break;
+      if (i > 200) throw new Error('the advance never waited for the subscription');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    await request.query('update billing.communities set name = name where id = $1', [shop.communityId]);
+    await request.query('commit');
+    const r = await advancing;
+    expect([r.code, r.err]).toEqual([0, '']);
+  } finally {
+    await request.query('rollback').catch(() => {});
+    request.release();
+  }
+  const { rows } = await app.owner.query<{ n: number }>(
+    `select count(*)::int as n from billing.invoices where subscription_id = $1 and billing_reason = 'subscription_cycle'`, [subscriptionId]);
+  expect(rows[0].n).toBe(1);
+});
+
 test('the worker task applies period ends (here limited to one community, as the cron job does for all)', async () => {
   const shop = await createShop(app);
   const { subscriptionId, memberId } = await subscribe(app, shop, 'silver');

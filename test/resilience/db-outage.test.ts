@@ -100,9 +100,10 @@ test('a database restart: 503 with Retry-After while it is gone, readyz 503, the
   const traffic = load(shop, subs, () => phase);
   await waitFor('traffic flowing', () => traffic.seen.filter((s) => s.status === 200).length >= 12);
 
-  // The restart: every open connection dies, new ones are refused (a few seconds here;
-  // the soak keeps a real PostgreSQL down 10 s).
+  // The restart: every open connection dies, new ones are refused, for 10 s (the
+  // issue's outage; the soak restarts a real PostgreSQL).
   await proxy.cut('refuse');
+  const cutAt = Date.now();
   phase = 'down';
   // Meanwhile, work piles up in the database: committed events (their deliveries are
   // queued in the same transactions) and renewals that fall due.
@@ -125,6 +126,8 @@ test('a database restart: 503 with Retry-After while it is gone, readyz 503, the
   expect(JSON.parse(tool.body.result.content[0].text)).toMatchObject({ code: 'service_unavailable', status: 503 });
   await waitFor('clients refused during the outage', () => traffic.seen.filter((s) => s.phase === 'down' && s.status === 503).length >= 12, 15_000);
 
+  // The database stays away the full 10 s while the clients keep asking.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, cutAt + 10_000 - Date.now())));
   phase = 'edge';
   await proxy.restore();
   await waitFor('ready again', async () => (await call(url, 'GET', '/readyz')).status === 200, 15_000);

@@ -3,7 +3,7 @@
 // with the community set (src/db/community-transaction.ts).
 import type pg from 'pg';
 import { ApiError } from '../../core/errors';
-import { inCommunity } from '../../db/community-transaction';
+import { inCommunity, retryConflicts } from '../../db/community-transaction';
 
 export interface CompletedCheckout {
   checkout_id: string;
@@ -44,9 +44,13 @@ export async function sandboxComplete(pool: pg.Pool, checkoutId: string): Promis
   });
 }
 
-/** The CLI's `sandbox advance`: moves the community's clock and applies what is due. */
+/**
+ * The CLI's `sandbox advance`: moves the community's clock and applies what is due, in
+ * one transaction that locks every due subscription; requests running meanwhile lock
+ * some of the same rows, so a deadlock rolls it back whole and it runs again.
+ */
 export async function sandboxAdvance(pool: pg.Pool, communityId: string, days: number): Promise<{ now: string }> {
-  const { rows } = await pool.query<{ r: { now: string } }>('select billing.sandbox_advance($1, $2) as r', [communityId, days]);
+  const { rows } = await retryConflicts(() => pool.query<{ r: { now: string } }>('select billing.sandbox_advance($1, $2) as r', [communityId, days]));
   return { now: rows[0].r.now };
 }
 
