@@ -45,6 +45,9 @@ export function createApp(opts: AppOptions) {
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
+  // No ETag: answers are per key and not cacheable (Cache-Control: no-store below), and
+  // Express would hash every body to make one (SHA-1 over a 100-row list each time).
+  app.set('etag', false);
   // No response is to be sniffed into another type; nothing under /v1 or /mcp is
   // cacheable (it answers one key, and some answers carry secrets or pay tokens).
   app.use((req, res, next) => {

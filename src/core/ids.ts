@@ -9,7 +9,8 @@ export const KEY_PATTERN = /^bk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{20,100}$/;
 
 /** Only this digest of a key is stored (billing_private.api_keys.key_hash). */
 export function hashKey(key: string): string {
-  return crypto.createHash('sha256').update(key).digest('hex');
+  // The one-shot digest (no Hash object per request): every API request hashes its key.
+  return crypto.hash('sha256', key, 'hex');
 }
 
 /** A session token (cookie): an operator's bos_ or a member portal's bmp_, then 256 random bits (base64url). */

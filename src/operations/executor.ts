@@ -9,6 +9,7 @@ import { ApiError, databaseUnavailable, databaseUnavailableCause, fromSqlState, 
 import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
 import { rateLimitRefusals } from '../core/metrics';
 import type { Operation, OpContext, Services } from '../domain/operation';
+import { retryConflicts } from '../db/community-transaction';
 import { type RateLimitInfo, TokenLeases } from './token-leases';
 
 export interface Caller {
@@ -200,30 +201,10 @@ export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Rec
   return { ok: true, input };
 }
 
-/** Deadlock (40P01) and serialization failure (40001): the transaction was rolled back whole. */
-function isTransientConflict(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return code === '40P01' || code === '40001';
-}
-
-export const CONFLICT_ATTEMPTS = 5;
-
-/**
- * Runs one whole request transaction again when PostgreSQL rolled it back for a
- * deadlock or a serialization failure, a bounded number of times with a short random
- * pause. Nothing of the failed attempt was committed (its idempotency record and
- * in-flight lock included), so a retry is the same request arriving again.
- */
-export async function retryConflicts<T>(attempt: () => Promise<T>): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (!isTransientConflict(err) || i >= CONFLICT_ATTEMPTS) throw err;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * i));
-    }
-  }
-}
+// The two statements every SQL operation runs, as named prepared statements: each
+// connection parses and plans them once instead of on every request.
+const API_CALL_LEASED = `select o - 'result' as r, (o->'result')::text as t from billing.api_call_leased($1, $2, $3, $4) o`;
+const API_CALL = `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7) o`;
 
 export class Executor {
   private readonly leases: TokenLeases;
@@ -341,9 +322,8 @@ export class Executor {
         }
         if (lease.kind === 'token') {
           const answer = await retryConflicts(async () => {
-            const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>(
-              `select o - 'result' as r, (o->'result')::text as t from billing.api_call_leased($1, $2, $3, $4) o`,
-              [hash, op.scope, sql, parsed.input]);
+            const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>({
+              name: 'api_call_leased', text: API_CALL_LEASED, values: [hash, op.scope, sql, parsed.input] });
             return rows[0];
           });
           // Revoked since the lease: answered as any unknown key is, below.
@@ -352,10 +332,8 @@ export class Executor {
       }
       return retryConflicts(async () => {
         // The result comes back as text (see Outcome.bodyText); the rest is small.
-        const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>(
-          `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7) o`,
-          [hash, caller.ip, this.config.rateLimits, op.scope, sql, parsed.input, idem],
-        );
+        const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>({
+          name: 'api_call', text: API_CALL, values: [hash, caller.ip, this.config.rateLimits, op.scope, sql, parsed.input, idem] });
         return this.sqlAnswer(rows[0].r, rows[0].t, caller, status);
       });
     }

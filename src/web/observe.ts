@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type express from 'express';
-import { log, Logger } from '../core/log';
+import { accessLog, log, Logger } from '../core/log';
 import { httpDuration, httpRequests, scrape } from '../core/metrics';
 
 /** Printable ASCII, 1 to 128 characters. */
@@ -13,7 +13,8 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export interface RequestObservation {
   requestId: string;
-  log: Logger;
+  /** The request's logger (its request_id bound), made on first use. */
+  readonly log: Logger;
   /** Set by the executor once a key is recognised. */
   communityId?: string;
   keyId?: string;
@@ -37,7 +38,8 @@ export function observeRequests(): express.RequestHandler {
     const started = process.hrtime.bigint();
     const sent = req.header('x-request-id');
     const requestId = sent !== undefined && REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
-    const observation: RequestObservation = { requestId, log: log.child({ request_id: requestId }) };
+    let child: Logger | null = null;
+    const observation: RequestObservation = { requestId, get log() { return child ??= log.child({ request_id: requestId }); } };
     req.observation = observation;
     res.setHeader('X-Request-Id', requestId);
     let done = false;
@@ -50,6 +52,7 @@ export function observeRequests(): express.RequestHandler {
       httpRequests.inc({ route, method: req.method, status: String(status) });
       httpDuration.observe({ route, method: req.method }, seconds);
       const fields = {
+        request_id: requestId,
         kind: 'access',
         method: req.method,
         route,
@@ -60,8 +63,8 @@ export function observeRequests(): express.RequestHandler {
         ...(aborted ? { aborted: true } : {}),
         ...(typeof res.locals.cause === 'string' ? { cause: res.locals.cause } : {}),
       };
-      if (status >= 500) observation.log.error(fields, 'request');
-      else observation.log.info(fields, 'request');
+      if (status >= 500) accessLog.error(fields, 'request');
+      else accessLog.info(fields, 'request');
     };
     res.on('finish', () => finish(false));
     res.on('close', () => finish(!res.writableFinished));

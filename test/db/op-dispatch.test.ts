@@ -1,0 +1,46 @@
+// Operations run by name through billing_private.op_dispatch, a CASE written from the
+// catalog by db/migrations/fixtures/98-dispatch.sql (a static call is planned once per
+// session; EXECUTE planned every request). An operation the CASE does not name still
+// runs, through EXECUTE, only slower: this test fails until a migration that adds or
+// changes an operation includes 98-dispatch.sql again.
+import pg from 'pg';
+import { TEST_DB } from '../support/app';
+import { createOwnerPool } from '../../src/db/pool';
+
+let owner: pg.Pool;
+beforeAll(() => { owner = createOwnerPool(TEST_DB()); });
+afterAll(() => owner.end());
+
+test('op_dispatch names every billing_api operation taking (p_args jsonb) and returning jsonb', async () => {
+  const { rows: ops } = await owner.query<{ name: string }>(
+    `select p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'billing_api' and p.prorettype = 'jsonb'::regtype
+       and pg_get_function_identity_arguments(p.oid) = 'p_args jsonb' order by 1`);
+  expect(ops.length).toBeGreaterThan(40);
+  const { rows: [{ src }] } = await owner.query<{ src: string }>(
+    `select prosrc as src from pg_proc where oid = 'billing_private.op_dispatch(text, jsonb)'::regprocedure`);
+  const named = [...src.matchAll(/when '(\w+)' then return billing_api\.(\w+)\(p_args\);/g)].map((m) => [m[1], m[2]]);
+  expect(named.map(([op]) => op)).toEqual(ops.map((o) => o.name));
+  for (const [op, fn] of named) expect(fn).toBe(op);
+});
+
+test('the API calls operations through op_dispatch, never EXECUTE of its own', async () => {
+  for (const fn of ['billing.api_call_leased', 'billing.api_call', 'billing.api_call_deferred']) {
+    const { rows } = await owner.query<{ src: string }>(`select prosrc as src from pg_proc where oid = $1::regproc`, [fn]);
+    expect(rows[0].src).toContain('billing_private.op_dispatch(p_op, p_args)');
+    expect(rows[0].src).not.toMatch(/execute format\('select billing_api/);
+  }
+});
+
+test('an operation the CASE does not name still runs, by EXECUTE', async () => {
+  const client = await owner.connect();
+  try {
+    await client.query('begin');
+    await client.query(`create function billing_api.zz_probe(p_args jsonb) returns jsonb language sql as $$ select jsonb_build_object('echo', p_args) $$`);
+    const { rows } = await client.query(`select billing_private.op_dispatch('zz_probe', '{"a":1}') as r`);
+    expect(rows[0].r).toEqual({ echo: { a: 1 } });
+  } finally {
+    await client.query('rollback');
+    client.release();
+  }
+});
