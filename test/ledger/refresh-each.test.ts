@@ -1,0 +1,69 @@
+// billing.ledger_refresh_each (a statement that changes many subscriptions refreshes
+// their members at once) leaves the same ledger rows and writes the same events, in
+// the same order, as billing.ledger_refresh_member called for each entry in turn:
+// first grants (no row yet), grants again (an inactive row), updates (sources
+// changed), revokes (no source any more), nothing (already right), a member listed
+// twice. Both run in one transaction from the same state (savepoints), so their times
+// agree; only generated ids differ.
+import type pg from 'pg';
+import { startApp, TestApp } from '../support/app';
+import { createShop, subscribe } from '../checkout/fixtures';
+
+let app: TestApp;
+beforeAll(async () => { app = await startApp(); });
+afterAll(() => app.close());
+
+async function outcome(client: pg.PoolClient, communityId: string, lastEvent: string) {
+  const ledger = await client.query(
+    `select member_id, entitlement_id, status, revision, sources, benefits, identities, granted_at, revoked_at, next_check_at
+     from billing.member_entitlements where community_id = $1 order by member_id, entitlement_id`, [communityId]);
+  const events = await client.query(
+    `select type, data #- '{entitlement,id}' as data from billing.events where community_id = $1 and id > $2 order by id`,
+    [communityId, lastEvent]);
+  return { ledger: ledger.rows, events: events.rows };
+}
+
+test('refreshing a list of members at once equals refreshing them one by one, in order', async () => {
+  const shop = await createShop(app);
+  const subs = [];
+  for (const plan of ['gold-monthly', 'silver-monthly', 'gold-monthly', 'platinum-monthly', 'silver-monthly', 'gold-monthly']) {
+    subs.push(await subscribe(app, shop, plan.split('-')[0], plan));
+  }
+  const members = subs.map((s) => s.memberId);
+  const vip = shop.ids.entitlements['vip-chat'];
+  const client = await app.owner.connect();
+  try {
+    await client.query('begin');
+    // Ledger rows out of step with the sources, each kind of change once.
+    await client.query('delete from billing.member_entitlements where community_id = $1 and member_id = $2', [shop.communityId, members[0]]);
+    await client.query(`update billing.member_entitlements set status = 'inactive', sources = '[]', benefits = '[]'
+      where community_id = $1 and member_id = $2`, [shop.communityId, members[1]]);
+    await client.query(`update billing.member_entitlements set sources = '[]'
+      where community_id = $1 and member_id = $2`, [shop.communityId, members[2]]);
+    await client.query(`insert into billing.member_entitlements (community_id, member_id, entitlement_id, status, sources, granted_at)
+      values ($1, $2, $3, 'active', '[{"type": "grant", "id": "gr_x"}]', now())`, [shop.communityId, members[4], vip]);
+    const { rows: [{ last }] } = await client.query('select max(id) as last from billing.events where community_id = $1', [shop.communityId]);
+    const list = [members[3], members[0], members[1], members[2], members[0], members[4], members[5]];
+    const reasons = list.map((_, i) => `reason-${i}`);
+    const triggers = list.map((_, i) => `evt_trigger_${i}`);
+    const communities = list.map(() => shop.communityId);
+
+    await client.query('savepoint one_by_one');
+    for (let i = 0; i < list.length; i++) {
+      await client.query('select billing.ledger_refresh_member($1, $2, $3, $4)', [shop.communityId, list[i], reasons[i], triggers[i]]);
+    }
+    const oneByOne = await outcome(client, shop.communityId, last);
+    await client.query('rollback to savepoint one_by_one');
+    const { rows: [{ n }] } = await client.query('select billing.ledger_refresh_each($1, $2, $3, $4) as n',
+      [communities, list, reasons, triggers]);
+    const atOnce = await outcome(client, shop.communityId, last);
+    await client.query('rollback');
+
+    expect(oneByOne.events.map((e) => e.type)).toEqual(expect.arrayContaining(
+      ['member.entitlement.granted', 'member.entitlement.updated', 'member.entitlement.revoked']));
+    expect(n).toBe(oneByOne.events.length);
+    expect(atOnce).toEqual(oneByOne);
+  } finally {
+    client.release();
+  }
+});
