@@ -1,4 +1,4 @@
--- db/migrations sha256:bb597be3089fb96805318000af2684101c919b9c7ee592cff61368a994893674 (regenerate with npm run db:schema)
+-- db/migrations sha256:0cc00a2e138e66ad9de08dc9e10a3afe886ac7cafe0e96bc101afbf29b6b237b (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -51,6 +51,20 @@ CREATE SCHEMA billing_graphql;
 --
 
 CREATE SCHEMA billing_private;
+
+
+--
+-- Name: renewal_terms; Type: TYPE; Schema: billing; Owner: -
+--
+
+CREATE TYPE billing.renewal_terms AS (
+	plan_id text,
+	anchor timestamp with time zone,
+	period_end timestamp with time zone,
+	currency text,
+	lines jsonb,
+	credit_cents bigint
+);
 
 
 --
@@ -114,7 +128,7 @@ $$;
 
 CREATE FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb DEFAULT NULL::jsonb) RETURNS jsonb
     LANGUAGE plpgsql
-    AS $_$
+    AS $$
 declare
   v_auth jsonb;
   v_rl jsonb;
@@ -163,7 +177,7 @@ begin
     v_replay := billing.idempotency_begin(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash');
     if v_replay is null then
       begin
-        execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+        v_out := billing_private.op_dispatch(p_op, p_args);  -- 98-dispatch.sql
         v_out := jsonb_build_object('result', v_out);
       exception when others then
         get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
@@ -198,7 +212,7 @@ begin
   end;
   return v_auth || jsonb_build_object('rl', v_rl) || v_out;
 end
-$_$;
+$$;
 
 
 --
@@ -207,7 +221,7 @@ $_$;
 
 CREATE FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql
-    AS $_$
+    AS $$
 declare
   v_auth jsonb := billing_private.authenticate_deferred(p_key_hash, p_ip, p_limits);
   v_rl jsonb;
@@ -240,7 +254,7 @@ begin
       'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
   end if;
   begin
-    execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+    v_out := billing_private.op_dispatch(p_op, p_args);  -- 98-dispatch.sql
     if v_rl is null then
       v_rl := billing_private.take_key_token(p_limits);
       if not (v_rl->>'allowed')::boolean then
@@ -264,7 +278,7 @@ begin
       'message', v_msg, 'detail', nullif(v_detail, '')));
   end;
 end
-$_$;
+$$;
 
 
 --
@@ -273,7 +287,7 @@ $_$;
 
 CREATE FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql
-    AS $_$
+    AS $$
 declare
   v_auth jsonb := billing_private.authenticate_key(p_key_hash);
   v_out jsonb;
@@ -292,7 +306,7 @@ begin
       'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
   end if;
   begin
-    execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+    v_out := billing_private.op_dispatch(p_op, p_args);  -- 98-dispatch.sql
     return v_auth || jsonb_build_object('result', v_out);
   exception when others then
     get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
@@ -303,7 +317,7 @@ begin
       'message', v_msg, 'detail', nullif(v_detail, '')));
   end;
 end
-$_$;
+$$;
 
 
 --
@@ -374,33 +388,44 @@ CREATE FUNCTION billing.apply_due_batch(p_community_id text, p_after text, p_lim
     AS $$
 declare
   v_now timestamptz;
+  v_ids text[];
+  v_renewed text[];
   v_id text;
-  v_last text;
-  v_seen integer := 0;
   v_n integer := 0;
 begin
   perform set_config('app.community_id', p_community_id, true);
   v_now := billing.now();
-  for v_id in
+  -- The first p_limit of each kind after p_after, then the first p_limit of both: a
+  -- batch reads about p_limit rows however many more are due (100,000 due at one
+  -- period end are not read again by each of their 200 batches).
+  v_ids := array(
     select d.id from (
-      select s.id from billing.subscriptions s
-      where s.community_id = p_community_id and s.provider = 'sandbox'
-        and (s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
-          or s.status = 'paused' and s.paused_until <= v_now)
+      (select s.id from billing.subscriptions s
+       where s.community_id = p_community_id and s.id > coalesce(p_after, '') and s.provider = 'sandbox'
+         and (s.status in ('active', 'trialing', 'cancelling') and s.current_period_end <= v_now
+           or s.status = 'paused' and s.paused_until <= v_now)
+       order by s.id
+       limit p_limit)
       union
-      select i.subscription_id from billing.invoices i
-      where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
-        and i.next_attempt_at <= v_now and i.subscription_id is not null) d
-    where p_after is null or d.id > p_after
+      (select i.subscription_id from billing.invoices i
+       where i.community_id = p_community_id and i.provider = 'sandbox' and i.status = 'open'
+         and i.next_attempt_at <= v_now and i.subscription_id > coalesce(p_after, '')
+       order by 1
+       limit p_limit)) d
     order by 1
-    limit p_limit
-  loop
+    limit p_limit);
+  -- The batch's rows locked at once, in id order (the order one by one would take).
+  perform count(*) from (select 1 from billing.subscriptions s
+    where s.community_id = p_community_id and s.id = any (v_ids) order by s.id for update) l;
+  -- Plain renewals in a few statements for the whole batch (billing.renew_batch), the
+  -- rest one subscription at a time.
+  v_renewed := billing.renew_batch(v_ids, v_now);
+  v_n := cardinality(v_renewed);
+  for v_id in select x from unnest(v_ids) x where x <> all (v_renewed) order by 1 loop
     v_n := v_n + billing.subscription_advance(v_id, v_now);
-    v_last := v_id;
-    v_seen := v_seen + 1;
   end loop;
-  return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'last_id', v_last,
-    'more', v_seen >= p_limit);
+  return jsonb_build_object('now', billing.iso(v_now), 'period_changes', v_n, 'last_id', v_ids[cardinality(v_ids)],
+    'more', cardinality(v_ids) >= p_limit);
 end
 $$;
 
@@ -1719,6 +1744,32 @@ $$;
 
 
 --
+-- Name: invoices_ledger_refresh(billing.invoices[], text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoices_ledger_refresh(p_changed billing.invoices[], p_event_ids text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_inv billing.invoices;
+begin
+  -- In the arrays' order (invoice id order).
+  for k in 1 .. coalesce(cardinality(p_changed), 0) loop
+    v_inv := p_changed[k];
+    if v_inv.subscription_id is not null
+       and exists (select 1 from billing.subscriptions s where s.community_id = v_inv.community_id
+                   and s.id = v_inv.subscription_id and s.status = 'past_due') then
+      perform billing.ledger_refresh_member(v_inv.community_id, v_inv.member_id,
+        case when v_inv.status = 'paid' then 'invoice_paid'
+             when v_inv.status = 'open' and v_inv.next_attempt_at is not null then 'payment_retry_scheduled'
+             else 'payment_failed' end, p_event_ids[k]);
+    end if;
+  end loop;
+end
+$$;
+
+
+--
 -- Name: iso(timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1857,6 +1908,114 @@ CREATE FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids 
     select g.member_id from billing.grants g
     where g.community_id = p_community_id and g.tier_id = any (p_tier_ids) and g.revoked_at is null
   ) m
+$$;
+
+
+--
+-- Name: ledger_refresh_each(text[], text[], text[], text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_refresh_each(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_changed integer;
+begin
+  -- One refresh of a member at a time (see ledger_refresh_member), taken in list order.
+  perform count(*) from (
+    select 1 from (select k, p_community_ids[k] as c, p_member_ids[k] as m from generate_subscripts(p_member_ids, 1) k) l
+    join billing.members mb on mb.community_id = l.c and mb.id = l.m
+    order by l.k
+    for no key update of mb) x;
+  with req as (
+    -- each member at its first place in the list; a member being deleted is skipped
+    select distinct on (l.c, l.m) l.k, l.c, l.m, p_reasons[l.k] as reason, p_trigger_event_ids[l.k] as trigger_event_id
+    from (select k, p_community_ids[k] as c, p_member_ids[k] as m from generate_subscripts(p_member_ids, 1) k) l
+    where exists (select 1 from billing.members mb where mb.community_id = l.c and mb.id = l.m)
+    order by l.c, l.m, l.k
+  ), mem as materialized (
+    select r.*, t.now, t.member, jsonb_build_object('identities', t.member->'identities',
+      'external_subjects', t.member->'external_subjects') as snapshot
+    from req r
+    cross join lateral (select billing.community_now(r.c) as now, billing.member_json(r.c, r.m) as member offset 0) t
+  ), des as (
+    select mem.k, d.entitlement_id, d.sources, d.benefits, d.next_check_at
+    from mem cross join lateral billing.ledger_desired(mem.c, mem.m, mem.now) d
+  ), sto as (
+    select mem.k, x.id, x.entitlement_id, x.status, x.sources, x.benefits, x.identities, x.next_check_at
+    from mem join billing.member_entitlements x on x.community_id = mem.c and x.member_id = mem.m
+  ), cmp as materialized (
+    select mem.k, mem.c, mem.m, mem.now, mem.snapshot, coalesce(des.entitlement_id, sto.entitlement_id) as entitlement_id,
+      des.entitlement_id as d_ent, des.sources as d_sources, des.benefits as d_benefits, des.next_check_at as d_next,
+      sto.id as stored_id, sto.status as s_status, sto.sources as s_sources, sto.benefits as s_benefits,
+      sto.identities as s_identities, sto.next_check_at as s_next,
+      case when des.entitlement_id is not null then 'active' else 'inactive' end as status
+    from des full join sto on sto.k = des.k and sto.entitlement_id = des.entitlement_id
+    join mem on mem.k = coalesce(des.k, sto.k)
+  ), act as materialized (
+    select cmp.*, case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end as identities,
+      case
+        when cmp.stored_id is null then 'member.entitlement.granted'
+        when cmp.s_status = cmp.status and cmp.s_sources = coalesce(cmp.d_sources, '[]')
+             and cmp.s_benefits = coalesce(cmp.d_benefits, '[]')
+             and cmp.s_identities = case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end then null
+        when cmp.s_status = cmp.status then 'member.entitlement.updated'
+        when cmp.status = 'active' then 'member.entitlement.granted'
+        else 'member.entitlement.revoked' end as type
+    from cmp
+  ), nxt as (
+    update billing.member_entitlements x set next_check_at = a.d_next
+    from act a
+    where a.type is null and a.s_next is distinct from a.d_next and x.community_id = a.c and x.id = a.stored_id
+  ), upd as (
+    -- returning what the row's event needs, so no join finds the row again
+    update billing.member_entitlements x set
+      status = a.status,
+      revision = x.revision + 1,
+      sources = coalesce(a.d_sources, '[]'),
+      benefits = coalesce(a.d_benefits, '[]'),
+      identities = a.identities,
+      granted_at = case when a.type = 'member.entitlement.granted' then a.now else x.granted_at end,
+      revoked_at = case when a.type = 'member.entitlement.granted' then null
+                        when a.type = 'member.entitlement.revoked' then a.now else x.revoked_at end,
+      next_check_at = a.d_next,
+      updated_at = now()
+    from act a
+    where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
+    returning a.k, a.c, a.type, a.entitlement_id, a.s_benefits, x as me
+  ), ins as (
+    insert into billing.member_entitlements as x (community_id, member_id, entitlement_id, status,
+      revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
+    select a.c, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now, a.d_next, now()
+    from act a
+    where a.stored_id is null
+    order by a.k, a.entitlement_id
+    returning x as me
+  ), changed as (
+    select u.k, u.c, u.type, u.entitlement_id, u.s_benefits, u.me from upd u
+    union all
+    select a.k, a.c, a.type, a.entitlement_id, null, i.me
+    from ins i join act a on a.stored_id is null and a.c = (i.me).community_id and a.m = (i.me).member_id
+      and a.entitlement_id = (i.me).entitlement_id
+  ), ev as (
+    -- One event per changed row, in list order, then entitlement order (the calls' order).
+    insert into billing.events (community_id, type, data)
+    select r.c, r.type, jsonb_build_object(
+      'member', mem.member,
+      'entitlement', billing.member_entitlement_json(r.me),
+      'changes', jsonb_build_object(
+        'added_benefits', billing.jsonb_array_minus((r.me).benefits, coalesce(r.s_benefits, '[]')),
+        'removed_benefits', billing.jsonb_array_minus(coalesce(r.s_benefits, '[]'), (r.me).benefits)),
+      'reason', mem.reason,
+      'trigger_event_id', mem.trigger_event_id)
+    from changed r
+    join mem on mem.k = r.k
+    order by r.k, r.entitlement_id
+    returning 1
+  )
+  select count(*)::integer into v_changed from ev;
+  return v_changed;
+end
 $$;
 
 
@@ -2475,6 +2634,111 @@ $$;
 
 
 --
+-- Name: renew_batch(text[], timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.renew_batch(p_ids text[], p_now timestamp with time zone) RETURNS text[]
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_community text := billing.current_community_id();
+  v_subs text[];
+begin
+  -- The batch's terms, in a table of the session (emptied at commit).
+  if to_regclass('pg_temp.renew_batch_terms') is null then
+    create temporary table renew_batch_terms (
+      subscription_id text collate "C" primary key, member_id text collate "C", at timestamptz, provider text,
+      t billing.renewal_terms, subtotal_cents bigint, discount_cents bigint, invoice_id text collate "C"
+    ) on commit delete rows;
+  end if;
+  delete from renew_batch_terms;
+  insert into renew_batch_terms (subscription_id, member_id, at, provider, t, subtotal_cents, discount_cents)
+  select r.id, r.member_id, r.current_period_end, r.provider, r.t,
+    billing.invoice_lines_sum((r.t).lines, array['plan', 'proration']), -billing.invoice_lines_sum((r.t).lines, array['discount'])
+  from (select s.*, billing.renewal_terms(s, s.current_period_end) as t
+        from billing.subscriptions s
+        where s.community_id = v_community and s.id = any (p_ids) and s.provider = 'sandbox'
+          and s.status in ('active', 'trialing') and s.current_period_end <= p_now
+        offset 0) r
+  where (r.t).period_end > p_now
+    and (billing.invoice_lines_sum((r.t).lines, null) = 0
+         or not coalesce((select c.declines from billing.sandbox_cards c
+                          where c.community_id = v_community and c.subscription_id = r.id), false));
+  -- Row counts for the planner (a temporary table has no statistics of its own).
+  analyze renew_batch_terms;
+  -- The invoices (billing.invoice_open), then their payments (billing.invoice_mark_paid).
+  with ins as (
+    insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines,
+      subtotal_cents, discount_cents, total_cents, period_start, period_end, provider, created_at)
+    select v_community, b.member_id, b.subscription_id, 'open', 'subscription_cycle', (b.t).currency, (b.t).lines,
+      b.subtotal_cents, b.discount_cents, b.subtotal_cents - b.discount_cents, b.at, (b.t).period_end, b.provider, b.at
+    from renew_batch_terms b
+    order by b.subscription_id
+    returning id, subscription_id
+  )
+  update renew_batch_terms b set invoice_id = ins.id from ins where ins.subscription_id = b.subscription_id;
+  insert into billing.payment_attempts (community_id, invoice_id, status, amount_cents, provider, provider_ref, attempted_at)
+  select v_community, b.invoice_id, 'succeeded', b.subtotal_cents - b.discount_cents, b.provider,
+    'sandbox_ch_' || substr(md5(b.invoice_id || b.at::text), 1, 16), b.at
+  from renew_batch_terms b
+  order by b.invoice_id;
+  update billing.invoices i set status = 'paid', amount_paid_cents = i.total_cents, paid_at = b.at,
+    attempt_count = i.attempt_count + 1, next_attempt_at = null
+  from renew_batch_terms b
+  where i.community_id = v_community and i.id = b.invoice_id;
+  update billing.subscriptions s set
+    status = 'active', plan_id = (b.t).plan_id, scheduled_plan_id = null, scheduled_at = null,
+    current_period_start = b.at, current_period_end = (b.t).period_end, billing_anchor = (b.t).anchor,
+    credit_cents = s.credit_cents - greatest((b.t).credit_cents, 0),
+    trial_end = case when s.status = 'trialing' then coalesce(s.trial_end, b.at) else s.trial_end end,
+    updated_at = now()
+  from renew_batch_terms b
+  where s.community_id = v_community and s.id = b.subscription_id;
+  select array_agg(b.subscription_id order by b.subscription_id) into v_subs from renew_batch_terms b;
+  return coalesce(v_subs, '{}');
+end
+$$;
+
+
+--
+-- Name: renewal_terms(billing.subscriptions, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.renewal_terms(p_sub billing.subscriptions, p_at timestamp with time zone) RETURNS billing.renewal_terms
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_plan billing.plans;
+  v_t billing.renewal_terms;
+  v_discount bigint;
+  v_code text;
+begin
+  select * into v_plan from billing.plans p
+  where p.community_id = p_sub.community_id and p.id = coalesce(p_sub.scheduled_plan_id, p_sub.plan_id);
+  v_t.plan_id := v_plan.id;
+  v_t.currency := v_plan.currency;
+  v_t.anchor := case when p_sub.status = 'trialing' or p_sub.billing_anchor is null
+                       or v_plan.id <> p_sub.plan_id and v_plan.interval is distinct from
+                         (select p.interval from billing.plans p where p.community_id = p_sub.community_id and p.id = p_sub.plan_id)
+                     then p_at else p_sub.billing_anchor end;
+  v_t.period_end := billing.next_period_end(v_t.anchor, v_plan.interval, p_at);
+  v_discount := billing.subscription_discount_cents(p_sub, v_plan.amount_cents, p_at);
+  v_t.lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, p_at, v_t.period_end));
+  if v_discount > 0 then
+    select d.code into v_code from billing.discount_codes d where d.community_id = p_sub.community_id and d.id = p_sub.discount_id;
+    v_t.lines := v_t.lines || billing.discount_line(v_code, v_discount, p_at, v_t.period_end);
+  end if;
+  v_t.credit_cents := least(p_sub.credit_cents, v_plan.amount_cents - v_discount);
+  if v_t.credit_cents > 0 then
+    v_t.lines := v_t.lines || jsonb_build_object('type', 'proration', 'description', 'Credit from an earlier plan change',
+      'amount_cents', -v_t.credit_cents, 'period_start', billing.iso(p_at), 'period_end', billing.iso(v_t.period_end));
+  end if;
+  return v_t;
+end
+$$;
+
+
+--
 -- Name: require_scope(text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -2641,15 +2905,9 @@ CREATE FUNCTION billing.subscription_advance(p_sub_id text, p_now timestamp with
     AS $$
 declare
   v_sub billing.subscriptions;
-  v_plan billing.plans;
   v_inv billing.invoices;
   v_at timestamptz;
-  v_end timestamptz;
-  v_anchor timestamptz;
-  v_discount bigint;
-  v_code text;
-  v_lines jsonb;
-  v_credit bigint;
+  v_terms billing.renewal_terms;
   v_steps integer := 0;
 begin
   loop
@@ -2700,34 +2958,15 @@ begin
         update billing.subscriptions s set status = 'cancelled', cancelled_at = v_at, updated_at = now()
         where s.community_id = v_sub.community_id and s.id = v_sub.id;
       else
-        select * into v_plan from billing.plans p
-        where p.community_id = v_sub.community_id and p.id = coalesce(v_sub.scheduled_plan_id, v_sub.plan_id);
-        -- A trial's end, or a scheduled switch to another interval, starts a new anchor.
-        v_anchor := case when v_sub.status = 'trialing' or v_sub.billing_anchor is null
-                           or v_plan.id <> v_sub.plan_id and v_plan.interval is distinct from
-                             (select p.interval from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id)
-                         then v_at else v_sub.billing_anchor end;
-        v_end := billing.next_period_end(v_anchor, v_plan.interval, v_at);
-        v_discount := billing.subscription_discount_cents(v_sub, v_plan.amount_cents, v_at);
-        v_lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, v_at, v_end));
-        if v_discount > 0 then
-          select d.code into v_code from billing.discount_codes d where d.community_id = v_sub.community_id and d.id = v_sub.discount_id;
-          v_lines := v_lines || billing.discount_line(v_code, v_discount, v_at, v_end);
-        end if;
-        -- Credit left from a plan change pays what it can of this invoice.
-        v_credit := least(v_sub.credit_cents, v_plan.amount_cents - v_discount);
-        if v_credit > 0 then
-          v_lines := v_lines || jsonb_build_object('type', 'proration', 'description', 'Credit from an earlier plan change',
-            'amount_cents', -v_credit, 'period_start', billing.iso(v_at), 'period_end', billing.iso(v_end));
-        end if;
-        v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id, 'subscription_cycle', v_plan.currency,
-          v_lines, v_at, v_end, v_sub.provider, v_at);
+        v_terms := billing.renewal_terms(v_sub, v_at);
+        v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id, 'subscription_cycle', v_terms.currency,
+          v_terms.lines, v_at, v_terms.period_end, v_sub.provider, v_at);
         v_inv := billing.sandbox_collect(v_inv, v_at);
         update billing.subscriptions s set
           status = case when v_inv.status = 'paid' then 'active' else 'past_due' end,
-          plan_id = v_plan.id, scheduled_plan_id = null, scheduled_at = null,
-          current_period_start = v_at, current_period_end = v_end, billing_anchor = v_anchor,
-          credit_cents = s.credit_cents - greatest(v_credit, 0),
+          plan_id = v_terms.plan_id, scheduled_plan_id = null, scheduled_at = null,
+          current_period_start = v_at, current_period_end = v_terms.period_end, billing_anchor = v_terms.anchor,
+          credit_cents = s.credit_cents - greatest(v_terms.credit_cents, 0),
           trial_end = case when s.status = 'trialing' then coalesce(s.trial_end, v_at) else s.trial_end end,
           updated_at = now()
         where s.community_id = v_sub.community_id and s.id = v_sub.id;
@@ -3114,40 +3353,67 @@ $$;
 
 
 --
--- Name: tg_invoices__outbox_and_ledger(); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: tg_invoices__outbox_and_ledger_insert(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.tg_invoices__outbox_and_ledger() RETURNS trigger
+CREATE FUNCTION billing.tg_invoices__outbox_and_ledger_insert() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 declare
-  v_type text;
-  v_event_id text;
-  v_reason text;
+  v_changed billing.invoices[];
+  v_event_ids text[];
 begin
-  if tg_op = 'INSERT' then
-    v_type := 'invoice.created';
-  elsif new.status = 'paid' and old.status <> 'paid' then
-    v_type := 'invoice.paid';
-  elsif new.attempt_count > old.attempt_count and new.status <> 'paid' then
-    v_type := 'invoice.payment_failed';
+  with ev as (
+    insert into billing.events (community_id, type, data)
+    select n.community_id, 'invoice.created',
+      jsonb_build_object('invoice', billing.invoice_json(n), 'previous_attributes', null)
+    from new_rows n
+    order by n.id
+    returning id, data->'invoice'->>'id' as invoice_id
+  )
+  select array_agg(n order by n.id), array_agg(ev.id order by n.id) into v_changed, v_event_ids
+  from new_rows n join ev on ev.invoice_id = n.id
+  where n.subscription_id is not null;
+  if v_changed is not null then
+    perform billing.invoices_ledger_refresh(v_changed, v_event_ids);
   end if;
-  if v_type is not null then
-    v_event_id := billing.emit_event(new.community_id, v_type, jsonb_build_object(
-      'invoice', billing.invoice_json(new),
-      'previous_attributes', case when tg_op = 'UPDATE' then billing.jsonb_changed(
-        billing.invoice_json(old) - 'lines', billing.invoice_json(new)) end));
-  end if;
-  -- Only a past_due subscription's access depends on its invoices (sandbox dunning
-  -- changes the subscription itself first; this serves mirrored Stripe invoices).
-  if new.subscription_id is not null and (tg_op = 'INSERT' or new.status <> old.status
-      or new.next_attempt_at is distinct from old.next_attempt_at)
-     and exists (select 1 from billing.subscriptions s where s.community_id = new.community_id
-                 and s.id = new.subscription_id and s.status = 'past_due') then
-    v_reason := case when new.status = 'paid' then 'invoice_paid'
-                     when new.status = 'open' and new.next_attempt_at is not null then 'payment_retry_scheduled'
-                     else 'payment_failed' end;
-    perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_invoices__outbox_and_ledger_update(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_invoices__outbox_and_ledger_update() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_changed billing.invoices[];
+  v_event_ids text[];
+begin
+  with ev as (
+    insert into billing.events (community_id, type, data)
+    select n.community_id, t.type, jsonb_build_object('invoice', billing.invoice_json(n),
+      'previous_attributes', billing.jsonb_changed(billing.invoice_json(o) - 'lines', billing.invoice_json(n)))
+    from new_rows n
+    join old_rows o on o.community_id = n.community_id and o.id = n.id
+    cross join lateral (select case
+        when n.status = 'paid' and o.status <> 'paid' then 'invoice.paid'
+        when n.attempt_count > o.attempt_count and n.status <> 'paid' then 'invoice.payment_failed' end as type) t
+    where t.type is not null
+    order by n.id
+    returning id, data->'invoice'->>'id' as invoice_id
+  )
+  select array_agg(n order by n.id), array_agg(ev.id order by n.id) into v_changed, v_event_ids
+  from new_rows n
+  join old_rows o on o.community_id = n.community_id and o.id = n.id
+  left join ev on ev.invoice_id = n.id
+  where n.subscription_id is not null
+    and (n.status <> o.status or n.next_attempt_at is distinct from o.next_attempt_at);
+  if v_changed is not null then
+    perform billing.invoices_ledger_refresh(v_changed, v_event_ids);
   end if;
   return null;
 end
@@ -3296,47 +3562,90 @@ CREATE FUNCTION billing.tg_subscriptions__outbox_and_ledger() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 declare
-  v_new jsonb;
-  v_prev jsonb;
-  v_type text;
-  v_reason text;
   v_event_id text;
 begin
   if tg_op = 'DELETE' then
     perform billing.ledger_refresh_member(old.community_id, old.member_id, 'subscription_deleted', null);
     return null;
   end if;
-  v_new := billing.subscription_event_json(new);
-  if tg_op = 'INSERT' then
-    v_type := 'subscription.created';
-    v_reason := 'subscription_created';
-    v_prev := null;
-  else
-    v_prev := billing.jsonb_changed(billing.subscription_event_json(old) - 'updated_at' - 'tier_name' - 'plan_name',
-      v_new);
-    if v_prev = '{}' then
-      return null; -- nothing a consumer sees (nor a ledger source) changed
-    end if;
-    v_type := case when new.status = 'cancelled' and old.status <> 'cancelled'
-      then 'subscription.cancelled' else 'subscription.updated' end;
-    v_reason := case
-      when new.status = 'cancelled' and new.cancellation_reason = 'payment_failed' then 'payment_failed'
-      when new.status = 'cancelled' and new.cancellation_reason = 'refunded' then 'refunded'
-      when new.status = 'cancelled' and new.cancellation_reason = 'payment_disputed' then 'disputed'
-      when new.plan_id <> old.plan_id then 'plan_changed'
-      when new.status = old.status then 'subscription_updated'
-      when new.status = 'cancelled' then 'subscription_ended'
-      when new.status = 'paused' then 'subscription_paused'
-      when new.status = 'cancelling' then 'subscription_cancelling'
-      when new.status = 'past_due' then 'payment_failed'
-      when old.status in ('cancelled', 'paused') then 'subscription_activated'
-      else 'subscription_updated' end;
-  end if;
-  v_event_id := billing.emit_event(new.community_id, v_type,
-    jsonb_build_object('subscription', v_new, 'previous_attributes', v_prev));
-  perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
-  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
-    perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
+  v_event_id := billing.emit_event(new.community_id, 'subscription.created',
+    jsonb_build_object('subscription', billing.subscription_event_json(new), 'previous_attributes', null));
+  perform billing.ledger_refresh_member(new.community_id, new.member_id, 'subscription_created', v_event_id);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_subscriptions__outbox_and_ledger_update(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_subscriptions__outbox_and_ledger_update() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_communities text[];
+  v_members text[];
+  v_old_members text[];
+  v_reasons text[];
+  v_event_ids text[];
+begin
+  with ch as (
+    select n.community_id, n.id, n.member_id, o.member_id as old_member_id, j.new_json,
+      billing.jsonb_changed(j.old_json - 'updated_at' - 'tier_name' - 'plan_name', j.new_json) as prev,
+      case when n.status = 'cancelled' and o.status <> 'cancelled'
+        then 'subscription.cancelled' else 'subscription.updated' end as type,
+      case
+        when n.status = 'cancelled' and n.cancellation_reason = 'payment_failed' then 'payment_failed'
+        when n.status = 'cancelled' and n.cancellation_reason = 'refunded' then 'refunded'
+        when n.status = 'cancelled' and n.cancellation_reason = 'payment_disputed' then 'disputed'
+        when n.plan_id <> o.plan_id then 'plan_changed'
+        when n.status = o.status then 'subscription_updated'
+        when n.status = 'cancelled' then 'subscription_ended'
+        when n.status = 'paused' then 'subscription_paused'
+        when n.status = 'cancelling' then 'subscription_cancelling'
+        when n.status = 'past_due' then 'payment_failed'
+        when o.status in ('cancelled', 'paused') then 'subscription_activated'
+        else 'subscription_updated' end as reason
+    from new_rows n
+    join old_rows o on o.community_id = n.community_id and o.id = n.id
+    left join billing.plans np on np.community_id = n.community_id and np.id = n.plan_id
+    left join billing.tiers nt on nt.community_id = np.community_id and nt.id = np.tier_id
+    left join billing.plans op on op.community_id = o.community_id and op.id = o.plan_id
+    left join billing.tiers ot on ot.community_id = op.community_id and ot.id = op.tier_id
+    -- billing.subscription_event_json, with the plans and tiers joined once
+    cross join lateral (select
+      billing.subscription_json(n, np, nt) || jsonb_build_object('client_reference_id', n.client_reference_id) as new_json,
+      billing.subscription_json(o, op, ot) || jsonb_build_object('client_reference_id', o.client_reference_id) as old_json) j
+  ), ev as (
+    insert into billing.events (community_id, type, data)
+    select ch.community_id, ch.type, jsonb_build_object('subscription', ch.new_json, 'previous_attributes', ch.prev)
+    from ch
+    where ch.prev <> '{}' -- nothing a consumer sees (nor a ledger source) changed
+    order by ch.id
+    returning id, data->'subscription'->>'id' as subscription_id
+  )
+  select array_agg(ch.community_id order by ch.id), array_agg(ch.member_id order by ch.id),
+    array_agg(ch.old_member_id order by ch.id), array_agg(ch.reason order by ch.id), array_agg(ev.id order by ch.id)
+  into v_communities, v_members, v_old_members, v_reasons, v_event_ids
+  from ch join ev on ev.subscription_id = ch.id;
+  -- The ledgers, row by row in id order (the member it left after the member it has):
+  -- a few rows one member at a time (ledger_refresh_member), more in a few statements
+  -- for the whole list (billing.ledger_refresh_each, the same outcome; its one big
+  -- statement costs more than the per-member functions for a single row).
+  if cardinality(v_event_ids) <= 8 then
+    for i in 1 .. cardinality(v_event_ids) loop
+      perform billing.ledger_refresh_member(v_communities[i], v_members[i], v_reasons[i], v_event_ids[i]);
+      if v_old_members[i] <> v_members[i] then
+        perform billing.ledger_refresh_member(v_communities[i], v_old_members[i], v_reasons[i], v_event_ids[i]);
+      end if;
+    end loop;
+  elsif v_event_ids is not null then
+    perform billing.ledger_refresh_each(array_agg(v_communities[i] order by i, x.j), array_agg(x.m order by i, x.j),
+      array_agg(v_reasons[i] order by i, x.j), array_agg(v_event_ids[i] order by i, x.j))
+    from generate_subscripts(v_event_ids, 1) i
+    cross join lateral (values (1, v_members[i]), (2, nullif(v_old_members[i], v_members[i]))) x(j, m)
+    where x.m is not null;
   end if;
   return null;
 end
@@ -4153,13 +4462,11 @@ begin
   if not exists (select 1 from billing.members m where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || coalesce(p_args->>'id', '') || '.');
   end if;
+  -- The events themselves by primary key, under the tenant policy as every read.
   select array_agg(e.id order by e.id desc), array_agg(billing.event_json(e) order by e.id desc) into v_ids, v_items
-  from (select * from billing.events e
-        where e.community_id = billing.current_community_id()
-          and e.type in ('member.entitlement.granted', 'member.entitlement.updated', 'member.entitlement.revoked')
-          and (e.data->'member'->>'id') = p_args->>'id'
-          and e.id < coalesce(p_args->>'cursor', chr(1114111))
-        order by e.id desc limit v_limit + 1) e;
+  from billing.events e
+  where e.community_id = billing.current_community_id()
+    and e.id = any (billing_private.member_entitlement_event_ids(p_args->>'id', p_args->>'cursor', v_limit + 1));
   return billing.page_json(v_ids, v_items, v_limit);
 end
 $$;
@@ -5275,6 +5582,24 @@ $$;
 
 
 --
+-- Name: member_entitlement_event_ids(text, text, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.member_entitlement_event_ids(p_member text, p_cursor text, p_limit integer) RETURNS text[]
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select coalesce(array_agg(e.id order by e.id desc), '{}')
+  from (select e.id from billing.events e
+        where e.community_id = billing.current_community_id()
+          and e.type in ('member.entitlement.granted', 'member.entitlement.updated', 'member.entitlement.revoked')
+          and (e.data->'member'->>'id') = p_member
+          and e.id < coalesce(p_cursor, chr(1114111))
+        order by e.id desc limit p_limit) e
+$$;
+
+
+--
 -- Name: member_portal_info(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -5322,6 +5647,92 @@ $$;
 CREATE FUNCTION billing_private.member_portal_scopes() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ select array['subscriptions:read', 'subscriptions:write', 'purchases:read', 'invoices:read', 'plans:read'] $$;
+
+
+--
+-- Name: op_dispatch(text, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.op_dispatch(p_op text, p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  case p_op
+    when 'analytics_series' then return billing_api.analytics_series(p_args);
+    when 'analytics_summary' then return billing_api.analytics_summary(p_args);
+    when 'api_keys_create' then return billing_api.api_keys_create(p_args);
+    when 'api_keys_list' then return billing_api.api_keys_list(p_args);
+    when 'api_keys_revoke' then return billing_api.api_keys_revoke(p_args);
+    when 'checkout_create' then return billing_api.checkout_create(p_args);
+    when 'checkout_set_provider' then return billing_api.checkout_set_provider(p_args);
+    when 'discounts_list' then return billing_api.discounts_list(p_args);
+    when 'entitlements_check' then return billing_api.entitlements_check(p_args);
+    when 'events_get' then return billing_api.events_get(p_args);
+    when 'events_list' then return billing_api.events_list(p_args);
+    when 'external_subjects_attach' then return billing_api.external_subjects_attach(p_args);
+    when 'grants_create' then return billing_api.grants_create(p_args);
+    when 'grants_list' then return billing_api.grants_list(p_args);
+    when 'grants_revoke' then return billing_api.grants_revoke(p_args);
+    when 'invoice_refund' then return billing_api.invoice_refund(p_args);
+    when 'invoice_refund_prepare' then return billing_api.invoice_refund_prepare(p_args);
+    when 'invoices_get' then return billing_api.invoices_get(p_args);
+    when 'invoices_list' then return billing_api.invoices_list(p_args);
+    when 'link_code_create' then return billing_api.link_code_create(p_args);
+    when 'link_code_redeem' then return billing_api.link_code_redeem(p_args);
+    when 'member_entitlement_history' then return billing_api.member_entitlement_history(p_args);
+    when 'member_entitlements_list' then return billing_api.member_entitlements_list(p_args);
+    when 'members_get' then return billing_api.members_get(p_args);
+    when 'members_list' then return billing_api.members_list(p_args);
+    when 'members_lookup' then return billing_api.members_lookup(p_args);
+    when 'operators_invite' then return billing_api.operators_invite(p_args);
+    when 'operators_list' then return billing_api.operators_list(p_args);
+    when 'operators_update' then return billing_api.operators_update(p_args);
+    when 'plans_get' then return billing_api.plans_get(p_args);
+    when 'plans_list' then return billing_api.plans_list(p_args);
+    when 'portal_session_create' then return billing_api.portal_session_create(p_args);
+    when 'purchases_get' then return billing_api.purchases_get(p_args);
+    when 'purchases_list' then return billing_api.purchases_list(p_args);
+    when 'subscription_cancel' then return billing_api.subscription_cancel(p_args);
+    when 'subscription_cancel_scheduled_switch' then return billing_api.subscription_cancel_scheduled_switch(p_args);
+    when 'subscription_card_get' then return billing_api.subscription_card_get(p_args);
+    when 'subscription_card_set' then return billing_api.subscription_card_set(p_args);
+    when 'subscription_pause' then return billing_api.subscription_pause(p_args);
+    when 'subscription_reactivate' then return billing_api.subscription_reactivate(p_args);
+    when 'subscription_resume' then return billing_api.subscription_resume(p_args);
+    when 'subscription_switch' then return billing_api.subscription_switch(p_args);
+    when 'subscription_switch_options' then return billing_api.subscription_switch_options(p_args);
+    when 'subscription_switch_preview' then return billing_api.subscription_switch_preview(p_args);
+    when 'subscriptions_get' then return billing_api.subscriptions_get(p_args);
+    when 'subscriptions_list' then return billing_api.subscriptions_list(p_args);
+    when 'webhook_deliveries_list' then return billing_api.webhook_deliveries_list(p_args);
+    when 'webhook_deliveries_redeliver' then return billing_api.webhook_deliveries_redeliver(p_args);
+    when 'webhook_endpoints_create' then return billing_api.webhook_endpoints_create(p_args);
+    when 'webhook_endpoints_delete' then return billing_api.webhook_endpoints_delete(p_args);
+    when 'webhook_endpoints_get' then return billing_api.webhook_endpoints_get(p_args);
+    when 'webhook_endpoints_list' then return billing_api.webhook_endpoints_list(p_args);
+    when 'webhook_endpoints_rotate_secret' then return billing_api.webhook_endpoints_rotate_secret(p_args);
+    when 'webhook_endpoints_update' then return billing_api.webhook_endpoints_update(p_args);
+    else
+      return billing_private.op_dispatch_dynamic(p_op, p_args);
+  end case;
+end
+$$;
+
+
+--
+-- Name: op_dispatch_dynamic(text, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.op_dispatch_dynamic(p_op text, p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $_$
+declare
+  v_out jsonb;
+begin
+  execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+  return v_out;
+end
+$_$;
 
 
 --
@@ -8486,13 +8897,6 @@ CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billin
 
 
 --
--- Name: invoices _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
---
-
-CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR UPDATE ON billing.invoices FOR EACH ROW EXECUTE FUNCTION billing.tg_invoices__outbox_and_ledger();
-
-
---
 -- Name: member_identities _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -8510,7 +8914,28 @@ CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billin
 -- Name: subscriptions _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billing.subscriptions FOR EACH ROW EXECUTE FUNCTION billing.tg_subscriptions__outbox_and_ledger();
+CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE ON billing.subscriptions FOR EACH ROW EXECUTE FUNCTION billing.tg_subscriptions__outbox_and_ledger();
+
+
+--
+-- Name: invoices _500_outbox_and_ledger_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger_insert AFTER INSERT ON billing.invoices REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_invoices__outbox_and_ledger_insert();
+
+
+--
+-- Name: invoices _500_outbox_and_ledger_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger_update AFTER UPDATE ON billing.invoices REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_invoices__outbox_and_ledger_update();
+
+
+--
+-- Name: subscriptions _500_outbox_and_ledger_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger_update AFTER UPDATE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_subscriptions__outbox_and_ledger_update();
 
 
 --
@@ -10290,6 +10715,13 @@ REVOKE ALL ON FUNCTION billing.invoice_record_refund(p_invoice_id text, p_amount
 
 
 --
+-- Name: FUNCTION invoices_ledger_refresh(p_changed billing.invoices[], p_event_ids text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoices_ledger_refresh(p_changed billing.invoices[], p_event_ids text[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION iso(p_ts timestamp with time zone); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -10334,6 +10766,14 @@ GRANT ALL ON FUNCTION billing.ledger_desired(p_community_id text, p_member_id te
 --
 
 REVOKE ALL ON FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION ledger_refresh_each(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_refresh_each(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_refresh_each(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) TO billing_api;
 
 
 --
@@ -10549,6 +10989,20 @@ REVOKE ALL ON FUNCTION billing.refund_purchase(p_provider_ref text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION renew_batch(p_ids text[], p_now timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.renew_batch(p_ids text[], p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION renewal_terms(p_sub billing.subscriptions, p_at timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.renewal_terms(p_sub billing.subscriptions, p_at timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION require_scope(p_scope text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -10737,10 +11191,17 @@ REVOKE ALL ON FUNCTION billing.tg_invoices__immutable() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION tg_invoices__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION tg_invoices__outbox_and_ledger_insert(); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.tg_invoices__outbox_and_ledger() FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.tg_invoices__outbox_and_ledger_insert() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_invoices__outbox_and_ledger_update(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_invoices__outbox_and_ledger_update() FROM PUBLIC;
 
 
 --
@@ -10790,6 +11251,13 @@ REVOKE ALL ON FUNCTION billing.tg_purchases__outbox_and_ledger() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION billing.tg_subscriptions__outbox_and_ledger() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_subscriptions__outbox_and_ledger_update(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_subscriptions__outbox_and_ledger_update() FROM PUBLIC;
 
 
 --
@@ -11405,6 +11873,14 @@ GRANT ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n inte
 
 
 --
+-- Name: FUNCTION member_entitlement_event_ids(p_member text, p_cursor text, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.member_entitlement_event_ids(p_member text, p_cursor text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.member_entitlement_event_ids(p_member text, p_cursor text, p_limit integer) TO billing_api;
+
+
+--
 -- Name: FUNCTION member_portal_info(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -11426,6 +11902,22 @@ GRANT ALL ON FUNCTION billing_private.member_portal_open(p_portal_id text, p_acc
 
 REVOKE ALL ON FUNCTION billing_private.member_portal_scopes() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.member_portal_scopes() TO billing_api;
+
+
+--
+-- Name: FUNCTION op_dispatch(p_op text, p_args jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.op_dispatch(p_op text, p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.op_dispatch(p_op text, p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION op_dispatch_dynamic(p_op text, p_args jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.op_dispatch_dynamic(p_op text, p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.op_dispatch_dynamic(p_op text, p_args jsonb) TO billing_api;
 
 
 --

@@ -103,6 +103,26 @@ const eventTypesSelect = (id: string, selected: string[]) => html`<p><label for=
 
 const memberLink = (id: string) => html`<a href="/dashboard/members/${encodeURIComponent(id)}">${id}</a>`;
 
+/** Minor units as the decimal the pages show (money(): two decimals). */
+export const decimalOf = (cents: number) => `${Math.trunc(cents / 100)}.${String(Math.abs(cents) % 100).padStart(2, '0')}`;
+
+/**
+ * A decimal amount typed in a form as minor units ("12.5" -> 1250). Anything else is
+ * passed on as typed, so the operation's own validation refuses it (422, amount_cents).
+ */
+export function minorUnitsOf(text: string): number | string {
+  const m = /^\s*(\d{1,12})(?:[.,](\d{1,2}))?\s*$/.exec(text);
+  return m ? Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0')) : text;
+}
+
+/** An invoice's Refund: the amount (prefilled with what is left to refund) and the button. */
+function refundForm(s: Signed, i: Json, back: string): Html {
+  const id = `refund-${i.id}`;
+  return html`<form class="inline" method="post" action="/dashboard/invoices/${encodeURIComponent(i.id)}/refund">${csrfField(s)}<input type="hidden" name="back" value="${back}">
+<label for="${id}">Amount (${String(i.currency).toUpperCase()})</label> <input id="${id}" name="amount" inputmode="decimal" size="8" required value="${decimalOf(i.amount_paid_cents - i.amount_refunded_cents)}">
+<button type="submit" class="danger">Refund</button></form>`;
+}
+
 export interface DashboardDeps { executor: Executor; api: pg.Pool; config: Config }
 
 export function mountDashboard(app: express.Express, deps: DashboardDeps): void {
@@ -276,8 +296,7 @@ ${table(['Id', 'Member', 'Plan', 'Price', 'Status', 'Period ends'], page.data.ma
 
   const invoiceRow = (s: Signed, back: string) => (i: Json) => [html`<code>${i.id}</code>`, memberLink(i.member_id), html`${i.billing_reason}`,
     html`${money(i.total_cents, i.currency)}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}`, html`${day(i.created_at)}`,
-    s.can('invoices:write') && i.status === 'paid' && i.amount_refunded_cents < i.amount_paid_cents
-      ? actionForm(s, `/dashboard/invoices/${encodeURIComponent(i.id)}/refund`, 'Refund', { danger: true, fields: html`<input type="hidden" name="back" value="${back}">` }) : html``];
+    s.can('invoices:write') && i.status === 'paid' && i.amount_refunded_cents < i.amount_paid_cents ? refundForm(s, i, back) : html``];
 
   router.get('/invoices', async (req, res) => {
     const page = await read<Page>(req, res, 'list_invoices', { query: queryOf(req, ['status', 'member_id', 'subscription_id']) });
@@ -347,7 +366,12 @@ ${s.can('members:write') ? html`<form method="post" action="/dashboard/members/$
   };
   router.post('/subscriptions/:id/cancel', (req, res) => act(req, res, 'cancel_subscription', { params: { id: String(req.params.id) } }, backOf(req, '/dashboard/subscriptions'), 'cancelled'));
   router.post('/subscriptions/:id/reactivate', (req, res) => act(req, res, 'reactivate_subscription', { params: { id: String(req.params.id) } }, backOf(req, '/dashboard/subscriptions'), 'reactivated'));
-  router.post('/invoices/:id/refund', (req, res) => act(req, res, 'refund_invoice', { params: { id: String(req.params.id) }, body: {} }, backOf(req, '/dashboard/invoices'), 'refunded'));
+  router.post('/invoices/:id/refund', (req, res) => {
+    // The amount typed (a decimal in the invoice's currency); none: all that is left.
+    const amount = (req.body as Record<string, unknown>).amount;
+    const body = typeof amount === 'string' && amount.trim() !== '' ? { amount_cents: minorUnitsOf(amount) } : {};
+    return act(req, res, 'refund_invoice', { params: { id: String(req.params.id) }, body }, backOf(req, '/dashboard/invoices'), 'refunded');
+  });
   router.post('/members/:id/grants', (req, res) => {
     const b = req.body as Record<string, unknown>;
     const body: Record<string, unknown> = { tier_id: b.tier_id };
