@@ -1,4 +1,4 @@
--- db/migrations sha256:0cc00a2e138e66ad9de08dc9e10a3afe886ac7cafe0e96bc101afbf29b6b237b (regenerate with npm run db:schema)
+-- db/migrations sha256:5ea6d3a46a8841721b8fc09f3cc053a50071c20d8f4db50c7f13aca9a9b109f2 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -1945,7 +1945,8 @@ begin
     select mem.k, x.id, x.entitlement_id, x.status, x.sources, x.benefits, x.identities, x.next_check_at
     from mem join billing.member_entitlements x on x.community_id = mem.c and x.member_id = mem.m
   ), cmp as materialized (
-    select mem.k, mem.c, mem.m, mem.now, mem.snapshot, coalesce(des.entitlement_id, sto.entitlement_id) as entitlement_id,
+    select mem.k, mem.c, mem.m, mem.now, mem.snapshot, mem.member, mem.reason, mem.trigger_event_id,
+      coalesce(des.entitlement_id, sto.entitlement_id) as entitlement_id,
       des.entitlement_id as d_ent, des.sources as d_sources, des.benefits as d_benefits, des.next_check_at as d_next,
       sto.id as stored_id, sto.status as s_status, sto.sources as s_sources, sto.benefits as s_benefits,
       sto.identities as s_identities, sto.next_check_at as s_next,
@@ -1953,7 +1954,12 @@ begin
     from des full join sto on sto.k = des.k and sto.entitlement_id = des.entitlement_id
     join mem on mem.k = coalesce(des.k, sto.k)
   ), act as materialized (
+    -- A new row's id is drawn here rather than by the column default, so its event is
+    -- built from this row: joining the inserted rows back to act (three keys, through
+    -- the returned record) was a nested loop the planner chose on a one-row estimate,
+    -- 1.5 s of a 1,000-switch statement.
     select cmp.*, case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end as identities,
+      case when cmp.stored_id is null then billing.gen_id('ment') end as new_id,
       case
         when cmp.stored_id is null then 'member.entitlement.granted'
         when cmp.s_status = cmp.status and cmp.s_sources = coalesce(cmp.d_sources, '[]')
@@ -1982,34 +1988,38 @@ begin
       updated_at = now()
     from act a
     where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
-    returning a.k, a.c, a.type, a.entitlement_id, a.s_benefits, x as me
+    returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, x as me
   ), ins as (
-    insert into billing.member_entitlements as x (community_id, member_id, entitlement_id, status,
+    insert into billing.member_entitlements (community_id, id, member_id, entitlement_id, status,
       revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
-    select a.c, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now, a.d_next, now()
+    select a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now, a.d_next, now()
     from act a
     where a.stored_id is null
     order by a.k, a.entitlement_id
-    returning x as me
   ), changed as (
-    select u.k, u.c, u.type, u.entitlement_id, u.s_benefits, u.me from upd u
+    select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.me from upd u
     union all
-    select a.k, a.c, a.type, a.entitlement_id, null, i.me
-    from ins i join act a on a.stored_id is null and a.c = (i.me).community_id and a.m = (i.me).member_id
-      and a.entitlement_id = (i.me).entitlement_id
+    -- the row ins writes, as it writes it (columns it leaves to their defaults: none
+    -- that an event shows)
+    select a.k, a.type, a.entitlement_id, null, a.member, a.reason, a.trigger_event_id,
+      jsonb_populate_record(null::billing.member_entitlements, jsonb_build_object(
+        'community_id', a.c, 'id', a.new_id, 'member_id', a.m, 'entitlement_id', a.d_ent,
+        'status', 'active', 'revision', 1, 'sources', a.d_sources, 'benefits', a.d_benefits,
+        'identities', a.snapshot, 'granted_at', a.now, 'next_check_at', a.d_next, 'updated_at', now()))
+    from act a
+    where a.stored_id is null
   ), ev as (
     -- One event per changed row, in list order, then entitlement order (the calls' order).
     insert into billing.events (community_id, type, data)
-    select r.c, r.type, jsonb_build_object(
-      'member', mem.member,
+    select (r.me).community_id, r.type, jsonb_build_object(
+      'member', r.member,
       'entitlement', billing.member_entitlement_json(r.me),
       'changes', jsonb_build_object(
         'added_benefits', billing.jsonb_array_minus((r.me).benefits, coalesce(r.s_benefits, '[]')),
         'removed_benefits', billing.jsonb_array_minus(coalesce(r.s_benefits, '[]'), (r.me).benefits)),
-      'reason', mem.reason,
-      'trigger_event_id', mem.trigger_event_id)
+      'reason', r.reason,
+      'trigger_event_id', r.trigger_event_id)
     from changed r
-    join mem on mem.k = r.k
     order by r.k, r.entitlement_id
     returning 1
   )

@@ -57,12 +57,26 @@ test('refreshing a list of members at once equals refreshing them one by one, in
     const { rows: [{ n }] } = await client.query('select billing.ledger_refresh_each($1, $2, $3, $4) as n',
       [communities, list, reasons, triggers]);
     const atOnce = await outcome(client, shop.communityId, last);
+    // Each event names its row by the id that row has (a new row's id is drawn before
+    // it is written, and its event is built without reading it back).
+    const { rows: named } = await client.query(
+      `select e.data->'entitlement'->>'id' as event_row, x.id as stored_row, x.revision, (e.data->'entitlement'->>'revision')::bigint as event_revision
+       from billing.events e
+       left join billing.member_entitlements x on x.community_id = e.community_id and x.member_id = e.data->'member'->>'id'
+         and x.entitlement_id = e.data->'entitlement'->>'entitlement_id'
+       where e.community_id = $1 and e.id > $2 order by e.id`, [shop.communityId, last]);
     await client.query('rollback');
 
     expect(oneByOne.events.map((e) => e.type)).toEqual(expect.arrayContaining(
       ['member.entitlement.granted', 'member.entitlement.updated', 'member.entitlement.revoked']));
     expect(n).toBe(oneByOne.events.length);
     expect(atOnce).toEqual(oneByOne);
+    expect(named.length).toBe(n);
+    for (const row of named) {
+      expect(row.event_row).toMatch(/^ment_/);
+      expect(row.event_row).toBe(row.stored_row);
+    }
+    expect(named.some((row) => row.event_revision === '1' || row.event_revision === 1)).toBe(true);
   } finally {
     client.release();
   }
