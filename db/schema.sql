@@ -1,4 +1,4 @@
--- db/migrations sha256:5ea6d3a46a8841721b8fc09f3cc053a50071c20d8f4db50c7f13aca9a9b109f2 (regenerate with npm run db:schema)
+-- db/migrations sha256:c3fc6d1e595d05956b73c14855ef4270b47d7cc8369aff476045d10b7a089fe4 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -415,8 +415,10 @@ begin
     order by 1
     limit p_limit);
   -- The batch's rows locked at once, in id order (the order one by one would take).
-  perform count(*) from (select 1 from billing.subscriptions s
-    where s.community_id = p_community_id and s.id = any (v_ids) order by s.id for update) l;
+  -- One index probe per id, in the array's (id) order: not a scan of the community.
+  perform count(*) from unnest(v_ids) x(id)
+    cross join lateral (select 1 from billing.subscriptions s
+      where s.community_id = p_community_id and s.id = x.id for update) l;
   -- Plain renewals in a few statements for the whole batch (billing.renew_batch), the
   -- rest one subscription at a time.
   v_renewed := billing.renew_batch(v_ids, v_now);
@@ -2653,6 +2655,9 @@ CREATE FUNCTION billing.renew_batch(p_ids text[], p_now timestamp with time zone
 declare
   v_community text := billing.current_community_id();
   v_subs text[];
+  v_ctids tid[];
+  v_n integer;
+  v_done integer;
 begin
   -- The batch's terms, in a table of the session (emptied at commit).
   if to_regclass('pg_temp.renew_batch_terms') is null then
@@ -2665,9 +2670,12 @@ begin
   insert into renew_batch_terms (subscription_id, member_id, at, provider, t, subtotal_cents, discount_cents)
   select r.id, r.member_id, r.current_period_end, r.provider, r.t,
     billing.invoice_lines_sum((r.t).lines, array['plan', 'proration']), -billing.invoice_lines_sum((r.t).lines, array['discount'])
-  from (select s.*, billing.renewal_terms(s, s.current_period_end) as t
+  -- One index probe per id (the lateral subquery runs per element): a scan of the
+  -- community's subscriptions per batch made a storm of n renewals cost n^2.
+  from unnest(p_ids) x(id)
+  cross join lateral (select s.*, billing.renewal_terms(s, s.current_period_end) as t
         from billing.subscriptions s
-        where s.community_id = v_community and s.id = any (p_ids) and s.provider = 'sandbox'
+        where s.community_id = v_community and s.id = x.id and s.provider = 'sandbox'
           and s.status in ('active', 'trialing') and s.current_period_end <= p_now
         offset 0) r
   where (r.t).period_end > p_now
@@ -2692,10 +2700,29 @@ begin
     'sandbox_ch_' || substr(md5(b.invoice_id || b.at::text), 1, 16), b.at
   from renew_batch_terms b
   order by b.invoice_id;
+  -- The rows to update found by their keys, one index probe each, and updated by their
+  -- ctid alone (a TID scan): joined by the planner they were a scan of every invoice
+  -- (or subscription) of the community per batch, on statistics a storm makes stale
+  -- (it adds the invoices), so a storm of n renewals cost n^2. The ctids are read just
+  -- before their statement, of rows this transaction holds (its new invoices; the
+  -- subscriptions the caller locked), and the counts are checked: a ctid whose row
+  -- changed since would find nothing and fail the batch, never touch another row.
+  select array_agg(p.ctid), count(*) into v_ctids, v_n
+  from renew_batch_terms b
+  cross join lateral (select i.ctid from billing.invoices i
+                      where i.community_id = v_community and i.id = b.invoice_id offset 0) p;
   update billing.invoices i set status = 'paid', amount_paid_cents = i.total_cents, paid_at = b.at,
     attempt_count = i.attempt_count + 1, next_attempt_at = null
   from renew_batch_terms b
-  where i.community_id = v_community and i.id = b.invoice_id;
+  where i.ctid = any (v_ctids) and i.id = b.invoice_id;
+  get diagnostics v_done = row_count;
+  if v_done <> v_n then
+    raise exception 'renew_batch: % of % invoices marked paid', v_done, v_n;
+  end if;
+  select array_agg(p.ctid), count(*), array_agg(b.subscription_id order by b.subscription_id) into v_ctids, v_n, v_subs
+  from renew_batch_terms b
+  cross join lateral (select s.ctid from billing.subscriptions s
+                      where s.community_id = v_community and s.id = b.subscription_id offset 0) p;
   update billing.subscriptions s set
     status = 'active', plan_id = (b.t).plan_id, scheduled_plan_id = null, scheduled_at = null,
     current_period_start = b.at, current_period_end = (b.t).period_end, billing_anchor = (b.t).anchor,
@@ -2703,8 +2730,11 @@ begin
     trial_end = case when s.status = 'trialing' then coalesce(s.trial_end, b.at) else s.trial_end end,
     updated_at = now()
   from renew_batch_terms b
-  where s.community_id = v_community and s.id = b.subscription_id;
-  select array_agg(b.subscription_id order by b.subscription_id) into v_subs from renew_batch_terms b;
+  where s.ctid = any (v_ctids) and s.id = b.subscription_id;
+  get diagnostics v_done = row_count;
+  if v_done <> v_n then
+    raise exception 'renew_batch: % of % subscriptions renewed', v_done, v_n;
+  end if;
   return coalesce(v_subs, '{}');
 end
 $$;
