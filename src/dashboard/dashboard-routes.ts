@@ -8,6 +8,7 @@ import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import type { Config } from '../core/config';
 import { SCOPES } from '../core/scopes';
+import { decimalOf, minorUnitsOf } from '../core/money';
 import { INVOICE_STATUSES, SUBSCRIPTION_STATUSES } from '../core/statuses';
 import { EVENT_TYPES } from '../domain/events/event-types';
 import { setPassword, signInWithLink, signInWithPassword, signOut, PASSWORD_MIN, PASSWORD_MAX } from '../domain/operators/operator-accounts';
@@ -103,23 +104,11 @@ const eventTypesSelect = (id: string, selected: string[]) => html`<p><label for=
 
 const memberLink = (id: string) => html`<a href="/dashboard/members/${encodeURIComponent(id)}">${id}</a>`;
 
-/** Minor units as the decimal the pages show (money(): two decimals). */
-export const decimalOf = (cents: number) => `${Math.trunc(cents / 100)}.${String(Math.abs(cents) % 100).padStart(2, '0')}`;
-
-/**
- * A decimal amount typed in a form as minor units ("12.5" -> 1250). Anything else is
- * passed on as typed, so the operation's own validation refuses it (422, amount_cents).
- */
-export function minorUnitsOf(text: string): number | string {
-  const m = /^\s*(\d{1,12})(?:[.,](\d{1,2}))?\s*$/.exec(text);
-  return m ? Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0')) : text;
-}
-
 /** An invoice's Refund: the amount (prefilled with what is left to refund) and the button. */
 function refundForm(s: Signed, i: Json, back: string): Html {
   const id = `refund-${i.id}`;
   return html`<form class="inline" method="post" action="/dashboard/invoices/${encodeURIComponent(i.id)}/refund">${csrfField(s)}<input type="hidden" name="back" value="${back}">
-<label for="${id}">Amount (${String(i.currency).toUpperCase()})</label> <input id="${id}" name="amount" inputmode="decimal" size="8" required value="${decimalOf(i.amount_paid_cents - i.amount_refunded_cents)}">
+<label for="${id}">Amount (${String(i.currency).toUpperCase()})</label> <input id="${id}" name="amount" inputmode="decimal" size="8" required value="${decimalOf(i.amount_paid_cents - i.amount_refunded_cents, i.currency)}">
 <button type="submit" class="danger">Refund</button></form>`;
 }
 
@@ -366,11 +355,20 @@ ${s.can('members:write') ? html`<form method="post" action="/dashboard/members/$
   };
   router.post('/subscriptions/:id/cancel', (req, res) => act(req, res, 'cancel_subscription', { params: { id: String(req.params.id) } }, backOf(req, '/dashboard/subscriptions'), 'cancelled'));
   router.post('/subscriptions/:id/reactivate', (req, res) => act(req, res, 'reactivate_subscription', { params: { id: String(req.params.id) } }, backOf(req, '/dashboard/subscriptions'), 'reactivated'));
-  router.post('/invoices/:id/refund', (req, res) => {
-    // The amount typed (a decimal in the invoice's currency); none: all that is left.
+  router.post('/invoices/:id/refund', async (req, res) => {
+    // The amount typed (a decimal in the invoice's currency, read here: 500 is 500 yen
+    // but 5.00 dollars); none: all that is left. Text that is no such decimal goes on as
+    // typed, so the operation refuses it (422, amount_cents).
+    const id = String(req.params.id);
+    const back = backOf(req, '/dashboard/invoices');
     const amount = (req.body as Record<string, unknown>).amount;
-    const body = typeof amount === 'string' && amount.trim() !== '' ? { amount_cents: minorUnitsOf(amount) } : {};
-    return act(req, res, 'refund_invoice', { params: { id: String(req.params.id) }, body }, backOf(req, '/dashboard/invoices'), 'refunded');
+    let body = {};
+    if (typeof amount === 'string' && amount.trim() !== '') {
+      const invoice = await run(req, 'get_invoice', { params: { id } });
+      if (invoice.problem) return problemPage(req, res, invoice, back);
+      body = { amount_cents: minorUnitsOf(amount, (invoice.body as Json).currency as string) ?? amount };
+    }
+    return act(req, res, 'refund_invoice', { params: { id }, body }, back, 'refunded');
   });
   router.post('/members/:id/grants', (req, res) => {
     const b = req.body as Record<string, unknown>;

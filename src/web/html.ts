@@ -1,3 +1,4 @@
+import { decimalOf } from '../core/money';
 // Server-rendered HTML shared by the pages this service serves (the operator
 // dashboard, the sandbox checkout and portal): escaping, money, a page shell, and an
 // inline SVG chart. Presentation only: no rule, no data access.
@@ -24,10 +25,11 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): Html 
   return new Html(out);
 }
 
+/** Minor units with their currency, in the currency's own decimal places ("12.50 USD", "500 JPY"). */
 export function money(cents: number | null | undefined, currency: string | null | undefined): string {
   if (cents === null || cents === undefined) return '—';
   const sign = cents < 0 ? '−' : '';
-  return `${sign}${(Math.abs(cents) / 100).toFixed(2)} ${(currency ?? '').toUpperCase()}`.trim();
+  return `${sign}${decimalOf(Math.abs(cents), currency)} ${(currency ?? '').toUpperCase()}`.trim();
 }
 
 export function day(ts: string | null | undefined): string {

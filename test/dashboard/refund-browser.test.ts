@@ -73,3 +73,32 @@ test('an owner refunds part, then the rest; bad amounts are refused by the opera
   expect(await seriousViolations(page)).toEqual([]);
   await context.close();
 });
+
+test('a refund is typed in the invoice currency\'s own places: 200 of a 500 JPY invoice is 200 yen', async () => {
+  // Yen have no minor unit: 500 JPY is amount_cents 500, shown "500 JPY" and typed "200".
+  const { rows: [plan] } = await app.owner.query<{ id: string }>(
+    `insert into billing.plans (community_id, tier_id, key, name, amount_cents, currency, interval)
+     values ($1, $2, 'gold-yen', 'Gold (yen)', 500, 'jpy', 'month') returning id`, [shop.communityId, shop.ids.tiers.gold]);
+  shop.ids.plans['gold-yen'] = plan.id;
+  const yen = await subscribe(app, shop, 'gold', 'gold-yen');
+  const refunded = async () => (await app.owner.query<{ amount_refunded_cents: number }>(
+    'select amount_refunded_cents from billing.invoices where community_id = $1 and member_id = $2', [shop.communityId, yen.memberId])).rows[0].amount_refunded_cents;
+  const { context, page } = await newPage(browser);
+  await signInAs(page, app, shop.communityId, 'owner');
+  await page.goto(`${app.url}/dashboard/members/${yen.memberId}`);
+  await expect(page.locator('h2:has-text("Invoices") + table').textContent()).resolves.toMatch(/500 JPY.*paid/s);
+  const amount = page.getByLabel('Amount (JPY)');
+  expect(await amount.inputValue()).toBe('500');
+  await amount.fill('200');
+  await page.getByRole('button', { name: 'Refund' }).click();
+  await page.getByText('The refund is recorded.').waitFor();
+  expect(await refunded()).toBe(200);
+  expect(await page.getByLabel('Amount (JPY)').inputValue()).toBe('300');
+  // Yen with decimals are no amount: the operation refuses the text as typed.
+  const [{ id }] = (await app.owner.query<{ id: string }>('select id from billing.invoices where community_id = $1 and member_id = $2', [shop.communityId, yen.memberId])).rows;
+  const csrf = await page.locator('input[name=csrf]').first().inputValue();
+  const cents = await page.request.post(`${app.url}/dashboard/invoices/${id}/refund`, { form: { csrf, amount: '1.50' } });
+  expect(cents.status()).toBe(422);
+  expect(await refunded()).toBe(200);
+  await context.close();
+});

@@ -10,6 +10,7 @@ import { inCommunity } from '../../db/community-transaction';
 import { applyCheckoutDiscount, checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
 import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext } from '../../domain/checkout/payment-port';
+import { decimalOf } from '../../core/money';
 
 export class SandboxProvider implements PaymentProvider {
   readonly name = 'sandbox' as const;
@@ -42,7 +43,7 @@ function escapeHtml(value: unknown): string {
 }
 
 export function formatMoney(cents: number, currency: string): string {
-  return `${(cents / 100).toFixed(2)} ${currency.toUpperCase()}`;
+  return `${decimalOf(cents, currency)} ${currency.toUpperCase()}`;
 }
 
 function page(title: string, body: string): string {
