@@ -15,6 +15,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { scramVerifier } from './logins';
 
 export interface EmbeddedDatabase {
   url(database: string): string;
@@ -36,7 +38,26 @@ export interface EmbeddedOptions {
 }
 
 export const SHARED_DIR = '/var/lib/community-billing';
-const PASSWORD = 'postgres';
+/** The password of clusters made before it was random (now changed on their next start). */
+const LEGACY_PASSWORD = 'postgres';
+/** The owner's password, random per cluster, beside it and readable by this user only. */
+const PASSWORD_FILE = 'owner-password';
+
+function readPassword(file: string): string | null {
+  try {
+    const text = fs.readFileSync(file, 'utf8').trim();
+    return text === '' ? null : text;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function writePassword(file: string, password: string): void {
+  const tmp = `${file}.${crypto.randomBytes(6).toString('hex')}`;
+  fs.writeFileSync(tmp, `${password}\n`, { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -222,12 +243,20 @@ export async function startEmbedded(dataDir: string, opts: EmbeddedOptions = {})
   }
   const bin = (name: string) => path.join(installDir, 'bin', name);
 
+  // The owner (a superuser) has a random password, kept in <dataDir>/owner-password
+  // (0600): the server listens on 127.0.0.1, where every local user can reach it, so a
+  // password known from this code would hand any of them the database.
+  const passwordFile = path.join(dataDir, PASSWORD_FILE);
+  let password = readPassword(passwordFile);
+  let legacy = false;
   if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+    password = crypto.randomBytes(24).toString('base64url');
+    writePassword(passwordFile, password);
     fs.mkdirSync(databaseDir, { recursive: true, mode: 0o700 });
     if (user) fs.chownSync(databaseDir, user.uid, user.gid);
-    // The password file sits beside the cluster, readable only by the server's user.
+    // initdb's password file sits beside the cluster, readable only by the server's user.
     const pwfile = path.join(path.dirname(databaseDir), `.pwfile-${crypto.randomBytes(6).toString('hex')}`);
-    fs.writeFileSync(pwfile, `${PASSWORD}\n`, { mode: 0o600 });
+    fs.writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
     if (user) fs.chownSync(pwfile, user.uid, user.gid);
     try {
       const { code, output } = await run(bin('initdb'), [
@@ -249,11 +278,39 @@ export async function startEmbedded(dataDir: string, opts: EmbeddedOptions = {})
     '-c', 'max_connections=200', '-c', 'shared_buffers=256MB', '-c', 'listen_addresses=127.0.0.1',
   ], user, log);
   fs.writeFileSync(portFile, String(port));
+  if (password === null) {
+    // A cluster from before random passwords: its owner's is still the old fixed one.
+    password = crypto.randomBytes(24).toString('base64url');
+    legacy = true;
+  }
+  if (legacy) {
+    try {
+      await changeOwnerPassword(`postgres://postgres:${LEGACY_PASSWORD}@127.0.0.1:${port}/postgres`, password);
+    } catch (err) {
+      await stopServer(server);
+      throw new Error(`the embedded PostgreSQL in ${databaseDir} has no ${passwordFile} and does not take the old default password either; `
+        + `delete ${dataDir} to start afresh (${(err as Error).message})`);
+    }
+    writePassword(passwordFile, password);
+    notice(`The embedded database's owner now has a random password (${passwordFile}).`);
+  }
+  const ownerPassword = password;
   return {
-    url: (database: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`,
+    url: (database: string) => `postgres://postgres:${encodeURIComponent(ownerPassword)}@127.0.0.1:${port}/${database}`,
     databaseDir,
     stop: () => stopServer(server),
   };
+}
+
+/** ALTER ROLE postgres PASSWORD, as a SCRAM verifier (the clear password never reaches the server's log). */
+async function changeOwnerPassword(url: string, password: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    await client.query(`alter role postgres with password ${client.escapeLiteral(scramVerifier(password))}`);
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 /** Starts the postmaster; resolves once it accepts connections. */
