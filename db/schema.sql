@@ -1,4 +1,4 @@
--- db/migrations sha256:c3fc6d1e595d05956b73c14855ef4270b47d7cc8369aff476045d10b7a089fe4 (regenerate with npm run db:schema)
+-- db/migrations sha256:8a333d59920a19b651b40dbd9457b139847c82b782c937f40d1276513b7ad6f6 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --

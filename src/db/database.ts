@@ -9,10 +9,10 @@ import readline from 'node:readline';
 import pg from 'pg';
 import type { Config } from '../core/config';
 import { withDatabase } from './migrate';
+import { embeddedOwnerPassword } from './embedded';
 
 /** The database npm start creates inside the embedded server. */
 export const EMBEDDED_DATABASE = 'billing';
-const EMBEDDED_PASSWORD = 'postgres';
 
 export interface Database {
   /** Connection string of the billing database. */
@@ -22,8 +22,9 @@ export interface Database {
   stop(): Promise<void>;
 }
 
-function embeddedUrl(port: number, database: string): string {
-  return `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/${database}`;
+/** The owner's connection string of the embedded server of <dataDir> (its password is in <dataDir>, src/db/embedded.ts). */
+function embeddedUrl(dataDir: string, port: number, database: string): string {
+  return `postgres://postgres:${encodeURIComponent(embeddedOwnerPassword(dataDir))}@127.0.0.1:${port}/${database}`;
 }
 
 /** The port of a running embedded server for this data directory, or null. */
@@ -32,7 +33,7 @@ async function runningEmbeddedPort(dataDir: string): Promise<number | null> {
   if (!fs.existsSync(portFile)) return null;
   const port = Number(fs.readFileSync(portFile, 'utf8').trim());
   if (!Number.isInteger(port) || port <= 0) return null;
-  const client = new pg.Client({ connectionString: embeddedUrl(port, 'postgres'), connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({ connectionString: embeddedUrl(dataDir, port, 'postgres'), connectionTimeoutMillis: 2000 });
   try {
     await client.connect();
     // Something answers on that port: make sure it is our data directory.
@@ -68,18 +69,18 @@ export async function openDatabase(config: Config, log: (line: string) => void):
   const running = await runningEmbeddedPort(config.dataDir);
   if (running !== null) {
     log(`Using the embedded PostgreSQL already running on port ${running}.`);
-    await ensureDatabase(embeddedUrl(running, 'postgres'), EMBEDDED_DATABASE);
-    return { url: embeddedUrl(running, EMBEDDED_DATABASE), startedEmbedded: false, stop: async () => {} };
+    await ensureDatabase(embeddedUrl(config.dataDir, running, 'postgres'), EMBEDDED_DATABASE);
+    return { url: embeddedUrl(config.dataDir, running, EMBEDDED_DATABASE), startedEmbedded: false, stop: async () => {} };
   }
   log(`Starting the embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')} ...`);
   const server = await startEmbeddedServer(config.dataDir);
   try {
-    await ensureDatabase(embeddedUrl(server.port, 'postgres'), EMBEDDED_DATABASE);
+    await ensureDatabase(embeddedUrl(config.dataDir, server.port, 'postgres'), EMBEDDED_DATABASE);
   } catch (err) {
     await server.stop().catch(() => {});
     throw err;
   }
-  return { url: embeddedUrl(server.port, EMBEDDED_DATABASE), startedEmbedded: true, stop: server.stop };
+  return { url: embeddedUrl(config.dataDir, server.port, EMBEDDED_DATABASE), startedEmbedded: true, stop: server.stop };
 }
 
 /**

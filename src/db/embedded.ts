@@ -53,6 +53,11 @@ function readPassword(file: string): string | null {
   }
 }
 
+/** The owner's password of the embedded cluster of <dataDir> (the old fixed one before it had a file). */
+export function embeddedOwnerPassword(dataDir: string): string {
+  return readPassword(path.join(dataDir, PASSWORD_FILE)) ?? LEGACY_PASSWORD;
+}
+
 function writePassword(file: string, password: string): void {
   const tmp = `${file}.${crypto.randomBytes(6).toString('hex')}`;
   fs.writeFileSync(tmp, `${password}\n`, { mode: 0o600 });
