@@ -243,10 +243,11 @@ export function mountDashboard(app: express.Express, deps: DashboardDeps): void 
 
   router.get('/', async (req, res) => {
     const days = req.query.days === '90' ? 90 : 30;
-    const summary = await read(req, res, 'get_analytics_summary');
-    if (!summary) return;
-    const series = await read(req, res, 'get_analytics_series', { query: { days: String(days) } });
-    if (!series) return;
+    // The summary and the series from one read of the subscriptions (analytics_overview).
+    const overview = await read(req, res, 'get_analytics_overview', { query: { days: String(days) } });
+    if (!overview) return;
+    const summary = overview.summary as Json;
+    const series = overview.series as Json;
     const cur = summary.currency as string | null;
     const points = (series.days as Json[]);
     send(req, res, 'Overview', '/dashboard', html`<div class="cards">

@@ -31,7 +31,9 @@ export const analyticsSeries = z.object({
   days: z.array(z.object({ day: z.string(), mrr_cents: z.number().int(), signups: z.number().int(), cancels: z.number().int() })),
 });
 
-/** The dashboard overview's series (not under /v1: src/operations/index.ts dashboardOperations). */
+const seriesDays = z.object({ days: z.coerce.number().int().refine((d) => d === 30 || d === 90, { error: 'must be 30 or 90' }).default(30) });
+
+/** The dashboard overview's series and page (not under /v1: src/operations/index.ts dashboardOperations). */
 export const analyticsDashboardOperations: Operation[] = [
   defineOperation({
     name: 'get_analytics_series',
@@ -40,8 +42,19 @@ export const analyticsDashboardOperations: Operation[] = [
     scope: 'analytics:read',
     tag: 'Analytics',
     summary: 'MRR, signups and cancels per day over the last 30 or 90 days, and the past_due count',
-    query: z.object({ days: z.coerce.number().int().refine((d) => d === 30 || d === 90, { error: 'must be 30 or 90' }).default(30) }),
+    query: seriesDays,
     response: analyticsSeries,
     sql: 'analytics_series',
+  }),
+  defineOperation({
+    name: 'get_analytics_overview',
+    method: 'GET',
+    path: '/dashboard/analytics/overview',
+    scope: 'analytics:read',
+    tag: 'Analytics',
+    summary: 'The overview page: the summary and the series, from one read of the subscriptions',
+    query: seriesDays,
+    response: z.object({ summary: analyticsSummary, series: analyticsSeries }),
+    sql: 'analytics_overview',
   }),
 ];
