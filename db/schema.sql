@@ -1,4 +1,4 @@
--- db/migrations sha256:56a947a6777a6f27327b73a4e2c64c965a2160c539efde61e15b0b018cab4299 (regenerate with npm run db:schema)
+-- db/migrations sha256:df6fe6f180eac9c64cb0ea59fe4055b50b43f4d25c2e7205cb241f73bfdf6cce (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -3992,6 +3992,63 @@ $$;
 
 
 --
+-- Name: catalog_file(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_file(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_community text := billing.current_community_id();
+  v_out jsonb;
+begin
+  perform billing.require_scope('plans:read');
+  perform billing.require_scope('discounts:read');
+  select jsonb_strip_nulls(jsonb_build_object(
+    'payment_provider', case when c.payment_provider is not null
+      then c.payment_config || jsonb_build_object('type', c.payment_provider) end,
+    'dunning', case when c.dunning <> '{}' then c.dunning end,
+    'platforms', (select jsonb_agg(jsonb_build_object('key', pc.key, 'platform', pc.platform, 'name', pc.name,
+        'settings', case when pc.settings <> '{}' then pc.settings end) order by pc.key)
+      from billing.platform_configs pc where pc.community_id = v_community),
+    'entitlements', (select jsonb_agg(jsonb_build_object('key', e.key, 'name', e.name,
+        'benefits', (select jsonb_agg(jsonb_build_object('platform', pc.key, 'type', b.type, 'value', b.value)
+            order by pc.key, b.type, b.value)
+          from billing.entitlement_benefits b
+          join billing.platform_configs pc on pc.community_id = b.community_id and pc.id = b.platform_config_id
+          where b.community_id = e.community_id and b.entitlement_id = e.id)) order by e.key)
+      from billing.entitlements e where e.community_id = v_community),
+    'tiers', (select jsonb_agg(jsonb_build_object('key', t.key, 'name', t.name, 'description', t.description,
+        'kind', t.kind, 'billing_mode', t.billing_mode, 'rank', t.rank, 'active', t.active,
+        'features', case when cardinality(t.features) > 0 then to_jsonb(t.features) end,
+        'perks', case when t.perks <> '[]' then t.perks end,
+        'entitlements', (select jsonb_agg(e.key order by e.key)
+          from billing.tier_entitlements te
+          join billing.entitlements e on e.community_id = te.community_id and e.id = te.entitlement_id
+          where te.community_id = t.community_id and te.tier_id = t.id),
+        'plans', (select jsonb_agg(jsonb_build_object('key', p.key, 'name', p.name, 'amount_cents', p.amount_cents,
+            'currency', p.currency, 'interval', p.interval, 'trial_days', p.trial_days, 'access_days', p.access_days,
+            'active', p.active, 'stripe_price_id', p.stripe_price_id) order by p.key)
+          from billing.plans p where p.community_id = t.community_id and p.tier_id = t.id))
+        order by t.rank, t.key)
+      from billing.tiers t where t.community_id = v_community),
+    'discounts', (select jsonb_agg(jsonb_build_object('code', d.code, 'name', d.name, 'value_type', d.value_type,
+        'percent_off', d.percent_off, 'amount_off_cents', d.amount_off_cents, 'currency', d.currency,
+        'duration', d.duration, 'duration_months', d.duration_months, 'use_limit', d.use_limit,
+        'min_spend_cents', d.min_spend_cents, 'max_spend_cents', d.max_spend_cents,
+        'starts_at', billing.iso(d.starts_at), 'expires_at', billing.iso(d.expires_at), 'is_active', d.is_active,
+        'tiers', (select jsonb_agg(t.key order by t.key) from billing.tiers t
+          where t.community_id = d.community_id and t.id = any (d.tier_ids)),
+        'members', case when d.members <> '[]' then d.members end) order by lower(d.code))
+      from billing.discount_codes d where d.community_id = v_community and d.archived_at is null)))
+  into v_out
+  from billing.communities c where c.id = v_community;
+  return coalesce(v_out, '{}');
+end
+$$;
+
+
+--
 -- Name: checkout_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -5779,6 +5836,7 @@ begin
     when 'api_keys_create' then return billing_api.api_keys_create(p_args);
     when 'api_keys_list' then return billing_api.api_keys_list(p_args);
     when 'api_keys_revoke' then return billing_api.api_keys_revoke(p_args);
+    when 'catalog_file' then return billing_api.catalog_file(p_args);
     when 'checkout_create' then return billing_api.checkout_create(p_args);
     when 'checkout_set_provider' then return billing_api.checkout_set_provider(p_args);
     when 'discounts_list' then return billing_api.discounts_list(p_args);
@@ -11497,6 +11555,14 @@ GRANT ALL ON FUNCTION billing_api.api_keys_list(p_args jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing_api.api_keys_revoke(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.api_keys_revoke(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_file(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_file(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_file(p_args jsonb) TO billing_api;
 
 
 --

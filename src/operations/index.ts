@@ -5,6 +5,7 @@ import { analyticsDashboardOperations, analyticsOperations } from '../domain/ana
 import { apiKeyOperations } from '../domain/keys/api-key-operations';
 import { operatorOperations } from '../domain/operators/operator-operations';
 import { portalOperations } from '../domain/subscriptions/portal-operations';
+import { catalogDashboardOperations } from '../domain/catalog/catalog-operations';
 import { checkoutOperations } from '../domain/checkout/checkout-operations';
 import { discountOperations } from '../domain/discounts/discount-operations';
 import { entitlementOperations } from '../domain/entitlements/entitlement-operations';
@@ -44,7 +45,8 @@ export const operations: readonly Operation[] = [
  * Run by the same executor; not mounted under /v1 or MCP.
  */
 export const dashboardOperations: readonly Operation[] = [
-  ...apiKeyOperations, ...operatorOperations, ...analyticsDashboardOperations, ...eventDashboardOperations, ...portalOperations,
+  ...apiKeyOperations, ...operatorOperations, ...analyticsDashboardOperations, ...catalogDashboardOperations, ...eventDashboardOperations,
+  ...portalOperations,
 ];
 
 export function findOperation(name: string): Operation | undefined {

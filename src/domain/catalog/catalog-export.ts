@@ -1,28 +1,35 @@
-// The catalog file (src/domain/catalog/catalog-file.ts) that reproduces what the API
-// shows of a catalog: tiers with their plans, and discount codes. Keys are the ids
-// (the API does not show catalog keys), so applied to another community (staging, a
-// copy) it recreates the same offer; entitlements and platforms are not in the API's
-// tier shape and are left out.
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// The catalog file as a person reads it: the file's fields in the order
+// src/domain/catalog/catalog-file.ts declares them (PostgreSQL's jsonb keeps its own
+// order). The file itself comes from the database (billing_api.catalog_file).
+type Json = Record<string, unknown>;
 
-const dropNull = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
+const ORDER: Record<string, readonly string[]> = {
+  file: ['payment_provider', 'dunning', 'platforms', 'entitlements', 'tiers', 'discounts'],
+  payment_provider: ['type'],
+  dunning: ['retry_days', 'final_action'],
+  platforms: ['key', 'platform', 'name', 'settings'],
+  entitlements: ['key', 'name', 'benefits'],
+  benefits: ['platform', 'type', 'value'],
+  tiers: ['key', 'name', 'description', 'kind', 'billing_mode', 'rank', 'active', 'features', 'perks', 'entitlements', 'plans'],
+  perks: ['title', 'detail'],
+  plans: ['key', 'name', 'amount_cents', 'currency', 'interval', 'trial_days', 'access_days', 'active', 'stripe_price_id'],
+  discounts: ['code', 'name', 'value_type', 'percent_off', 'amount_off_cents', 'currency', 'duration', 'duration_months',
+    'use_limit', 'min_spend_cents', 'max_spend_cents', 'starts_at', 'expires_at', 'is_active', 'tiers', 'members'],
+  members: ['platform', 'platform_uid', 'username'],
+};
 
-export function catalogFileOf(tiers: Json[], discounts: Json[]): Json {
-  return {
-    tiers: tiers.map((t) => dropNull({
-      key: t.id, name: t.name, description: t.description, kind: t.kind, billing_mode: t.billing_mode, rank: t.rank,
-      features: t.features, perks: (t.perks as Json[]).map(dropNull),
-      plans: (t.plans as Json[]).map((p) => dropNull({
-        key: p.id, name: p.name, amount_cents: p.amount_cents, currency: p.currency, interval: p.interval,
-        trial_days: p.trial_days, access_days: p.access_days,
-      })),
-    })),
-    discounts: discounts.map((d) => dropNull({
-      code: d.code, name: d.name, value_type: d.value_type, percent_off: d.percent_off, amount_off_cents: d.amount_off_cents,
-      currency: d.currency, duration: d.duration, duration_months: d.duration_months, use_limit: d.use_limit,
-      min_spend_cents: d.min_spend_cents, max_spend_cents: d.max_spend_cents, starts_at: d.starts_at, expires_at: d.expires_at,
-      is_active: d.is_active, tiers: (d.tier_ids as string[]).length ? d.tier_ids : undefined,
-      members: (d.members as Json[]).length ? (d.members as Json[]).map(dropNull) : undefined,
-    })),
-  };
+function ordered(value: unknown, kind: string): unknown {
+  if (Array.isArray(value)) return value.map((v) => ordered(v, kind));
+  if (value === null || typeof value !== 'object') return value;
+  const obj = value as Json;
+  const order = ORDER[kind] ?? [];
+  const keys = [...order.filter((k) => k in obj), ...Object.keys(obj).filter((k) => !order.includes(k)).sort()];
+  // Nested objects of these fields are themselves file objects; others (settings, the
+  // provider's own config) keep their keys sorted.
+  return Object.fromEntries(keys.map((k) => [k, ORDER[k] && kind !== 'payment_provider' ? ordered(obj[k], k) : obj[k]]));
+}
+
+/** The file with its fields in the order a file is written. */
+export function orderedCatalogFile(file: Json): Json {
+  return ordered(file, 'file') as Json;
 }

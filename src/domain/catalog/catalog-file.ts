@@ -140,7 +140,7 @@ const dunning = z.strictObject({
   final_action: oneOf(['cancel'] as const),
 });
 
-const catalogSchema = z.strictObject({
+export const catalogSchema = z.strictObject({
   payment_provider: paymentProvider.optional(),
   dunning: dunning.optional(),
   platforms: list(platform).optional(),
