@@ -1,4 +1,4 @@
--- db/migrations sha256:df6fe6f180eac9c64cb0ea59fe4055b50b43f4d25c2e7205cb241f73bfdf6cce (regenerate with npm run db:schema)
+-- db/migrations sha256:52cfcd5c6b94a59894658121489407346c17de415b576e2887cca21523d1f391 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -2032,6 +2032,25 @@ $$;
 
 
 --
+-- Name: ledger_refresh_list(text[], text[], text[], text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_refresh_list(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if cardinality(p_member_ids) <= 8 then
+    for i in 1 .. cardinality(p_member_ids) loop
+      perform billing.ledger_refresh_member(p_community_ids[i], p_member_ids[i], p_reasons[i], p_trigger_event_ids[i]);
+    end loop;
+  elsif p_member_ids is not null then
+    perform billing.ledger_refresh_each(p_community_ids, p_member_ids, p_reasons, p_trigger_event_ids);
+  end if;
+end
+$$;
+
+
+--
 -- Name: ledger_refresh_member(text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -3570,23 +3589,17 @@ begin
     return null;
   end if;
   v_new := billing.purchase_event_json(new);
-  if tg_op = 'INSERT' then
-    v_type := 'purchase.created';
-    v_reason := case when new.status = 'completed' then 'purchase_completed' else 'purchase_updated' end;
-    v_prev := null;
-  else
-    v_prev := billing.jsonb_changed(billing.purchase_event_json(old) - 'tier_name' - 'plan_name', v_new);
-    if v_prev = '{}' then
-      return null;
-    end if;
-    v_type := case when new.status = 'refunded' and old.status <> 'refunded'
-      then 'purchase.refunded' else 'purchase.updated' end;
-    v_reason := case when v_type = 'purchase.refunded' then 'purchase_refunded' else 'purchase_updated' end;
+  v_prev := billing.jsonb_changed(billing.purchase_event_json(old) - 'tier_name' - 'plan_name', v_new);
+  if v_prev = '{}' then
+    return null;
   end if;
+  v_type := case when new.status = 'refunded' and old.status <> 'refunded'
+    then 'purchase.refunded' else 'purchase.updated' end;
+  v_reason := case when v_type = 'purchase.refunded' then 'purchase_refunded' else 'purchase_updated' end;
   v_event_id := billing.emit_event(new.community_id, v_type,
     jsonb_build_object('purchase', v_new, 'previous_attributes', v_prev));
   perform billing.ledger_refresh_member(new.community_id, new.member_id, v_reason, v_event_id);
-  if tg_op = 'UPDATE' and old.member_id <> new.member_id then
+  if old.member_id <> new.member_id then
     perform billing.ledger_refresh_member(old.community_id, old.member_id, v_reason, v_event_id);
   end if;
   return null;
@@ -3595,22 +3608,86 @@ $$;
 
 
 --
--- Name: tg_subscriptions__outbox_and_ledger(); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: tg_purchases__outbox_and_ledger_insert(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.tg_subscriptions__outbox_and_ledger() RETURNS trigger
+CREATE FUNCTION billing.tg_purchases__outbox_and_ledger_insert() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 declare
-  v_event_id text;
+  v_communities text[];
+  v_members text[];
+  v_reasons text[];
+  v_event_ids text[];
 begin
-  if tg_op = 'DELETE' then
-    perform billing.ledger_refresh_member(old.community_id, old.member_id, 'subscription_deleted', null);
-    return null;
+  with ev as (
+    insert into billing.events (community_id, type, data)
+    select n.community_id, 'purchase.created', jsonb_build_object(
+      'purchase', billing.purchase_json(n, p, t) || jsonb_build_object('client_reference_id', n.client_reference_id),
+      'previous_attributes', null)
+    from new_rows n
+    left join billing.plans p on p.community_id = n.community_id and p.id = n.plan_id
+    left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+    order by n.id
+    returning id, data->'purchase'->>'id' as purchase_id
+  )
+  select array_agg(n.community_id order by n.id), array_agg(n.member_id order by n.id),
+    array_agg(case when n.status = 'completed' then 'purchase_completed' else 'purchase_updated' end order by n.id),
+    array_agg(ev.id order by n.id)
+  into v_communities, v_members, v_reasons, v_event_ids
+  from new_rows n join ev on ev.purchase_id = n.id;
+  if v_event_ids is not null then  -- a statement that inserted nothing fires this too
+    perform billing.ledger_refresh_list(v_communities, v_members, v_reasons, v_event_ids);
   end if;
-  v_event_id := billing.emit_event(new.community_id, 'subscription.created',
-    jsonb_build_object('subscription', billing.subscription_event_json(new), 'previous_attributes', null));
-  perform billing.ledger_refresh_member(new.community_id, new.member_id, 'subscription_created', v_event_id);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_subscriptions__ledger_delete(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_subscriptions__ledger_delete() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  perform billing.ledger_refresh_member(old.community_id, old.member_id, 'subscription_deleted', null);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_subscriptions__outbox_and_ledger_insert(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_subscriptions__outbox_and_ledger_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_communities text[];
+  v_members text[];
+  v_event_ids text[];
+begin
+  with ev as (
+    insert into billing.events (community_id, type, data)
+    select n.community_id, 'subscription.created', jsonb_build_object(
+      'subscription', billing.subscription_json(n, p, t) || jsonb_build_object('client_reference_id', n.client_reference_id),
+      'previous_attributes', null)
+    from new_rows n
+    left join billing.plans p on p.community_id = n.community_id and p.id = n.plan_id
+    left join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+    order by n.id
+    returning id, data->'subscription'->>'id' as subscription_id
+  )
+  select array_agg(n.community_id order by n.id), array_agg(n.member_id order by n.id), array_agg(ev.id order by n.id)
+  into v_communities, v_members, v_event_ids
+  from new_rows n join ev on ev.subscription_id = n.id;
+  if v_event_ids is not null then  -- a statement that inserted nothing fires this too
+    perform billing.ledger_refresh_list(v_communities, v_members,
+      array_fill('subscription_created'::text, array[cardinality(v_members)]), v_event_ids);
+  end if;
   return null;
 end
 $$;
@@ -3669,19 +3746,9 @@ begin
     array_agg(ch.old_member_id order by ch.id), array_agg(ch.reason order by ch.id), array_agg(ev.id order by ch.id)
   into v_communities, v_members, v_old_members, v_reasons, v_event_ids
   from ch join ev on ev.subscription_id = ch.id;
-  -- The ledgers, row by row in id order (the member it left after the member it has):
-  -- a few rows one member at a time (ledger_refresh_member), more in a few statements
-  -- for the whole list (billing.ledger_refresh_each, the same outcome; its one big
-  -- statement costs more than the per-member functions for a single row).
-  if cardinality(v_event_ids) <= 8 then
-    for i in 1 .. cardinality(v_event_ids) loop
-      perform billing.ledger_refresh_member(v_communities[i], v_members[i], v_reasons[i], v_event_ids[i]);
-      if v_old_members[i] <> v_members[i] then
-        perform billing.ledger_refresh_member(v_communities[i], v_old_members[i], v_reasons[i], v_event_ids[i]);
-      end if;
-    end loop;
-  elsif v_event_ids is not null then
-    perform billing.ledger_refresh_each(array_agg(v_communities[i] order by i, x.j), array_agg(x.m order by i, x.j),
+  -- The ledgers, row by row in id order (the member it left after the member it has).
+  if v_event_ids is not null then
+    perform billing.ledger_refresh_list(array_agg(v_communities[i] order by i, x.j), array_agg(x.m order by i, x.j),
       array_agg(v_reasons[i] order by i, x.j), array_agg(v_event_ids[i] order by i, x.j))
     from generate_subscripts(v_event_ids, 1) i
     cross join lateral (values (1, v_members[i]), (2, nullif(v_old_members[i], v_members[i]))) x(j, m)
@@ -9020,6 +9087,13 @@ CREATE TRIGGER _500_ledger_delete AFTER DELETE ON billing.entitlement_benefits R
 
 
 --
+-- Name: subscriptions _500_ledger_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_ledger_delete AFTER DELETE ON billing.subscriptions FOR EACH ROW EXECUTE FUNCTION billing.tg_subscriptions__ledger_delete();
+
+
+--
 -- Name: tier_entitlements _500_ledger_delete; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -9086,14 +9160,7 @@ CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billin
 -- Name: purchases _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE OR UPDATE ON billing.purchases FOR EACH ROW EXECUTE FUNCTION billing.tg_purchases__outbox_and_ledger();
-
-
---
--- Name: subscriptions _500_outbox_and_ledger; Type: TRIGGER; Schema: billing; Owner: -
---
-
-CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE ON billing.subscriptions FOR EACH ROW EXECUTE FUNCTION billing.tg_subscriptions__outbox_and_ledger();
+CREATE TRIGGER _500_outbox_and_ledger AFTER DELETE OR UPDATE ON billing.purchases FOR EACH ROW EXECUTE FUNCTION billing.tg_purchases__outbox_and_ledger();
 
 
 --
@@ -9101,6 +9168,20 @@ CREATE TRIGGER _500_outbox_and_ledger AFTER INSERT OR DELETE ON billing.subscrip
 --
 
 CREATE TRIGGER _500_outbox_and_ledger_insert AFTER INSERT ON billing.invoices REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_invoices__outbox_and_ledger_insert();
+
+
+--
+-- Name: purchases _500_outbox_and_ledger_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger_insert AFTER INSERT ON billing.purchases REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_purchases__outbox_and_ledger_insert();
+
+
+--
+-- Name: subscriptions _500_outbox_and_ledger_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _500_outbox_and_ledger_insert AFTER INSERT ON billing.subscriptions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_subscriptions__outbox_and_ledger_insert();
 
 
 --
@@ -10956,6 +11037,14 @@ GRANT ALL ON FUNCTION billing.ledger_refresh_each(p_community_ids text[], p_memb
 
 
 --
+-- Name: FUNCTION ledger_refresh_list(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_refresh_list(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_refresh_list(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) TO billing_api;
+
+
+--
 -- Name: FUNCTION ledger_refresh_member(p_community_id text, p_member_id text, p_reason text, p_trigger_event_id text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -11426,10 +11515,24 @@ REVOKE ALL ON FUNCTION billing.tg_purchases__outbox_and_ledger() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION tg_subscriptions__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION tg_purchases__outbox_and_ledger_insert(); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.tg_subscriptions__outbox_and_ledger() FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.tg_purchases__outbox_and_ledger_insert() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_subscriptions__ledger_delete(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_subscriptions__ledger_delete() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_subscriptions__outbox_and_ledger_insert(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_subscriptions__outbox_and_ledger_insert() FROM PUBLIC;
 
 
 --
