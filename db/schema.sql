@@ -1,4 +1,4 @@
--- db/migrations sha256:52cfcd5c6b94a59894658121489407346c17de415b576e2887cca21523d1f391 (regenerate with npm run db:schema)
+-- db/migrations sha256:661ba9bef1d1a541d2a115c72169b1932fc2e0d505aea01f7444d0686052c83f (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -1922,18 +1922,21 @@ CREATE FUNCTION billing.ledger_refresh_each(p_community_ids text[], p_member_ids
     AS $$
 declare
   v_changed integer;
+  v_present integer[];
 begin
-  -- One refresh of a member at a time (see ledger_refresh_member), taken in list order.
-  perform count(*) from (
-    select 1 from (select k, p_community_ids[k] as c, p_member_ids[k] as m from generate_subscripts(p_member_ids, 1) k) l
-    join billing.members mb on mb.community_id = l.c and mb.id = l.m
-    order by l.k
-    for no key update of mb) x;
+  -- One refresh of a member at a time (see ledger_refresh_member), taken in list order:
+  -- each member's row locked by its key, one index probe per entry (the lateral runs
+  -- per entry, in order; joined, the planner hashed every member of the community for
+  -- each statement). The entries whose member exists (not being deleted) are kept.
+  select array_agg(k order by k) into v_present
+  from generate_subscripts(p_member_ids, 1) k
+  cross join lateral (select 1 from billing.members mb
+                      where mb.community_id = p_community_ids[k] and mb.id = p_member_ids[k]
+                      for no key update) l;
   with req as (
     -- each member at its first place in the list; a member being deleted is skipped
     select distinct on (l.c, l.m) l.k, l.c, l.m, p_reasons[l.k] as reason, p_trigger_event_ids[l.k] as trigger_event_id
-    from (select k, p_community_ids[k] as c, p_member_ids[k] as m from generate_subscripts(p_member_ids, 1) k) l
-    where exists (select 1 from billing.members mb where mb.community_id = l.c and mb.id = l.m)
+    from (select k, p_community_ids[k] as c, p_member_ids[k] as m from unnest(v_present) k) l
     order by l.c, l.m, l.k
   ), mem as materialized (
     select r.*, t.now, t.member, jsonb_build_object('identities', t.member->'identities',
