@@ -8,7 +8,7 @@ import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import type { Config } from '../core/config';
 import { SCOPES } from '../core/scopes';
-import { decimalOf, minorUnitsOf } from '../core/money';
+import { decimalOf, minorDigits, minorUnitsOf } from '../core/money';
 import { INVOICE_STATUSES, SUBSCRIPTION_STATUSES } from '../core/statuses';
 import { EVENT_TYPES } from '../domain/events/event-types';
 import { setPassword, signInWithLink, signInWithPassword, signOut, PASSWORD_MIN, PASSWORD_MAX } from '../domain/operators/operator-accounts';
@@ -257,7 +257,8 @@ export function mountDashboard(app: express.Express, deps: DashboardDeps): void 
 <div class="card"><div class="l">Cancels (30 days)</div><div class="n">${summary.recent_cancels}</div></div>
 <div class="card"><div class="l">Past due</div><div class="n">${series.past_due}</div></div></div>
 <p><a href="/dashboard?days=30"${raw(days === 30 ? ' aria-current="true"' : '')}>Last 30 days</a> · <a href="/dashboard?days=90"${raw(days === 90 ? ' aria-current="true"' : '')}>Last 90 days</a></p>
-<div class="charts">${lineChart(`MRR, last ${days} days`, points.map((p) => ({ label: p.day, value: p.mrr_cents })), (v) => money(v, series.currency ?? cur))}
+<div class="charts">${lineChart(`MRR${series.currency ?? cur ? ` (${String(series.currency ?? cur).toUpperCase()})` : ''}, last ${days} days`, points.map((p) => ({ label: p.day, value: p.mrr_cents })),
+      (v) => money(v, series.currency ?? cur), (v) => String(Math.round(v / 10 ** minorDigits(series.currency ?? cur))))}
 ${lineChart(`Signups per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.signups })), String)}
 ${lineChart(`Cancels per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.cancels })), String)}</div>`);
   });

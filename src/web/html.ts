@@ -1,3 +1,4 @@
+import * as echarts from 'echarts';
 import { decimalOf } from '../core/money';
 // Server-rendered HTML shared by the pages this service serves (the operator
 // dashboard, the sandbox checkout and portal): escaping, money, a page shell, and an
@@ -64,23 +65,36 @@ figcaption{font-size:.85rem;color:#4a5360}dl.facts{display:grid;grid-template-co
 export interface SeriesPoint { label: string; value: number }
 
 /**
- * A line chart as inline SVG (no script, no library): an accessible image whose
- * title and description carry the figures, with a text table beside it for readers.
+ * A line chart drawn by ECharts on the server (its SVG renderer without a DOM), sent as
+ * inline SVG: no script runs in the page. An accessible image: its title and
+ * description carry the figures, and the caption repeats them for every reader.
  */
-export function lineChart(title: string, points: SeriesPoint[], format: (v: number) => string): Html {
-  const w = 480, h = 160, pad = 30;
-  const max = Math.max(1, ...points.map((p) => p.value));
-  const step = points.length > 1 ? (w - 2 * pad) / (points.length - 1) : 0;
-  const xy = points.map((p, i) => [pad + i * step, h - pad - (p.value / max) * (h - 2 * pad)] as const);
-  const path = xy.map(([x, y], i) => `${i ? 'L' : 'M'}${x.toFixed(1)},${y.toFixed(1)}`).join(' ');
+export function lineChart(title: string, points: SeriesPoint[], format: (v: number) => string, axis: (v: number) => string = String): Html {
+  const w = 480, h = 180;
+  const max = Math.max(0, ...points.map((p) => p.value));
   const first = points[0], last = points[points.length - 1];
   const desc = points.length ? `From ${first.label} (${format(first.value)}) to ${last.label} (${format(last.value)}); highest ${format(max)}.` : 'No data.';
-  return html`<figure class="chart"><svg role="img" viewBox="0 0 ${w} ${h}" width="100%" aria-labelledby="${title.replace(/\W+/g, '-')}-t ${title.replace(/\W+/g, '-')}-d">
-<title id="${title.replace(/\W+/g, '-')}-t">${title}</title><desc id="${title.replace(/\W+/g, '-')}-d">${desc}</desc>
-<line x1="${pad}" y1="${h - pad}" x2="${w - pad}" y2="${h - pad}" stroke="#8a939e"/>
-<text x="${pad}" y="${pad - 10}" font-size="12" fill="#4a5360">${format(max)}</text>
-<text x="${pad}" y="${h - 10}" font-size="12" fill="#4a5360">${first?.label ?? ''}</text>
-<text x="${w - pad}" y="${h - 10}" font-size="12" fill="#4a5360" text-anchor="end">${last?.label ?? ''}</text>
-<path d="${path}" fill="none" stroke="#0b57d0" stroke-width="2"/></svg>
+  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: w, height: h });
+  let svg: string;
+  try {
+    chart.setOption({
+      animation: false,
+      grid: { left: 16, right: 24, top: 16, bottom: 8, containLabel: true },
+      // Day labels as MM-DD (the year is in the caption), values in the axis' own short form.
+      xAxis: { type: 'category', data: points.map((p) => p.label.slice(5)), boundaryGap: false,
+        axisLabel: { color: '#4a5360', interval: Math.max(0, Math.ceil(points.length / 4) - 1) } },
+      yAxis: { type: 'value', minInterval: 1, axisLabel: { color: '#4a5360', formatter: (v: number) => axis(v) } },
+      series: [{ type: 'line', data: points.map((p) => p.value), showSymbol: false, lineStyle: { color: '#0b57d0', width: 2 } }],
+    });
+    svg = chart.renderToSVGString();
+  } finally {
+    chart.dispose();
+  }
+  const id = title.replace(/\W+/g, '-');
+  // The root element becomes the labelled image (ECharts writes the drawing only).
+  const labelled = svg.replace(/^<svg /, `<svg role="img" aria-labelledby="${id}-t ${id}-d" width="100%" preserveAspectRatio="xMinYMid meet" `)
+    .replace(/ width="480" height="180"/, '')
+    .replace(/(<svg[^>]*>)/, `$1<title id="${id}-t">${esc(title)}</title><desc id="${id}-d">${esc(desc)}</desc>`);
+  return html`<figure class="chart">${raw(labelled)}
 <figcaption>${title}: ${desc}</figcaption></figure>`;
 }
