@@ -1,4 +1,4 @@
--- db/migrations sha256:661ba9bef1d1a541d2a115c72169b1932fc2e0d505aea01f7444d0686052c83f (regenerate with npm run db:schema)
+-- db/migrations sha256:619d7325a950590f7b5c6cc2489b0535763d97df4e1cf2f444c762fda6d114c6 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -921,10 +921,12 @@ $$;
 --
 
 CREATE FUNCTION billing.community_now(p_community_id text) RETURNS timestamp with time zone
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
-  select now() + coalesce(
-    (select c.clock_offset from billing.communities c where c.id = p_community_id), '0'::interval)
+begin
+  return now() + coalesce(
+    (select c.clock_offset from billing.communities c where c.id = p_community_id), '0'::interval);
+end
 $$;
 
 
@@ -2338,11 +2340,14 @@ COMMENT ON COLUMN billing.member_entitlements.next_check_at IS 'Earliest valid_u
 --
 
 CREATE FUNCTION billing.member_entitlement_json(p_me billing.member_entitlements) RETURNS jsonb
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
-  select billing.member_entitlement_json(p_me, e)
-  from (select 1) one
-  left join billing.entitlements e on e.community_id = p_me.community_id and e.id = p_me.entitlement_id
+declare
+  v_ent billing.entitlements;
+begin
+  select * into v_ent from billing.entitlements e where e.community_id = p_me.community_id and e.id = p_me.entitlement_id;
+  return billing.member_entitlement_json(p_me, v_ent);
+end
 $$;
 
 
@@ -2387,9 +2392,10 @@ $$;
 --
 
 CREATE FUNCTION billing.member_json(p_community_id text, p_member_id text) RETURNS jsonb
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
-  select jsonb_build_object(
+begin
+  return (select jsonb_build_object(
     'id', m.id,
     'created_at', billing.iso(m.created_at),
     'identities', coalesce((
@@ -2403,7 +2409,8 @@ CREATE FUNCTION billing.member_json(p_community_id text, p_member_id text) RETUR
       from billing.external_subjects x
       where x.community_id = m.community_id and x.member_id = m.id), '[]'))
   from billing.members m
-  where m.community_id = p_community_id and m.id = p_member_id
+  where m.community_id = p_community_id and m.id = p_member_id);
+end
 $$;
 
 
@@ -3196,11 +3203,13 @@ $$;
 --
 
 CREATE FUNCTION billing.subscription_retry_open(p_community_id text, p_subscription_id text) RETURNS boolean
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
-  select exists (select 1 from billing.invoices i
+begin
+  return exists (select 1 from billing.invoices i
     where i.community_id = p_community_id and i.subscription_id = p_subscription_id
-      and i.status = 'open' and i.next_attempt_at is not null)
+      and i.status = 'open' and i.next_attempt_at is not null);
+end
 $$;
 
 
@@ -3209,11 +3218,13 @@ $$;
 --
 
 CREATE FUNCTION billing.subscription_unpaid(p_community_id text, p_subscription_id text) RETURNS boolean
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
-  select exists (select 1 from billing.invoices i
+begin
+  return exists (select 1 from billing.invoices i
     where i.community_id = p_community_id and i.subscription_id = p_subscription_id
-      and i.status = 'open' and i.next_attempt_at is null)
+      and i.status = 'open' and i.next_attempt_at is null);
+end
 $$;
 
 
