@@ -21,6 +21,7 @@ import { taskList } from './tasks';
 import { makeWebhookSendTask } from './tasks/webhook_deliveries__send';
 import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
 import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
+import { analyticsCompactCron } from './tasks/analytics__compact';
 
 export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
 
@@ -256,8 +257,9 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       concurrency,
       pollInterval: opts.pollInterval ?? 1000,
       taskList: tasks,
-      // Period ends, trials, expiries every minute; retention purge hourly.
-      crontab: [subscriptionsApplyDueCron, billingPurgeExpiredCron].join('\n'),
+      // Period ends, trials, expiries and the analytics rollup's folding every minute;
+      // retention purge hourly.
+      crontab: [subscriptionsApplyDueCron, analyticsCompactCron, billingPurgeExpiredCron].join('\n'),
       noHandleSignals: !opts.handleSignals,
       logger: logger(opts.verbose ?? false),
       events,
