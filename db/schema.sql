@@ -1,4 +1,4 @@
--- db/migrations sha256:d104d6a80c978ca9003b504ea3643d4b9e4cbdfba7c5925caaf8d96b7037bf4d (regenerate with npm run db:schema)
+-- db/migrations sha256:a96bd92148cd224a90f6c96fc12f0f9726accb543768d72df4d3e81a1fb792e4 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -5585,7 +5585,7 @@ $$;
 CREATE FUNCTION billing_private.analytics_refresh(p_communities text[], p_ids text[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET "TimeZone" TO 'UTC'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 begin
   with keys as (
@@ -5594,10 +5594,10 @@ begin
     -- the facts as the views define them, one primary-key probe per subscription
     select k.c, k.id, x.member_id, x.currency, x.monthly_cents,
       case when x.billing_from < 'infinity' and (x.billing_until is null or x.billing_until > x.billing_from)
-        then (x.billing_from - interval '1 microsecond')::date end as from_day,
+        then ((x.billing_from - interval '1 microsecond') at time zone 'UTC')::date end as from_day,
       case when x.billing_from < 'infinity' and x.billing_until > x.billing_from
-        then (x.billing_until - interval '1 microsecond')::date end as until_day,
-      x.created_at::date as created_day, x.cancel_counted_at::date as cancel_day,
+        then ((x.billing_until - interval '1 microsecond') at time zone 'UTC')::date end as until_day,
+      (x.created_at at time zone 'UTC')::date as created_day, (x.cancel_counted_at at time zone 'UTC')::date as cancel_day,
       x.status = 'past_due' as past_due,
       x.status in ('active', 'trialing', 'past_due', 'cancelling') as subscriber
     from keys k
@@ -5651,13 +5651,13 @@ begin
     union all select chg.c, chg.o_until, chg.o_currency, chg.o_cents, 1, 0, 0, 0, 0 from chg where chg.had and chg.o_until is not null
     union all select chg.c, chg.o_created, '', 0, 0, -1, 0, 0, 0 from chg where chg.had
     union all select chg.c, chg.o_cancel, '', 0, 0, 0, -1, 0, 0 from chg where chg.had and chg.o_cancel is not null
-    union all select chg.c, current_date, '', 0, 0, 0, 0, -1, 0 from chg where chg.had and chg.o_past_due
+    union all select chg.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, -1, 0 from chg where chg.had and chg.o_past_due
     union all select chg.c, chg.n_from, chg.n_currency, chg.n_cents, 1, 0, 0, 0, 0 from chg where chg.has and chg.n_from is not null
     union all select chg.c, chg.n_until, chg.n_currency, -chg.n_cents, -1, 0, 0, 0, 0 from chg where chg.has and chg.n_until is not null
     union all select chg.c, chg.n_created, '', 0, 0, 1, 0, 0, 0 from chg where chg.has
     union all select chg.c, chg.n_cancel, '', 0, 0, 0, 1, 0, 0 from chg where chg.has and chg.n_cancel is not null
-    union all select chg.c, current_date, '', 0, 0, 0, 0, 1, 0 from chg where chg.has and chg.n_past_due
-    union all select members.c, current_date, '', 0, 0, 0, 0, 0, members.subscribers from members where members.subscribers <> 0
+    union all select chg.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 1, 0 from chg where chg.has and chg.n_past_due
+    union all select members.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 0, members.subscribers from members where members.subscribers <> 0
   )
   insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due, subscribers)
   select d.c, d.day, d.currency, sum(d.mrr), sum(d.billing), sum(d.signups), sum(d.cancels), sum(d.past_due), sum(d.subscribers)
@@ -6812,6 +6812,33 @@ begin
     perform billing_private.analytics_refresh(array_agg(o.community_id), array_agg(o.id)) from old_rows o;
   else
     perform billing_private.analytics_refresh(array_agg(n.community_id), array_agg(n.id)) from new_rows n;
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_subscriptions__analytics_update(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_subscriptions__analytics_update() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_communities text[];
+  v_ids text[];
+begin
+  select array_agg(n.community_id), array_agg(n.id) into v_communities, v_ids
+  from new_rows n
+  join old_rows o on o.community_id = n.community_id and o.id = n.id
+  where (n.status, n.plan_id, n.member_id, n.discount_id, n.created_at, n.trial_end, n.cancelled_at, n.cancel_requested_at)
+        is distinct from (o.status, o.plan_id, o.member_id, o.discount_id, o.created_at, o.trial_end, o.cancelled_at, o.cancel_requested_at)
+     or n.status in ('paused', 'cancelled', 'cancelling') and n.updated_at is distinct from o.updated_at
+     or n.discount_id is not null and n.current_period_end is distinct from o.current_period_end;
+  if v_ids is not null then
+    perform billing_private.analytics_refresh(v_communities, v_ids);
   end if;
   return null;
 end
@@ -9507,7 +9534,7 @@ CREATE TRIGGER _600_analytics_insert AFTER INSERT ON billing.subscriptions REFER
 -- Name: subscriptions _600_analytics_update; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _600_analytics_update AFTER UPDATE ON billing.subscriptions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_subscriptions__analytics();
+CREATE TRIGGER _600_analytics_update AFTER UPDATE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_subscriptions__analytics_update();
 
 
 --
@@ -12822,6 +12849,13 @@ REVOKE ALL ON FUNCTION billing_private.tg_plans__analytics() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION billing_private.tg_subscriptions__analytics() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_subscriptions__analytics_update(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_subscriptions__analytics_update() FROM PUBLIC;
 
 
 --

@@ -172,3 +172,33 @@ test('a community written with triggers off is rebuilt to the same figures as on
   await app.owner.query('select billing_private.analytics_rebuild($1)', [shop.communityId]);
   expect(await overview(shop.communityId)).toEqual(live);
 });
+
+test('an update of any column the figures read reaches the rollup', async () => {
+  const shop = await createShop(app);
+  const a = await subscribe(app, shop, 'silver');
+  const b = await subscribe(app, shop, 'gold', 'gold-monthly');
+  await advance(app, shop, 3);
+  const { rows: [gold] } = await app.owner.query<{ id: string }>(`select id from billing.plans where community_id = $1 and key = 'gold-monthly'`, [shop.communityId]);
+  // Each a statement the update trigger must not skip; after each, the live rollup
+  // equals one rebuilt from the subscriptions.
+  const changes = [
+    `created_at = created_at - interval '2 days'`,
+    `status = 'cancelling', cancel_requested_at = null, cancelled_at = null`,
+    `updated_at = updated_at - interval '1 day'`,          // a cancelling row's cancel is dated by it
+    `status = 'paused'`,
+    `updated_at = updated_at - interval '1 day'`,          // and a paused row's end of billing
+    `status = 'trialing', trial_end = billing.now() + interval '3 days'`,
+    `trial_end = billing.now() + interval '5 days'`,
+    `status = 'active', trial_end = billing.now() - interval '10 days'`,
+    `plan_id = '${gold.id}'`,
+    `member_id = '${b.memberId}'`,
+    `status = 'cancelled', cancelled_at = billing.now() - interval '1 day'`,
+    `cancelled_at = billing.now() - interval '2 days'`,
+  ];
+  for (const set of changes) {
+    await app.owner.query(`update billing.subscriptions set ${set} where community_id = $1 and id = $2`, [shop.communityId, a.subscriptionId]);
+    const live = await overview(shop.communityId);
+    await app.owner.query('select billing_private.analytics_rebuild($1)', [shop.communityId]);
+    expect([set, await overview(shop.communityId)]).toEqual([set, live]);
+  }
+});
