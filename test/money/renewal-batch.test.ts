@@ -100,3 +100,47 @@ test('a batch with declining and succeeding cards renews each as it would alone;
     [shop.communityId]);
   expect(after).toEqual(before);
 });
+
+test('a renewal written a batch at a time carries the same invoice events as one renewed alone', async () => {
+  const shop = await createShop(app);
+  const alone = await subscribe(app, shop, 'gold', 'gold-monthly');
+  const batched = await subscribe(app, shop, 'gold', 'gold-monthly');
+  const { rows: [{ last }] } = await app.owner.query<{ last: string }>(
+    'select max(id) as last from billing.events where community_id = $1', [shop.communityId]);
+  const { rows: [{ end }] } = await app.owner.query<{ end: Date }>(
+    'select max(current_period_end) as end from billing.subscriptions where community_id = $1', [shop.communityId]);
+  await app.owner.query(`update billing.communities set clock_offset = $2::timestamptz - now() + interval '1 hour' where id = $1`,
+    [shop.communityId, end]);
+  // One through billing.subscription_advance (invoice_open, then invoice_mark_paid), the
+  // other through the batch (billing.renew_batch: the invoice written paid at once).
+  const client = await app.owner.connect();
+  try {
+    await client.query('begin');
+    await client.query(`select set_config('app.community_id', $1, true)`, [shop.communityId]);
+    expect((await client.query('select billing.subscription_advance($1, billing.now()) as n', [alone.subscriptionId])).rows[0].n).toBe(1);
+    await client.query('commit');
+  } finally {
+    client.release();
+  }
+  expect((await applyBatch(shop.communityId)).period_changes).toBe(1);
+
+  const { rows } = await app.owner.query<{ type: string; data: Record<string, unknown> }>(
+    `select type, data from billing.events where community_id = $1 and id > $2 and type like 'invoice.%' order by id`,
+    [shop.communityId, last]);
+  // Ids and instants differ between the two; everything else must not.
+  const shape = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(shape);
+    if (v && typeof v === 'object') {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k,
+        ['id', 'subscription_id', 'member_id'].includes(k) || /_at$|^period_/.test(k) ? (x === null ? null : typeof x) : shape(x)]));
+    }
+    return v;
+  };
+  const of = (sub: string) => rows.filter((r) => (r.data.invoice as { subscription_id: string }).subscription_id === sub)
+    .map((r) => ({ type: r.type, data: shape(r.data) }));
+  expect(of(alone.subscriptionId).map((e) => e.type)).toEqual(['invoice.created', 'invoice.paid']);
+  expect(of(batched.subscriptionId)).toEqual(of(alone.subscriptionId));
+  // And the previous attributes say what the payment changed.
+  expect(rows.find((r) => r.type === 'invoice.paid')!.data.previous_attributes).toEqual(
+    { status: 'open', amount_paid_cents: 0, attempt_count: 0, paid_at: null });
+});
