@@ -1,4 +1,4 @@
--- db/migrations sha256:9830a90ebd180488eb029e6442118b2c9f63fd1e75e1ea42bf1dfb6679ef6e0d (regenerate with npm run db:schema)
+-- db/migrations sha256:a90aaa7a7db9e1559b6233999ff6b08b80ee11d46f5827eb2143abfbec7b7ed4 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -7492,10 +7492,10 @@ CREATE VIEW analytics.recent_activity WITH (security_invoker='true') AS
     n.now AS window_end,
     ( SELECT count(*) AS count
            FROM billing.subscriptions s
-          WHERE ((s.community_id = c.id) AND (s.created_at >= w.window_start) AND (s.created_at < (w.window_start + '30 days'::interval)))) AS recent_signups,
+          WHERE ((s.community_id = c.id) AND (s.created_at >= w.window_start) AND (s.created_at < (w.window_start + '720:00:00'::interval)))) AS recent_signups,
     ( SELECT count(*) AS count
            FROM billing.subscriptions s
-          WHERE ((s.community_id = c.id) AND (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text])) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) >= w.window_start) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) < (w.window_start + '30 days'::interval)))) AS recent_cancels
+          WHERE ((s.community_id = c.id) AND (s.status = ANY (ARRAY['cancelling'::text, 'cancelled'::text])) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) >= w.window_start) AND (COALESCE(s.cancel_requested_at, s.cancelled_at, s.updated_at) < (w.window_start + '720:00:00'::interval)))) AS recent_cancels
    FROM ((billing.communities c
      CROSS JOIN LATERAL ( SELECT billing.now() AS now
          OFFSET 0) n)

@@ -202,3 +202,24 @@ test('an update of any column the figures read reaches the rollup', async () => 
     expect([set, await overview(shop.communityId)]).toEqual([set, live]);
   }
 });
+
+test('the recent window is 30 UTC days whatever the session time zone (a daylight saving change inside it)', async () => {
+  const shop = await createShop(app);
+  const sub = await subscribe(app, shop, 'silver');
+  // The community's now: 2026-11-20 12:00 UTC; New York left daylight saving on 2026-11-01,
+  // inside the window (2026-10-22 to the end of 2026-11-20, UTC).
+  await app.owner.query(`update billing.communities set clock_offset = '2026-11-20T12:00:00Z'::timestamptz - now() where id = $1`, [shop.communityId]);
+  // A signup at 00:30 UTC the next day: after the window, an hour that '30 days' added in
+  // New York's time would reach.
+  await app.owner.query(`update billing.subscriptions set created_at = '2026-11-21T00:30:00Z' where community_id = $1 and id = $2`,
+    [shop.communityId, sub.subscriptionId]);
+  const inZone = await asApi(shop.communityId, async (c) => {
+    await c.query(`set local timezone = 'America/New_York'`);
+    const view = (await c.query('select recent_signups::int, billing.iso(window_start) as start from analytics.recent_activity where community_id = $1',
+      [shop.communityId])).rows[0];
+    const summary = (await c.query(`select billing_api.analytics_summary('{}') as r`)).rows[0].r;
+    return { view, summary };
+  });
+  expect(inZone.view).toEqual({ recent_signups: 0, start: '2026-10-22T00:00:00.000Z' });
+  expect(inZone.summary).toMatchObject({ recent_signups: 0, window_start: '2026-10-22T00:00:00.000Z' });
+});
