@@ -1,4 +1,4 @@
--- db/migrations sha256:a90aaa7a7db9e1559b6233999ff6b08b80ee11d46f5827eb2143abfbec7b7ed4 (regenerate with npm run db:schema)
+-- db/migrations sha256:543bf493a4db9e5dfa9348a1cce1bba236a37d86ecb826e4bcec9befa935e4b0 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -5659,19 +5659,25 @@ begin
     cross join lateral (select count(*) as n from billing_private.analytics_facts f
                         where f.community_id = mem.c and f.member_id = mem.m and f.subscriber) b
   ), d as (
-    -- the old facts' figures taken back, the new ones' added
-    select chg.c, chg.o_from as day, chg.o_currency as currency, -chg.o_cents as mrr, -1 as billing, 0 as signups, 0 as cancels, 0 as past_due, 0 as subscribers
-    from chg where chg.had and chg.o_from is not null
-    union all select chg.c, chg.o_until, chg.o_currency, chg.o_cents, 1, 0, 0, 0, 0 from chg where chg.had and chg.o_until is not null
-    union all select chg.c, chg.o_created, '', 0, 0, -1, 0, 0, 0 from chg where chg.had
-    union all select chg.c, chg.o_cancel, '', 0, 0, 0, -1, 0, 0 from chg where chg.had and chg.o_cancel is not null
-    union all select chg.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, -1, 0 from chg where chg.had and chg.o_past_due
-    union all select chg.c, chg.n_from, chg.n_currency, chg.n_cents, 1, 0, 0, 0, 0 from chg where chg.has and chg.n_from is not null
-    union all select chg.c, chg.n_until, chg.n_currency, -chg.n_cents, -1, 0, 0, 0, 0 from chg where chg.has and chg.n_until is not null
-    union all select chg.c, chg.n_created, '', 0, 0, 1, 0, 0, 0 from chg where chg.has
-    union all select chg.c, chg.n_cancel, '', 0, 0, 0, 1, 0, 0 from chg where chg.has and chg.n_cancel is not null
-    union all select chg.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 1, 0 from chg where chg.has and chg.n_past_due
-    union all select members.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 0, members.subscribers from members where members.subscribers <> 0
+    -- the old facts' figures taken back, the new ones' added: one row per figure that has a day
+    select chg.c, v.day, v.currency, v.mrr, v.billing, v.signups, v.cancels, v.past_due, 0 as subscribers
+    from chg
+    cross join lateral (values
+      (chg.had, chg.o_from,    chg.o_currency, -chg.o_cents, -1, 0, 0, 0),
+      (chg.had, chg.o_until,   chg.o_currency,  chg.o_cents,  1, 0, 0, 0),
+      (chg.had, chg.o_created, '',              0,            0, -1, 0, 0),
+      (chg.had, chg.o_cancel,  '',              0,            0, 0, -1, 0),
+      (chg.had and chg.o_past_due, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, -1),
+      (chg.has, chg.n_from,    chg.n_currency,  chg.n_cents,  1, 0, 0, 0),
+      (chg.has, chg.n_until,   chg.n_currency, -chg.n_cents, -1, 0, 0, 0),
+      (chg.has, chg.n_created, '',              0,            0, 1, 0, 0),
+      (chg.has, chg.n_cancel,  '',              0,            0, 0, 1, 0),
+      (chg.has and chg.n_past_due, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 1)
+    ) v(applies, day, currency, mrr, billing, signups, cancels, past_due)
+    where v.applies and v.day is not null
+    union all
+    select members.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 0, members.subscribers
+    from members where members.subscribers <> 0
   )
   insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due, subscribers)
   select d.c, d.day, d.currency, sum(d.mrr), sum(d.billing), sum(d.signups), sum(d.cancels), sum(d.past_due), sum(d.subscribers)
