@@ -37,6 +37,12 @@ export const webhookDeliveries = new client.Counter({
   registers: [registry],
 });
 
+export const webhookJobsPutBack = new client.Counter({
+  name: 'billing_webhook_jobs_put_back_total',
+  help: 'Webhook delivery jobs this process fetched while their endpoint held its share of the slots, and put back in the queue, due at once.',
+  registers: [registry],
+});
+
 export const webhookDuration = new client.Histogram({
   name: 'billing_webhook_delivery_duration_seconds',
   help: 'Duration of one webhook delivery attempt (the POST to the endpoint).',
