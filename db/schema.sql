@@ -1,4 +1,4 @@
--- db/migrations sha256:543bf493a4db9e5dfa9348a1cce1bba236a37d86ecb826e4bcec9befa935e4b0 (regenerate with npm run db:schema)
+-- db/migrations sha256:aa29c732bf8757a9daaea72223e8ee18672661c7097ee7b883419ffb1833eda5 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -1258,7 +1258,7 @@ $$;
 --
 
 CREATE FUNCTION billing.encode_cursor(p_id text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
   select translate(encode(convert_to(jsonb_build_object('id', p_id)::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
 $$;
@@ -2462,7 +2462,7 @@ $$;
 --
 
 CREATE FUNCTION billing.page_json(p_ids text[], p_items jsonb[], p_limit integer) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
   select jsonb_build_object(
     'data', coalesce(to_jsonb(p_items[1:p_limit]), '[]'),
@@ -5880,12 +5880,18 @@ $$;
 --
 
 CREATE FUNCTION billing_private.authenticate_key(p_key_hash text) RETURNS jsonb
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_auth jsonb;
+begin
   select jsonb_build_object('ok', true, 'community_id', k.community_id, 'key_id', k.id, 'scopes', to_jsonb(k.scopes))
+    into v_auth
   from billing_private.api_keys k
-  where k.key_hash = p_key_hash and k.revoked_at is null
+  where k.key_hash = p_key_hash and k.revoked_at is null;
+  return v_auth;
+end
 $$;
 
 
@@ -6044,7 +6050,7 @@ $$;
 --
 
 CREATE FUNCTION billing_private.member_portal_scopes() RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ select array['subscriptions:read', 'subscriptions:write', 'purchases:read', 'invoices:read', 'plans:read'] $$;
 
 
@@ -6694,9 +6700,13 @@ $$;
 --
 
 CREATE FUNCTION billing_private.take_token(p_bucket text, p_per_minute double precision, p_burst double precision) RETURNS jsonb
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select billing_private.take_tokens(p_bucket, p_per_minute, p_burst, 1, 0) - 'granted' $$;
+    AS $$
+begin
+  return billing_private.take_tokens(p_bucket, p_per_minute, p_burst, 1, 0) - 'granted';
+end
+$$;
 
 
 --
