@@ -1,4 +1,4 @@
--- db/migrations sha256:aa29c732bf8757a9daaea72223e8ee18672661c7097ee7b883419ffb1833eda5 (regenerate with npm run db:schema)
+-- db/migrations sha256:0b78a73689ae293889e7d9db59307e6795c5269de69d0116054f82c63e4eb8cd (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -5029,6 +5029,14 @@ begin
   v_sub := billing.lock_subscription(p_args->>'id');
   if v_sub.status <> 'cancelling' then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not cancelling: nothing to reactivate.');
+  end if;
+  -- A cancelling subscription whose period has ended is cancelled (the spec's "period
+  -- end reached"), whether or not the worker has written it yet: made active again, it
+  -- would give access for a period nobody paid (a paused one cancelled after its period
+  -- ended, then reactivated, did: test/money/money.property.test.ts).
+  if v_sub.current_period_end is not null and v_sub.current_period_end <= billing.now() then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' ended at its period end ('
+      || billing.iso(v_sub.current_period_end) || '): nothing to reactivate; a new checkout buys the plan again.');
   end if;
   update billing.subscriptions s set
     -- Back to what it was: past_due while a renewal is still being retried.

@@ -82,6 +82,19 @@ describe('reactivate answers 409 conflict from every state but cancelling, and c
     await expectRefused(shop, subscriptionId, 'past_due');
   });
 
+  test('cancelling past its period end (paused through the period end, then cancelled)', async () => {
+    // The period is over, so the spec's "period end reached" has happened: the
+    // subscription ended, though the worker has not yet written it cancelled. Made
+    // active again it would give access for a period nobody paid.
+    const shop = await createShop(app);
+    const { subscriptionId, memberId } = await subscribe(app, shop, 'silver');
+    expect((await post(shop, `/v1/subscriptions/${subscriptionId}/pause`, {})).status).toBe(200);
+    await advance(app, shop, 32);
+    expect((await post(shop, `/v1/subscriptions/${subscriptionId}/cancel`)).status).toBe(202);
+    await expectRefused(shop, subscriptionId, 'cancelling');
+    expect((await get(shop, `/v1/members/${memberId}/entitlements`)).body.data).toEqual([]);
+  });
+
   test('cancelled', async () => {
     const shop = await createShop(app);
     const { subscriptionId } = await subscribe(app, shop, 'silver');

@@ -131,7 +131,9 @@ function modelOp(s: ModelSub, op: 'cancel' | 'reactivate' | PlanKey, now: number
     return 202;
   }
   if (op === 'reactivate') {
-    if (s.status !== 'cancelling') return 409;
+    // A cancelling subscription past its period end has ended (cancelled at the next
+    // worker run): nothing to reactivate.
+    if (s.status !== 'cancelling' || now >= s.periodEnd) return 409;
     s.status = s.due !== null ? 'past_due' : 'active';
     return 200;
   }
