@@ -1,4 +1,4 @@
--- db/migrations sha256:0b78a73689ae293889e7d9db59307e6795c5269de69d0116054f82c63e4eb8cd (regenerate with npm run db:schema)
+-- db/migrations sha256:9f1b6adff477793ce84e713980661ae59bbaf8593051157ac57e3a9caff3ac2e (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -552,15 +552,12 @@ $$;
 --
 
 CREATE FUNCTION billing.gen_id(p_prefix text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    LANGUAGE sql
     AS $$
-begin
-  return p_prefix || '_'
-    || lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0')
-    || lpad(to_hex(nextval('billing_private.id_seq')), 6, '0')
-    || substr(md5(gen_random_uuid()::text), 1, 8);
-end
+  select p_prefix || '_'
+    || pg_catalog.lpad(pg_catalog.to_hex((extract(epoch from pg_catalog.clock_timestamp()) * 1000)::bigint), 12, '0')
+    || pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.nextval('billing_private.id_seq'::regclass)), 6, '0')
+    || pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 8)
 $$;
 
 
@@ -1793,8 +1790,11 @@ declare
   v_x jsonb;
   v_out jsonb := '[]';
 begin
-  if b = '[]' then
+  -- the common cases (benefits unchanged, first grant, revoke) without a query
+  if b = '[]' or a = '[]' then
     return a;
+  elsif a = b then
+    return '[]';
   end if;
   for v_x in select jsonb_array_elements(a) loop
     if not (b @> jsonb_build_array(v_x)) then
@@ -1921,6 +1921,7 @@ $$;
 
 CREATE FUNCTION billing.ledger_refresh_each(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
     AS $$
 declare
   v_changed integer;
@@ -1941,10 +1942,14 @@ begin
     from (select k, p_community_ids[k] as c, p_member_ids[k] as m from unnest(v_present) k) l
     order by l.c, l.m, l.k
   ), mem as materialized (
-    select r.*, t.now, t.member, jsonb_build_object('identities', t.member->'identities',
-      'external_subjects', t.member->'external_subjects') as snapshot
+    -- billing.community_now and billing.member_json(text, text), joined rather than
+    -- called: a plpgsql call per member starts an executor for each of its queries
+    select r.*, now() + coalesce(co.clock_offset, '0'::interval) as now, t.member,
+      jsonb_build_object('identities', t.member->'identities',
+        'external_subjects', t.member->'external_subjects') as snapshot
     from req r
-    cross join lateral (select billing.community_now(r.c) as now, billing.member_json(r.c, r.m) as member offset 0) t
+    left join billing.communities co on co.id = r.c
+    cross join lateral (select o.member from billing.member_object(r.c, r.m) o(member) offset 0) t
   ), des as (
     select mem.k, d.entitlement_id, d.sources, d.benefits, d.next_check_at
     from mem cross join lateral billing.ledger_desired(mem.c, mem.m, mem.now) d
@@ -2020,13 +2025,14 @@ begin
     insert into billing.events (community_id, type, data)
     select (r.me).community_id, r.type, jsonb_build_object(
       'member', r.member,
-      'entitlement', billing.member_entitlement_json(r.me),
+      'entitlement', billing.member_entitlement_json(r.me, ent),
       'changes', jsonb_build_object(
         'added_benefits', billing.jsonb_array_minus((r.me).benefits, coalesce(r.s_benefits, '[]')),
         'removed_benefits', billing.jsonb_array_minus(coalesce(r.s_benefits, '[]'), (r.me).benefits)),
       'reason', r.reason,
       'trigger_event_id', r.trigger_event_id)
     from changed r
+    join billing.entitlements ent on ent.community_id = (r.me).community_id and ent.id = (r.me).entitlement_id
     order by r.k, r.entitlement_id
     returning 1
   )
@@ -2061,6 +2067,7 @@ $$;
 
 CREATE FUNCTION billing.ledger_refresh_member(p_community_id text, p_member_id text, p_reason text, p_trigger_event_id text) RETURNS integer
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
     AS $$
 declare
   v_now timestamptz := billing.community_now(p_community_id);
@@ -2395,7 +2402,19 @@ CREATE FUNCTION billing.member_json(p_community_id text, p_member_id text) RETUR
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
 begin
-  return (select jsonb_build_object(
+  return (select t.member from billing.member_object(p_community_id, p_member_id) t(member));
+end
+$$;
+
+
+--
+-- Name: member_object(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_object(p_community_id text, p_member_id text) RETURNS SETOF jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object(
     'id', m.id,
     'created_at', billing.iso(m.created_at),
     'identities', coalesce((
@@ -2409,8 +2428,7 @@ begin
       from billing.external_subjects x
       where x.community_id = m.community_id and x.member_id = m.id), '[]'))
   from billing.members m
-  where m.community_id = p_community_id and m.id = p_member_id);
-end
+  where m.community_id = p_community_id and m.id = p_member_id
 $$;
 
 
@@ -9212,13 +9230,6 @@ CREATE INDEX purchases_member ON billing.purchases USING btree (community_id, me
 
 
 --
--- Name: purchases_plan; Type: INDEX; Schema: billing; Owner: -
---
-
-CREATE INDEX purchases_plan ON billing.purchases USING btree (community_id, plan_id);
-
-
---
 -- Name: refunds_invoice; Type: INDEX; Schema: billing; Owner: -
 --
 
@@ -11533,6 +11544,14 @@ GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitl
 
 REVOKE ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_object(p_community_id text, p_member_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_object(p_community_id text, p_member_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_object(p_community_id text, p_member_id text) TO billing_api;
 
 
 --
