@@ -56,5 +56,7 @@ export default async function globalSetup() {
   await ensureLogin(process.env.BILLING_TEST_DB, 'billing_app');
   await ensureLogin(process.env.BILLING_TEST_DB, 'billing_worker');
   process.env.BILLING_TEST_SERVER = serverUrl;
+  // The migrated, empty template: a test that needs a database of its own clones it.
+  process.env.BILLING_TEST_TEMPLATE = template;
   (globalThis as { __runDb?: string }).__runDb = runDb;
 }
