@@ -142,8 +142,9 @@ function main(): void {
       + `the base \`${baseSha}\`${BASE === HOUSE_BASE ? ' (before the house)' : ''} and \`${head}\` (this checkout), `
       + `each side's own benchmark script, back to back in one sitting on ${os.cpus().length} vCPU (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}; `
       + `load average ${loadBefore.toFixed(1)} before, ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} after. `
-      + `${ROUNDS} rounds per benchmark, base and this checkout alternating; each side's best (its runs in brackets). `
-      + 'The read benchmark warms each side as its own script does: the base 3 s, this checkout 15 s.',
+      + `${ROUNDS} rounds per benchmark, base and this checkout alternating; each side's best (its runs in brackets).`
+      + (BASE === HOUSE_BASE && sections.includes('read')
+        ? ' The read benchmark warms each side as its own script does: the base 3 s, this checkout 15 s.' : ''),
     '',
     '| benchmark | figure | base, best (runs) | this checkout, best (runs) | this / base |',
     '|---|---|---:|---:|---:|',
