@@ -5,7 +5,10 @@
 // (lifecycle event + ledger refresh + entitlement events, all written):
 //   - batched statements (1,000 rows per statement): new subscriptions, cancels,
 //     plan switches, purchases, and the sweep revoking expired purchases;
-//   - single-row autocommit changes from concurrent connections (like API requests).
+//   - single-row autocommit changes from concurrent connections (like API requests);
+// and, in the same run, the anchor: the same statements on a clone of the seeded
+// database whose source tables' triggers are disabled, so each ratio (ledger / bare
+// statement) compares figures from one sitting.
 // Then the feed: the exact SQL of GET /v1/events (billing_api.events_list, as the API
 // role) on a community with 10,000 events and one with 1,000,000: first page, a deep
 // page (cursor in the middle), a type filter, an after_id poll. Keyset: page time must
@@ -20,6 +23,7 @@ import { createBenchDatabase, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_ledger';
+const DB_ANCHOR = 'billing_bench_ledger_anchor';
 const MEMBERS = 100_000;
 const SUBSCRIBED = 80_000;
 const BATCH = 1_000;
@@ -80,55 +84,62 @@ async function count(db: pg.Client, sql: string, args: unknown[]): Promise<numbe
 
 const events = (db: pg.Client, c: string) => count(db, 'select count(*) as n from billing.events where community_id = $1', [c]);
 
-/** Runs `statement` once per batch of ids; reports source changes/s and events/s. */
-async function batched(db: pg.Client, c: string, name: string, ids: string[], statement: string, extra: unknown[] = []): Promise<void> {
+/** One phase's figures: source changes and the events they wrote, over the measured time. */
+interface Phase { name: string; rows: number; seconds: number; events: number }
+
+/** Runs `statement` once per batch of ids; measures source changes/s and events/s. */
+async function batched(db: pg.Client, c: string, name: string, ids: string[], statement: string, extra: unknown[] = []): Promise<Phase> {
   const e0 = await events(db, c);
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < ids.length; i += BATCH) {
     await db.query(statement, [c, ids.slice(i, i + BATCH), ...extra]);
   }
-  const s = Number(process.hrtime.bigint() - t0) / 1e9;
-  const ev = (await events(db, c)) - e0;
-  out(`| ${name} | ${ids.length.toLocaleString('en')} | ${(ids.length / s).toFixed(0)} | ${ev.toLocaleString('en')} | ${(ev / s).toFixed(0)} |`);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  return { name, rows: ids.length, seconds, events: (await events(db, c)) - e0 };
 }
 
 async function ids(db: pg.Client, sql: string, args: unknown[]): Promise<string[]> {
   return (await db.query<{ id: string }>(sql, args)).rows.map((r) => r.id);
 }
 
-async function sourceChanges(url: string, cat: Catalog): Promise<void> {
+const SINGLE_ROW = `single-row status change, ${CONCURRENCY} connections, autocommit`;
+
+/**
+ * The source changes, in order, on the database at `url`. `bare`: that database is a
+ * clone whose ledger, outbox and rollup triggers are disabled (the anchor): the same
+ * statements on the same data, writing nothing but the rows they name.
+ */
+async function sourceChanges(url: string, cat: Catalog, bare: boolean): Promise<Phase[]> {
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   const c = cat.communityId;
-  out('');
-  out(`Source changes through the triggers, ${MEMBERS.toLocaleString('en')} members (${SUBSCRIBED.toLocaleString('en')} subscribed), statements of ${BATCH.toLocaleString('en')} rows, one connection:`);
-  out('');
-  out('| change | rows | rows/s | events written | events/s |');
-  out('|---|---:|---:|---:|---:|');
+  const phases: Phase[] = [];
   const unsubscribed = await ids(db, `select m.id from billing.members m where m.community_id = $1
     and not exists (select 1 from billing.subscriptions s where s.community_id = m.community_id and s.member_id = m.id) order by m.id`, [c]);
-  await batched(db, c, 'new subscription (grant)', unsubscribed,
+  phases.push(await batched(db, c, 'new subscription (grant)', unsubscribed,
     `insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start, current_period_end)
-     select $1, m, $3, 'active', now(), now() + interval '30 days' from unnest($2::text[]) m`, [cat.plans[1]]);
+     select $1, m, $3, 'active', now(), now() + interval '30 days' from unnest($2::text[]) m`, [cat.plans[1]]));
   const active = await ids(db, `select id from billing.subscriptions where community_id = $1 and status = 'active' order by id limit 20000`, [c]);
-  await batched(db, c, 'cancel at period end (update)', active,
-    `update billing.subscriptions set status = 'cancelling', cancel_at = current_period_end where community_id = $1 and id = any ($2)`);
+  phases.push(await batched(db, c, 'cancel at period end (update)', active,
+    `update billing.subscriptions set status = 'cancelling', cancel_at = current_period_end where community_id = $1 and id = any ($2)`));
   const switching = await ids(db, `select s.id from billing.subscriptions s where s.community_id = $1 and s.status = 'active' and s.plan_id = $2 order by s.id limit 20000`, [c, cat.plans[0]]);
-  await batched(db, c, 'plan switch t0 -> t2 (grant + update)', switching,
-    `update billing.subscriptions set plan_id = $3 where community_id = $1 and id = any ($2)`, [cat.plans[2]]);
+  phases.push(await batched(db, c, 'plan switch t0 -> t2 (grant + update)', switching,
+    `update billing.subscriptions set plan_id = $3 where community_id = $1 and id = any ($2)`, [cat.plans[2]]));
   const buyers = await ids(db, `select id from billing.members where community_id = $1 order by id desc limit 20000`, [c]);
-  await batched(db, c, 'purchase, 1 day access', buyers,
+  phases.push(await batched(db, c, 'purchase, 1 day access', buyers,
     `insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency, access_expires_at)
-     select $1, m, $3, 900, 'usd', now() + interval '1 day' from unnest($2::text[]) m`, [cat.plans[2]]);
-  // Time passing: the sweep revokes/updates every row whose purchase expired.
-  await db.query(`update billing.communities set clock_offset = interval '2 days' where id = $1`, [c]);
-  const e0 = await events(db, c);
-  const t0 = process.hrtime.bigint();
-  const { rows: [{ n }] } = await db.query<{ n: number }>('select billing.ledger_sweep($1) as n', [c]);
-  const s = Number(process.hrtime.bigint() - t0) / 1e9;
-  const ev = (await events(db, c)) - e0;
-  out(`| ledger_sweep after purchases expired (rows changed) | ${n.toLocaleString('en')} | ${(n / s).toFixed(0)} | ${ev.toLocaleString('en')} | ${(ev / s).toFixed(0)} |`);
-  await db.query(`update billing.communities set clock_offset = interval '0' where id = $1`, [c]);
+     select $1, m, $3, 900, 'usd', now() + interval '1 day' from unnest($2::text[]) m`, [cat.plans[2]]));
+  if (!bare) {
+    // Time passing: the sweep revokes/updates every row whose purchase expired. It is
+    // the ledger's own work: the anchor has no bare statement for it.
+    await db.query(`update billing.communities set clock_offset = interval '2 days' where id = $1`, [c]);
+    const e0 = await events(db, c);
+    const t0 = process.hrtime.bigint();
+    const { rows: [{ n }] } = await db.query<{ n: number }>('select billing.ledger_sweep($1) as n', [c]);
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    phases.push({ name: 'ledger_sweep after purchases expired (rows changed)', rows: n, seconds, events: (await events(db, c)) - e0 });
+    await db.query(`update billing.communities set clock_offset = interval '0' where id = $1`, [c]);
+  }
 
   // Single-row changes, autocommit, from concurrent connections.
   const pool = await ids(db, `select id from billing.subscriptions where community_id = $1 and status in ('active', 'past_due') order by id`, [c]);
@@ -156,13 +167,55 @@ async function sourceChanges(url: string, cat: Catalog): Promise<void> {
   }));
   // The measured time: the last statement may end after the deadline.
   const elapsed = (Date.now() - started) / 1000;
-  const evs = (await events(db, c)) - ev0;
   lat.sort((a, b) => a - b);
-  out(`| single-row status change, ${CONCURRENCY} connections, autocommit (p50 ${lat[Math.floor(lat.length / 2)].toFixed(2)} ms, p99 ${lat[Math.floor(lat.length * 0.99)].toFixed(2)} ms) | ${done.toLocaleString('en')} | ${(done / elapsed).toFixed(0)} | ${evs.toLocaleString('en')} | ${(evs / elapsed).toFixed(0)} |`);
+  phases.push({
+    name: `${SINGLE_ROW} (p50 ${lat[Math.floor(lat.length / 2)].toFixed(2)} ms, p99 ${lat[Math.floor(lat.length * 0.99)].toFixed(2)} ms)`,
+    rows: done, seconds: elapsed, events: (await events(db, c)) - ev0,
+  });
   await Promise.all(clients.map((cl) => cl.end()));
   await db.end();
+  return phases;
+}
+
+/** The ledger's figures beside the anchor's, phase by phase (matched by name's start). */
+function printChanges(ledger: Phase[], anchor: Phase[]): void {
   out('');
-  out(NOTE_CHANGES);
+  out(`Source changes through the triggers, ${MEMBERS.toLocaleString('en')} members (${SUBSCRIBED.toLocaleString('en')} subscribed), statements of ${BATCH.toLocaleString('en')} rows, one connection. `
+    + 'The anchor, in the same run: the same statements on a clone of the same seeded database with the ledger, outbox and rollup triggers disabled '
+    + '(constraints and foreign keys kept), so they write only the rows they name.');
+  out('');
+  out('| change | rows | rows/s | events written | events/s | anchor rows/s (bare statement) | ledger / anchor |');
+  out('|---|---:|---:|---:|---:|---:|---:|');
+  for (const p of ledger) {
+    const rate = p.rows / p.seconds;
+    const key = p.name.startsWith(SINGLE_ROW) ? SINGLE_ROW : p.name;
+    const a = anchor.find((x) => x.name.startsWith(key));
+    const aRate = a ? a.rows / a.seconds : undefined;
+    out(`| ${p.name} | ${p.rows.toLocaleString('en')} | ${rate.toFixed(0)} | ${p.events.toLocaleString('en')} | ${(p.events / p.seconds).toFixed(0)} `
+      + `| ${aRate === undefined ? '-' : aRate.toFixed(0)} | ${aRate === undefined ? '-' : `${((100 * rate) / aRate).toFixed(0)}%`} |`);
+  }
+  const single = anchor.find((x) => x.name.startsWith(SINGLE_ROW));
+  if (single) out(`\nAnchor's single-row change: ${single.name.slice(SINGLE_ROW.length).trim()}.`);
+}
+
+/** A clone of the seeded database with the source tables' own triggers disabled. */
+async function createAnchor(url: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
+  await admin.connect();
+  try {
+    await admin.query(`drop database if exists ${DB_ANCHOR} with (force)`);
+    await admin.query(`create database ${DB_ANCHOR} template ${DB}`);
+  } finally {
+    await admin.end();
+  }
+  const anchorUrl = withDatabase(url, DB_ANCHOR);
+  const db = new pg.Client({ connectionString: anchorUrl });
+  await db.connect();
+  // "user" triggers: every trigger but the foreign keys' (the ledger's, the outbox's, the rollup's).
+  await db.query('alter table billing.subscriptions disable trigger user');
+  await db.query('alter table billing.purchases disable trigger user');
+  await db.end();
+  return anchorUrl;
 }
 
 const NOTE_CHANGES = 'A row is one source change; each writes its lifecycle event, refreshes the member\'s ledger (one ' +
@@ -271,8 +324,17 @@ async function main(): Promise<void> {
   log(`seeded ${MEMBERS} members in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   await db.end();
   t = Date.now();
-  await sourceChanges(url, cat);
+  const anchorUrl = await createAnchor(url);
+  log(`anchor cloned in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  const ledger = await sourceChanges(url, cat, false);
   log(`source changes in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  const anchor = await sourceChanges(anchorUrl, cat, true);
+  log(`anchor's source changes in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  printChanges(ledger, anchor);
+  out('');
+  out(NOTE_CHANGES);
   const sampleDb = new pg.Client({ connectionString: url });
   await sampleDb.connect();
   const { rows: [sample] } = await sampleDb.query<{ data: unknown }>(
@@ -286,6 +348,7 @@ async function main(): Promise<void> {
     const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
     await admin.connect();
     await admin.query(`drop database if exists ${DB} with (force)`);
+    await admin.query(`drop database if exists ${DB_ANCHOR} with (force)`);
     await admin.end();
   }
   log(`done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
