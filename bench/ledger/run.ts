@@ -14,7 +14,7 @@
 // page (cursor in the middle), a type filter, an after_id poll. Keyset: page time must
 // not grow with the feed.
 // Prints the figures and writes them under "## Ledger" in bench/RESULTS.md.
-// Env: BENCH_CONCURRENCY (4), BENCH_SECONDS (10), BENCH_KEEP_DB=1.
+// Env: BENCH_CONCURRENCY (4), BENCH_SECONDS (10), BENCH_ANCHOR_ROUNDS (3), BENCH_KEEP_DB=1.
 import os from 'node:os';
 import pg from 'pg';
 import { createCommunity } from '../../src/domain/communities/community-admin';
@@ -24,6 +24,12 @@ import { createBenchDatabase, writeResultsSection } from '../support';
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_ledger';
 const DB_ANCHOR = 'billing_bench_ledger_anchor';
+const DB_ANCHOR_SEED = 'billing_bench_ledger_anchor_seed';
+// The bare batches take under a second each, and one such run varies by a third from
+// the next: the anchor keeps the best of ANCHOR_ROUNDS, each on a fresh clone of the
+// seed (a higher anchor only lowers the ratio). Its single-row phase runs once, as long
+// as the ledger's.
+const ANCHOR_ROUNDS = Number(process.env.BENCH_ANCHOR_ROUNDS ?? 3);
 const MEMBERS = 100_000;
 const SUBSCRIBED = 80_000;
 const BATCH = 1_000;
@@ -109,7 +115,7 @@ const SINGLE_ROW = `single-row status change, ${CONCURRENCY} connections, autoco
  * clone whose ledger, outbox and rollup triggers are disabled (the anchor): the same
  * statements on the same data, writing nothing but the rows they name.
  */
-async function sourceChanges(url: string, cat: Catalog, bare: boolean): Promise<Phase[]> {
+async function sourceChanges(url: string, cat: Catalog, bare: boolean, singleRow = true): Promise<Phase[]> {
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   const c = cat.communityId;
@@ -141,6 +147,10 @@ async function sourceChanges(url: string, cat: Catalog, bare: boolean): Promise<
     await db.query(`update billing.communities set clock_offset = interval '0' where id = $1`, [c]);
   }
 
+  if (!singleRow) {
+    await db.end();
+    return phases;
+  }
   // Single-row changes, autocommit, from concurrent connections.
   const pool = await ids(db, `select id from billing.subscriptions where community_id = $1 and status in ('active', 'past_due') order by id`, [c]);
   const ev0 = await events(db, c);
@@ -177,45 +187,51 @@ async function sourceChanges(url: string, cat: Catalog, bare: boolean): Promise<
   return phases;
 }
 
-/** The ledger's figures beside the anchor's, phase by phase (matched by name's start). */
-function printChanges(ledger: Phase[], anchor: Phase[]): void {
+/** The ledger's figures beside the anchor's best round, phase by phase (matched by name's start). */
+function printChanges(ledger: Phase[], rounds: Phase[][]): void {
   out('');
   out(`Source changes through the triggers, ${MEMBERS.toLocaleString('en')} members (${SUBSCRIBED.toLocaleString('en')} subscribed), statements of ${BATCH.toLocaleString('en')} rows, one connection. `
     + 'The anchor, in the same run: the same statements on a clone of the same seeded database with the ledger, outbox and rollup triggers disabled '
-    + '(constraints and foreign keys kept), so they write only the rows they name.');
+    + `(constraints and foreign keys kept), so they write only the rows they name; its batches are the best of ${rounds.length} rounds, each on a fresh clone (the rounds in brackets).`);
   out('');
   out('| change | rows | rows/s | events written | events/s | anchor rows/s (bare statement) | ledger / anchor |');
   out('|---|---:|---:|---:|---:|---:|---:|');
   for (const p of ledger) {
     const rate = p.rows / p.seconds;
     const key = p.name.startsWith(SINGLE_ROW) ? SINGLE_ROW : p.name;
-    const a = anchor.find((x) => x.name.startsWith(key));
-    const aRate = a ? a.rows / a.seconds : undefined;
+    const rates = rounds.flatMap((r) => r.filter((x) => x.name.startsWith(key)).map((x) => x.rows / x.seconds));
+    const best = rates.length ? Math.max(...rates) : undefined;
+    const cell = best === undefined ? '-' : `${best.toFixed(0)}${rates.length > 1 ? ` (${rates.map((x) => x.toFixed(0)).join(', ')})` : ''}`;
     out(`| ${p.name} | ${p.rows.toLocaleString('en')} | ${rate.toFixed(0)} | ${p.events.toLocaleString('en')} | ${(p.events / p.seconds).toFixed(0)} `
-      + `| ${aRate === undefined ? '-' : aRate.toFixed(0)} | ${aRate === undefined ? '-' : `${((100 * rate) / aRate).toFixed(0)}%`} |`);
+      + `| ${cell} | ${best === undefined ? '-' : `${((100 * rate) / best).toFixed(0)}%`} |`);
   }
-  const single = anchor.find((x) => x.name.startsWith(SINGLE_ROW));
+  const single = rounds.flat().find((x) => x.name.startsWith(SINGLE_ROW));
   if (single) out(`\nAnchor's single-row change: ${single.name.slice(SINGLE_ROW.length).trim()}.`);
 }
 
-/** A clone of the seeded database with the source tables' own triggers disabled. */
-async function createAnchor(url: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
-  await admin.connect();
-  try {
-    await admin.query(`drop database if exists ${DB_ANCHOR} with (force)`);
-    await admin.query(`create database ${DB_ANCHOR} template ${DB}`);
-  } finally {
-    await admin.end();
-  }
-  const anchorUrl = withDatabase(url, DB_ANCHOR);
-  const db = new pg.Client({ connectionString: anchorUrl });
+async function admin(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
+  await c.connect();
+  try { await c.query(sql); } finally { await c.end(); }
+}
+
+/** The anchor's seed: a clone of the seeded database with the source tables' own triggers disabled. */
+async function createAnchorSeed(url: string): Promise<void> {
+  await admin(`drop database if exists ${DB_ANCHOR_SEED} with (force)`);
+  await admin(`create database ${DB_ANCHOR_SEED} template ${DB}`);
+  const db = new pg.Client({ connectionString: withDatabase(url, DB_ANCHOR_SEED) });
   await db.connect();
   // "user" triggers: every trigger but the foreign keys' (the ledger's, the outbox's, the rollup's).
   await db.query('alter table billing.subscriptions disable trigger user');
   await db.query('alter table billing.purchases disable trigger user');
   await db.end();
-  return anchorUrl;
+}
+
+/** One round of the anchor, on a fresh clone of its seed. */
+async function anchorRound(url: string, cat: Catalog, singleRow: boolean): Promise<Phase[]> {
+  await admin(`drop database if exists ${DB_ANCHOR} with (force)`);
+  await admin(`create database ${DB_ANCHOR} template ${DB_ANCHOR_SEED}`);
+  return sourceChanges(withDatabase(url, DB_ANCHOR), cat, true, singleRow);
 }
 
 const NOTE_CHANGES = 'A row is one source change; each writes its lifecycle event, refreshes the member\'s ledger (one ' +
@@ -324,15 +340,16 @@ async function main(): Promise<void> {
   log(`seeded ${MEMBERS} members in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   await db.end();
   t = Date.now();
-  const anchorUrl = await createAnchor(url);
-  log(`anchor cloned in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  await createAnchorSeed(url);
+  log(`anchor's seed cloned in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   t = Date.now();
   const ledger = await sourceChanges(url, cat, false);
   log(`source changes in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   t = Date.now();
-  const anchor = await sourceChanges(anchorUrl, cat, true);
-  log(`anchor's source changes in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  printChanges(ledger, anchor);
+  const rounds: Phase[][] = [];
+  for (let r = 0; r < ANCHOR_ROUNDS; r++) rounds.push(await anchorRound(url, cat, r === ANCHOR_ROUNDS - 1));
+  log(`anchor's source changes (${ANCHOR_ROUNDS} rounds) in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  printChanges(ledger, rounds);
   out('');
   out(NOTE_CHANGES);
   const sampleDb = new pg.Client({ connectionString: url });
@@ -349,6 +366,7 @@ async function main(): Promise<void> {
     await admin.connect();
     await admin.query(`drop database if exists ${DB} with (force)`);
     await admin.query(`drop database if exists ${DB_ANCHOR} with (force)`);
+    await admin.query(`drop database if exists ${DB_ANCHOR_SEED} with (force)`);
     await admin.end();
   }
   log(`done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
