@@ -6,9 +6,10 @@
 //   - batched statements (1,000 rows per statement): new subscriptions, cancels,
 //     plan switches, purchases, and the sweep revoking expired purchases;
 //   - single-row autocommit changes from concurrent connections (like API requests);
-// and, in the same run, the anchor: the same statements on a clone of the seeded
-// database whose source tables' triggers are disabled, so each ratio (ledger / bare
-// statement) compares figures from one sitting.
+// and, in the same run, two anchors, each the same statements on a clone of the seeded
+// database: one whose ledger refresh does nothing (what the ledger's own work costs)
+// and one whose source tables' triggers are disabled (the bare statement), so each
+// ratio compares figures from one sitting.
 // Then the feed: the exact SQL of GET /v1/events (billing_api.events_list, as the API
 // role) on a community with 10,000 events and one with 1,000,000: first page, a deep
 // page (cursor in the middle), a type filter, an after_id poll. Keyset: page time must
@@ -24,12 +25,31 @@ import { createBenchDatabase, writeResultsSection } from '../support';
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_ledger';
 const DB_ANCHOR = 'billing_bench_ledger_anchor';
-const DB_ANCHOR_SEED = 'billing_bench_ledger_anchor_seed';
 // The bare batches take under a second each, and one such run varies by a third from
-// the next: the anchor keeps the best of ANCHOR_ROUNDS, each on a fresh clone of the
+// the next: each anchor keeps the best of ANCHOR_ROUNDS, each on a fresh clone of its
 // seed (a higher anchor only lowers the ratio). Its single-row phase runs once, as long
 // as the ledger's.
 const ANCHOR_ROUNDS = Number(process.env.BENCH_ANCHOR_ROUNDS ?? 3);
+
+/**
+ * The same statements on a clone of the seeded database with part of the work taken
+ * away: `setup` runs on the clone's seed, as its owner.
+ */
+interface Anchor { key: string; seed: string; column: string; setup: string[] }
+const ANCHORS: Anchor[] = [
+  {
+    // the ledger's refresh (its rows and entitlement events) costs nothing; the
+    // lifecycle events and the rollup are still written
+    key: 'no-ledger', seed: 'billing_bench_ledger_seed_no_ledger', column: 'no ledger refresh, rows/s',
+    setup: [`create or replace function billing.ledger_refresh_list(p_community_ids text[], p_member_ids text[],
+      p_reasons text[], p_trigger_event_ids text[]) returns void language plpgsql as $$ begin end $$`],
+  },
+  {
+    // "user" triggers: every trigger but the foreign keys' (the ledger's, the outbox's, the rollup's)
+    key: 'bare', seed: 'billing_bench_ledger_seed_bare', column: 'bare statement (no triggers), rows/s',
+    setup: ['alter table billing.subscriptions disable trigger user', 'alter table billing.purchases disable trigger user'],
+  },
+];
 const MEMBERS = 100_000;
 const SUBSCRIBED = 80_000;
 const BATCH = 1_000;
@@ -111,11 +131,11 @@ async function ids(db: pg.Client, sql: string, args: unknown[]): Promise<string[
 const SINGLE_ROW = `single-row status change, ${CONCURRENCY} connections, autocommit`;
 
 /**
- * The source changes, in order, on the database at `url`. `bare`: that database is a
- * clone whose ledger, outbox and rollup triggers are disabled (the anchor): the same
- * statements on the same data, writing nothing but the rows they name.
+ * The source changes, in order, on the database at `url`. `anchor`: that database is
+ * an anchor's clone (see ANCHORS), which runs no sweep (the ledger's own work).
+ * `singleRow`: with the single-row phase.
  */
-async function sourceChanges(url: string, cat: Catalog, bare: boolean, singleRow = true): Promise<Phase[]> {
+async function sourceChanges(url: string, cat: Catalog, anchor: boolean, singleRow = true): Promise<Phase[]> {
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   const c = cat.communityId;
@@ -135,9 +155,9 @@ async function sourceChanges(url: string, cat: Catalog, bare: boolean, singleRow
   phases.push(await batched(db, c, 'purchase, 1 day access', buyers,
     `insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency, access_expires_at)
      select $1, m, $3, 900, 'usd', now() + interval '1 day' from unnest($2::text[]) m`, [cat.plans[2]]));
-  if (!bare) {
+  if (!anchor) {
     // Time passing: the sweep revokes/updates every row whose purchase expired. It is
-    // the ledger's own work: the anchor has no bare statement for it.
+    // the ledger's own work: the anchors run no sweep.
     await db.query(`update billing.communities set clock_offset = interval '2 days' where id = $1`, [c]);
     const e0 = await events(db, c);
     const t0 = process.hrtime.bigint();
@@ -187,26 +207,38 @@ async function sourceChanges(url: string, cat: Catalog, bare: boolean, singleRow
   return phases;
 }
 
-/** The ledger's figures beside the anchor's best round, phase by phase (matched by name's start). */
-function printChanges(ledger: Phase[], rounds: Phase[][]): void {
+/** Each anchor's best round for a phase (matched by the name's start), and every round's figure. */
+function anchorCell(rounds: Phase[][], key: string): { best?: number; cell: string } {
+  const rates = rounds.flatMap((r) => r.filter((x) => x.name.startsWith(key)).map((x) => x.rows / x.seconds));
+  if (rates.length === 0) return { cell: '-' };
+  const best = Math.max(...rates);
+  return { best, cell: `${best.toFixed(0)}${rates.length > 1 ? ` (${rates.map((x) => x.toFixed(0)).join(', ')})` : ''}` };
+}
+
+/** The ledger's figures beside its anchors'. */
+function printChanges(ledger: Phase[], anchors: Map<Anchor, Phase[][]>): void {
   out('');
   out(`Source changes through the triggers, ${MEMBERS.toLocaleString('en')} members (${SUBSCRIBED.toLocaleString('en')} subscribed), statements of ${BATCH.toLocaleString('en')} rows, one connection. `
-    + 'The anchor, in the same run: the same statements on a clone of the same seeded database with the ledger, outbox and rollup triggers disabled '
-    + `(constraints and foreign keys kept), so they write only the rows they name; its batches are the best of ${rounds.length} rounds, each on a fresh clone (the rounds in brackets).`);
+    + 'Two anchors, in the same run, each the same statements on a clone of the same seeded database: without the ledger\'s refresh '
+    + '(billing.ledger_refresh_list does nothing: no ledger rows, no entitlement events; the lifecycle events and the rollup are written), '
+    + 'and the bare statement (the source tables\' own triggers disabled, constraints and foreign keys kept). '
+    + `Each anchor's batches are the best of ${ANCHOR_ROUNDS} rounds, each on a fresh clone (the rounds in brackets); its single-row phase runs once.`);
   out('');
-  out('| change | rows | rows/s | events written | events/s | anchor rows/s (bare statement) | ledger / anchor |');
-  out('|---|---:|---:|---:|---:|---:|---:|');
+  out(`| change | rows | rows/s | events written | events/s | ${ANCHORS.map((a) => a.column).join(' | ')} | ledger / bare |`);
+  out(`|---|---:|---:|---:|---:|${ANCHORS.map(() => '---:|').join('')}---:|`);
   for (const p of ledger) {
     const rate = p.rows / p.seconds;
     const key = p.name.startsWith(SINGLE_ROW) ? SINGLE_ROW : p.name;
-    const rates = rounds.flatMap((r) => r.filter((x) => x.name.startsWith(key)).map((x) => x.rows / x.seconds));
-    const best = rates.length ? Math.max(...rates) : undefined;
-    const cell = best === undefined ? '-' : `${best.toFixed(0)}${rates.length > 1 ? ` (${rates.map((x) => x.toFixed(0)).join(', ')})` : ''}`;
+    const cells = ANCHORS.map((a) => anchorCell(anchors.get(a) ?? [], key));
+    const bare = cells[cells.length - 1].best;
     out(`| ${p.name} | ${p.rows.toLocaleString('en')} | ${rate.toFixed(0)} | ${p.events.toLocaleString('en')} | ${(p.events / p.seconds).toFixed(0)} `
-      + `| ${cell} | ${best === undefined ? '-' : `${((100 * rate) / best).toFixed(0)}%`} |`);
+      + `| ${cells.map((c) => c.cell).join(' | ')} | ${bare === undefined ? '-' : `${((100 * rate) / bare).toFixed(0)}%`} |`);
   }
-  const single = rounds.flat().find((x) => x.name.startsWith(SINGLE_ROW));
-  if (single) out(`\nAnchor's single-row change: ${single.name.slice(SINGLE_ROW.length).trim()}.`);
+  out('');
+  for (const a of ANCHORS) {
+    const single = (anchors.get(a) ?? []).flat().find((x) => x.name.startsWith(SINGLE_ROW));
+    if (single) out(`Single-row change, ${a.column.replace(/, rows\/s$/, '')}: ${single.name.slice(SINGLE_ROW.length).trim()}.`);
+  }
 }
 
 async function admin(sql: string): Promise<void> {
@@ -215,23 +247,25 @@ async function admin(sql: string): Promise<void> {
   try { await c.query(sql); } finally { await c.end(); }
 }
 
-/** The anchor's seed: a clone of the seeded database with the source tables' own triggers disabled. */
-async function createAnchorSeed(url: string): Promise<void> {
-  await admin(`drop database if exists ${DB_ANCHOR_SEED} with (force)`);
-  await admin(`create database ${DB_ANCHOR_SEED} template ${DB}`);
-  const db = new pg.Client({ connectionString: withDatabase(url, DB_ANCHOR_SEED) });
+/** An anchor's seed: a clone of the seeded database with its setup applied. */
+async function createAnchorSeed(url: string, anchor: Anchor): Promise<void> {
+  await admin(`drop database if exists ${anchor.seed} with (force)`);
+  await admin(`create database ${anchor.seed} template ${DB}`);
+  const db = new pg.Client({ connectionString: withDatabase(url, anchor.seed) });
   await db.connect();
-  // "user" triggers: every trigger but the foreign keys' (the ledger's, the outbox's, the rollup's).
-  await db.query('alter table billing.subscriptions disable trigger user');
-  await db.query('alter table billing.purchases disable trigger user');
+  for (const sql of anchor.setup) await db.query(sql);
   await db.end();
 }
 
-/** One round of the anchor, on a fresh clone of its seed. */
-async function anchorRound(url: string, cat: Catalog, singleRow: boolean): Promise<Phase[]> {
-  await admin(`drop database if exists ${DB_ANCHOR} with (force)`);
-  await admin(`create database ${DB_ANCHOR} template ${DB_ANCHOR_SEED}`);
-  return sourceChanges(withDatabase(url, DB_ANCHOR), cat, true, singleRow);
+/** The rounds of an anchor, each on a fresh clone of its seed; the last one with the single-row phase. */
+async function anchorRounds(url: string, cat: Catalog, anchor: Anchor): Promise<Phase[][]> {
+  const rounds: Phase[][] = [];
+  for (let r = 0; r < ANCHOR_ROUNDS; r++) {
+    await admin(`drop database if exists ${DB_ANCHOR} with (force)`);
+    await admin(`create database ${DB_ANCHOR} template ${anchor.seed}`);
+    rounds.push(await sourceChanges(withDatabase(url, DB_ANCHOR), cat, true, r === ANCHOR_ROUNDS - 1));
+  }
+  return rounds;
 }
 
 const NOTE_CHANGES = 'A row is one source change; each writes its lifecycle event, refreshes the member\'s ledger (one ' +
@@ -340,16 +374,19 @@ async function main(): Promise<void> {
   log(`seeded ${MEMBERS} members in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   await db.end();
   t = Date.now();
-  await createAnchorSeed(url);
-  log(`anchor's seed cloned in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  for (const a of ANCHORS) await createAnchorSeed(url, a);
+  log(`anchors' seeds cloned in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   t = Date.now();
   const ledger = await sourceChanges(url, cat, false);
   log(`source changes in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   t = Date.now();
-  const rounds: Phase[][] = [];
-  for (let r = 0; r < ANCHOR_ROUNDS; r++) rounds.push(await anchorRound(url, cat, r === ANCHOR_ROUNDS - 1));
-  log(`anchor's source changes (${ANCHOR_ROUNDS} rounds) in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  printChanges(ledger, rounds);
+  const anchors = new Map<Anchor, Phase[][]>();
+  for (const a of ANCHORS) {
+    anchors.set(a, await anchorRounds(url, cat, a));
+    log(`anchor ${a.key} (${ANCHOR_ROUNDS} rounds) in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    t = Date.now();
+  }
+  printChanges(ledger, anchors);
   out('');
   out(NOTE_CHANGES);
   const sampleDb = new pg.Client({ connectionString: url });
@@ -366,7 +403,7 @@ async function main(): Promise<void> {
     await admin.connect();
     await admin.query(`drop database if exists ${DB} with (force)`);
     await admin.query(`drop database if exists ${DB_ANCHOR} with (force)`);
-    await admin.query(`drop database if exists ${DB_ANCHOR_SEED} with (force)`);
+    for (const a of ANCHORS) await admin.query(`drop database if exists ${a.seed} with (force)`);
     await admin.end();
   }
   log(`done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
