@@ -5,16 +5,21 @@ import path from 'node:path';
 import pg from 'pg';
 import { applyMigrations, withDatabase } from '../src/db/migrate';
 
-/** Drops and recreates `name` on `server`, migrates it and returns its URL. */
-export async function createBenchDatabase(server: string, name: string): Promise<string> {
+/** Runs `statements` in order on `server`'s postgres database (creating and dropping databases). */
+export async function adminQuery(server: string, ...statements: string[]): Promise<void> {
   const admin = new pg.Client({ connectionString: withDatabase(server, 'postgres') });
   await admin.connect();
   try {
-    await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
-    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+    for (const sql of statements) await admin.query(sql);
   } finally {
     await admin.end();
   }
+}
+
+/** Drops and recreates `name` on `server`, migrates it and returns its URL. */
+export async function createBenchDatabase(server: string, name: string): Promise<string> {
+  await adminQuery(server, `drop database if exists ${pg.escapeIdentifier(name)} with (force)`,
+    `create database ${pg.escapeIdentifier(name)}`);
   const url = withDatabase(server, name);
   await applyMigrations(url, { includeCurrent: true });
   return url;

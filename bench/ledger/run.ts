@@ -20,7 +20,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { createCommunity } from '../../src/domain/communities/community-admin';
 import { withDatabase } from '../../src/db/migrate';
-import { createBenchDatabase, writeResultsSection } from '../support';
+import { adminQuery, createBenchDatabase, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = 'billing_bench_ledger';
@@ -241,16 +241,9 @@ function printChanges(ledger: Phase[], anchors: Map<Anchor, Phase[][]>): void {
   }
 }
 
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
-  await c.connect();
-  try { await c.query(sql); } finally { await c.end(); }
-}
-
 /** An anchor's seed: a clone of the seeded database with its setup applied. */
 async function createAnchorSeed(url: string, anchor: Anchor): Promise<void> {
-  await admin(`drop database if exists ${anchor.seed} with (force)`);
-  await admin(`create database ${anchor.seed} template ${DB}`);
+  await adminQuery(SERVER, `drop database if exists ${anchor.seed} with (force)`, `create database ${anchor.seed} template ${DB}`);
   const db = new pg.Client({ connectionString: withDatabase(url, anchor.seed) });
   await db.connect();
   for (const sql of anchor.setup) await db.query(sql);
@@ -261,8 +254,7 @@ async function createAnchorSeed(url: string, anchor: Anchor): Promise<void> {
 async function anchorRounds(url: string, cat: Catalog, anchor: Anchor): Promise<Phase[][]> {
   const rounds: Phase[][] = [];
   for (let r = 0; r < ANCHOR_ROUNDS; r++) {
-    await admin(`drop database if exists ${DB_ANCHOR} with (force)`);
-    await admin(`create database ${DB_ANCHOR} template ${anchor.seed}`);
+    await adminQuery(SERVER, `drop database if exists ${DB_ANCHOR} with (force)`, `create database ${DB_ANCHOR} template ${anchor.seed}`);
     rounds.push(await sourceChanges(withDatabase(url, DB_ANCHOR), cat, true, r === ANCHOR_ROUNDS - 1));
   }
   return rounds;
@@ -399,12 +391,7 @@ async function main(): Promise<void> {
   log(`feed in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   writeResults();
   if (!process.env.BENCH_KEEP_DB) {
-    const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });
-    await admin.connect();
-    await admin.query(`drop database if exists ${DB} with (force)`);
-    await admin.query(`drop database if exists ${DB_ANCHOR} with (force)`);
-    for (const a of ANCHORS) await admin.query(`drop database if exists ${a.seed} with (force)`);
-    await admin.end();
+    await adminQuery(SERVER, ...[DB, DB_ANCHOR, ...ANCHORS.map((a) => a.seed)].map((d) => `drop database if exists ${d} with (force)`));
   }
   log(`done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 }
