@@ -286,8 +286,9 @@ ${table(['Id', 'Member', 'Plan', 'Price', 'Status', 'Period ends'], page.data.ma
   });
 
   const invoiceRow = (s: Signed, back: string) => (i: Json) => [html`<code>${i.id}</code>`, memberLink(i.member_id), html`${i.billing_reason}`,
-    html`${money(i.total_cents, i.currency)}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}`, html`${day(i.created_at)}`,
-    s.can('invoices:write') && i.status === 'paid' && i.amount_refunded_cents < i.amount_paid_cents ? refundForm(s, i, back) : html``];
+    html`${money(i.total_cents, i.currency)}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}${i.dispute ? html`, disputed: ${String(i.dispute.status).replace('_', ' ')}` : ''}`, html`${day(i.created_at)}`,
+    // A disputed payment is never refunded (the operation refuses it: 409).
+    s.can('invoices:write') && i.status === 'paid' && !i.dispute && i.amount_refunded_cents < i.amount_paid_cents ? refundForm(s, i, back) : html``];
 
   router.get('/invoices', async (req, res) => {
     const page = await read<Page>(req, res, 'list_invoices', { query: queryOf(req, ['status', 'member_id', 'subscription_id']) });

@@ -160,7 +160,7 @@ function modelBatchOp(s: ModelSub, others: ModelSub[], op: ParallelOp, now: numb
     return 200;
   }
   if (op === 'refund') {
-    if (s.refunded) return 409;
+    if (refundRefused(s)) return 409;
     s.refunded = true;
     if (s.status !== 'cancelled') { s.status = 'cancelled'; s.due = null; s.scheduled = null; }
     return 200;
@@ -170,6 +170,13 @@ function modelBatchOp(s: ModelSub, others: ModelSub[], op: ParallelOp, now: numb
   }
   return modelOp(s, op, now);
 }
+// ---- issue 26 (branch money): disputes, pauses and trials in the model ---------------
+
+/** The first invoice cannot be refunded: refunded in full already, or its payment disputed (issue 26, item 2). */
+function refundRefused(s: ModelSub): boolean {
+  return s.refunded || s.disputed;
+}
+
 function prevEnd(s: ModelSub): number {
   let n = 0;
   while (addMonths(s.anchor, n + 1) < s.periodEnd) n++;
@@ -289,7 +296,7 @@ async function apply(run: Run, c: Cmd): Promise<void> {
       const { rows } = await app.owner.query<{ id: string }>(
         `select id from billing.invoices where subscription_id = $1 and billing_reason = 'subscription_create'`, [s.id]);
       const r = await call(app.url, 'POST', `/v1/invoices/${rows[0].id}/refunds`, { key: run.shop.key, body: { revoke_access: true } });
-      if (s.refunded) { expect([c, r.status]).toEqual([c, 409]); return; }
+      if (refundRefused(s)) { expect([c, r.status]).toEqual([c, 409]); return; }
       expect([c, r.status]).toEqual([c, 200]);
       s.refunded = true;
       if (s.status !== 'cancelled') { s.status = 'cancelled'; s.due = null; s.scheduled = null; }

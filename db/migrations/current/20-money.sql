@@ -40,3 +40,164 @@ as $$
       when p_d.use_limit is not null and c.held >= p_d.use_limit then 'exhausted'
       when p_d.starts_at is not null and p_d.starts_at > t.now then 'not_started' end as reason) st
 $$;
+
+-- 46-invoices.sql: the dispute on the invoice, refunds of a disputed invoice refused
+alter table billing.invoices add column if not exists dispute jsonb;
+alter table billing.disputes add column if not exists closed_at timestamptz;
+update billing.disputes d set closed_at = d.updated_at where d.status in ('won', 'lost') and d.closed_at is null;
+
+-- 46-invoices.sql
+create or replace function billing.invoice_json(p_inv billing.invoices) returns jsonb
+  language sql stable parallel safe
+as $$
+  select jsonb_build_object(
+    'id', p_inv.id,
+    'status', p_inv.status,
+    'billing_reason', p_inv.billing_reason,
+    'member_id', p_inv.member_id,
+    'subscription_id', p_inv.subscription_id,
+    'purchase_id', p_inv.purchase_id,
+    'currency', p_inv.currency,
+    'subtotal_cents', p_inv.subtotal_cents,
+    'discount_cents', p_inv.discount_cents,
+    'total_cents', p_inv.total_cents,
+    'amount_paid_cents', p_inv.amount_paid_cents,
+    'amount_refunded_cents', p_inv.amount_refunded_cents,
+    'lines', p_inv.lines,
+    'period_start', billing.iso(p_inv.period_start),
+    'period_end', billing.iso(p_inv.period_end),
+    'attempt_count', p_inv.attempt_count,
+    'next_attempt_at', billing.iso(p_inv.next_attempt_at),
+    'paid_at', billing.iso(p_inv.paid_at),
+    'created_at', billing.iso(p_inv.created_at),
+    'dispute', p_inv.dispute)
+$$;
+
+-- 46-invoices.sql
+create or replace function billing.dispute_json(p_dp billing.disputes) returns jsonb
+  language sql stable parallel safe
+as $$
+  select jsonb_build_object('id', p_dp.id, 'invoice_id', p_dp.invoice_id, 'amount_cents', p_dp.amount_cents,
+    'status', p_dp.status, 'reason', p_dp.reason, 'created_at', billing.iso(p_dp.created_at),
+    'opened_at', billing.iso(p_dp.created_at), 'closed_at', billing.iso(p_dp.closed_at))
+$$;
+update billing.invoices i set dispute = billing.dispute_json(d)
+from (select distinct on (community_id, invoice_id) * from billing.disputes order by community_id, invoice_id, created_at desc, id desc) d
+where i.community_id = d.community_id and i.id = d.invoice_id and i.dispute is distinct from billing.dispute_json(d);
+
+-- 46-invoices.sql
+-- A disputed payment is never refunded through the API (issue 26): the card network
+-- already pulls the money back, and a refund on top of it pays the buyer twice (Stripe
+-- refuses it too: charge_disputed). Whatever the dispute's outcome: won, the money is
+-- the community's again and the buyer's bank has ruled; lost, the buyer has it.
+-- A refund made in Stripe's own dashboard is still mirrored (charge.refunded): it
+-- happened.
+create or replace function billing.invoice_refuse_disputed(p_invoice_id text) returns void
+  language plpgsql stable
+as $$
+declare
+  v_dp billing.disputes;
+begin
+  select * into v_dp from billing.disputes d
+  where d.community_id = billing.current_community_id() and d.invoice_id = p_invoice_id
+  order by d.created_at desc, d.id desc limit 1;
+  if v_dp.id is not null then
+    perform billing.raise('BL409', 'Invoice ' || p_invoice_id || ' is disputed (' || v_dp.id || ', ' || v_dp.status
+      || '): a disputed payment cannot be refunded; the dispute decides where the money goes.');
+  end if;
+end
+$$;
+
+-- 46-invoices.sql
+-- POST /v1/invoices/{id}/refunds, the API's door (SECURITY DEFINER: the API role
+-- writes no money table itself). p_provider_ref: the provider's refund id, when the
+-- handler has already refunded through Stripe.
+create or replace function billing_private.invoice_refund(p_invoice_id text, p_amount bigint, p_revoke boolean,
+  p_provider_ref text) returns jsonb
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  perform billing.require_scope('invoices:write');
+  -- The invoice locked first: a dispute being recorded (which locks it too) is either
+  -- seen here or waits for this refund.
+  perform 1 from billing.invoices i where i.community_id = billing.current_community_id() and i.id = p_invoice_id for update;
+  perform billing.invoice_refuse_disputed(p_invoice_id);
+  return billing.invoice_record_refund(p_invoice_id, p_amount, p_revoke, p_provider_ref);
+end
+$$;
+
+-- 46-invoices.sql
+-- What the refund handler needs before calling the provider: the invoice, what is
+-- left to refund and the provider's payment reference.
+create or replace function billing_api.invoice_refund_prepare(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_inv billing.invoices;
+begin
+  perform billing.require_scope('invoices:write');
+  select * into v_inv from billing.invoices i where i.community_id = billing.current_community_id() and i.id = p_args->>'id';
+  if v_inv.id is null then
+    perform billing.raise('BL404', 'No invoice ' || (p_args->>'id') || '.');
+  end if;
+  -- Refused before the provider is asked for the refund.
+  perform billing.invoice_refuse_disputed(v_inv.id);
+  return jsonb_build_object('invoice_id', v_inv.id, 'provider', v_inv.provider, 'status', v_inv.status,
+    'currency', v_inv.currency, 'left_cents', v_inv.amount_paid_cents - v_inv.amount_refunded_cents,
+    'payment_ref', (select a.provider_ref from billing.payment_attempts a
+      where a.community_id = v_inv.community_id and a.invoice_id = v_inv.id and a.status = 'succeeded'));
+end
+$$;
+
+-- 46-invoices.sql
+-- A dispute opened against an invoice's payment (Stripe charge.dispute.created;
+-- billing sandbox dispute): the covered access ends at once (reason disputed). A
+-- dispute that is later won restores nothing by itself (see docs/decisions.md).
+create or replace function billing.invoice_record_dispute(p_invoice_id text, p_amount bigint, p_status text,
+  p_reason text, p_provider_ref text) returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_inv billing.invoices;
+  v_dp billing.disputes;
+begin
+  select * into v_inv from billing.invoices i
+  where i.community_id = billing.current_community_id() and i.id = p_invoice_id for update;
+  if v_inv.id is null then
+    perform billing.raise('BL404', 'No invoice ' || coalesce(p_invoice_id, '') || '.');
+  elsif v_inv.status <> 'paid' then
+    perform billing.raise('BL409', 'Invoice ' || v_inv.id || ' is ' || v_inv.status || ': only a paid invoice can be disputed.');
+  end if;
+  if p_provider_ref is not null then
+    select * into v_dp from billing.disputes d where d.community_id = v_inv.community_id and d.provider_ref = p_provider_ref for update;
+  elsif exists (select 1 from billing.disputes d where d.community_id = v_inv.community_id and d.invoice_id = v_inv.id) then
+    -- A payment is disputed once (the sandbox's disputes carry no provider id to tell them apart).
+    perform billing.raise('BL409', 'Invoice ' || v_inv.id || ' is already disputed.');
+  end if;
+  if v_dp.id is not null then
+    -- Later news of the same dispute: its status (closed when won or lost), shown on the invoice.
+    update billing.disputes d set status = coalesce(p_status, d.status),
+      closed_at = case when coalesce(p_status, d.status) in ('won', 'lost') then coalesce(d.closed_at, billing.now()) end,
+      updated_at = now()
+    where d.community_id = v_dp.community_id and d.id = v_dp.id returning * into v_dp;
+    if v_dp.invoice_id = v_inv.id then
+      update billing.invoices i set dispute = billing.dispute_json(v_dp)
+      where i.community_id = v_inv.community_id and i.id = v_inv.id returning * into v_inv;
+    end if;
+    return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp), 'duplicate', true);
+  end if;
+  insert into billing.disputes (community_id, invoice_id, amount_cents, status, reason, provider, provider_ref, created_at, closed_at)
+  values (v_inv.community_id, v_inv.id, coalesce(p_amount, v_inv.amount_paid_cents), coalesce(p_status, 'needs_response'),
+    p_reason, v_inv.provider, p_provider_ref, billing.now(),
+    case when p_status in ('won', 'lost') then billing.now() end)
+  returning * into v_dp;
+  update billing.invoices i set dispute = billing.dispute_json(v_dp)
+  where i.community_id = v_inv.community_id and i.id = v_inv.id returning * into v_inv;
+  perform billing.invoice_end_access(v_inv, 'disputed');
+  perform billing.emit_event(v_inv.community_id, 'invoice.disputed', jsonb_build_object(
+    'invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp)));
+  return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp), 'duplicate', false);
+end
+$$;
+grant execute on function billing.invoice_refuse_disputed(text) to billing_api;
