@@ -37,6 +37,8 @@ interface ModelSub {
   refunded: boolean;
   /** A dispute was opened against the first invoice. */
   disputed: boolean;
+  /** Issue 26: while paused, the end of the period it had paid when paused (access until then; a resume before it charges nothing). */
+  paidThrough?: number | null;
 }
 interface Model { subs: ModelSub[] }
 
@@ -155,8 +157,7 @@ function modelOp(s: ModelSub, op: 'cancel' | 'reactivate' | PlanKey, now: number
 function modelBatchOp(s: ModelSub, others: ModelSub[], op: ParallelOp, now: number): number {
   if (op === 'pause') {
     if (s.status !== 'active' && s.status !== 'paused') return 409;
-    if (s.status === 'active') s.scheduled = null;
-    s.status = 'paused';
+    modelPause(s);
     return 200;
   }
   if (op === 'refund') {
@@ -171,6 +172,40 @@ function modelBatchOp(s: ModelSub, others: ModelSub[], op: ParallelOp, now: numb
   return modelOp(s, op, now);
 }
 // ---- issue 26 (branch money): disputes, pauses and trials in the model ---------------
+
+/**
+ * Pause (issue 26, item 3; docs/decisions/pause-keeps-paid-time.md): an active
+ * subscription becomes paused at once, keeps the period it paid (paidThrough) and
+ * drops a scheduled switch; a second pause changes nothing of that.
+ */
+function modelPause(s: ModelSub): void {
+  if (s.status === 'active') { s.scheduled = null; s.paidThrough = s.periodEnd; }
+  s.status = 'paused';
+}
+
+/** A resume before the paid period ends: active again, same period and anchor, nothing charged. True when it applied. */
+function modelResumeInPaidTime(s: ModelSub, now: number): boolean {
+  const inPaidTime = s.paidThrough != null && now < s.paidThrough;
+  s.paidThrough = null;
+  if (inPaidTime) s.status = 'active';
+  return inPaidTime;
+}
+
+/**
+ * A paused subscription grants until the end of the period it paid, and not after:
+ * the member's ledger holds a source of it exactly then (the model's own rule, not
+ * the ledger's oracle in test/ledger/world.ts).
+ */
+async function checkPausedAccess(run: Run, last: Cmd): Promise<void> {
+  const t = await now(run);
+  for (const s of run.model.subs.filter((x) => x.status === 'paused')) {
+    const { rows } = await app.owner.query<{ n: number }>(
+      `select count(*)::int as n from billing.member_entitlements x, jsonb_array_elements(x.sources) src
+       where x.community_id = $1 and x.status = 'active' and src->>'id' = $2`, [run.shop.communityId, s.id]);
+    const paid = s.paidThrough != null && t < s.paidThrough;
+    expect({ after: last, sub: s.id, paused: true, paid, grants: rows[0].n > 0 }).toEqual({ after: last, sub: s.id, paused: true, paid, grants: paid });
+  }
+}
 
 /** The first invoice cannot be refunded: refunded in full already, or its payment disputed (issue 26, item 2). */
 function refundRefused(s: ModelSub): boolean {
@@ -271,17 +306,18 @@ async function apply(run: Run, c: Cmd): Promise<void> {
       const r = await call(app.url, 'POST', `/v1/subscriptions/${s.id}/pause`, { key: run.shop.key, body: {} });
       if (s.status === 'active' || s.status === 'paused') {
         expect([c, r.status]).toEqual([c, 200]);
-        if (s.status === 'active') s.scheduled = null;
-        s.status = 'paused';
+        modelPause(s);
       } else expect([c, r.status]).toEqual([c, 409]);
       return;
     }
     case 'resume': {
       const s = pickSub(c.s);
       if (!s) return;
+      const t = await now(run);
       const r = await call(app.url, 'POST', `/v1/subscriptions/${s.id}/resume`, { key: run.shop.key });
       if (s.status !== 'paused') { expect([c, r.status]).toEqual([c, 409]); return; }
       expect([c, r.status]).toEqual([c, 200]);
+      if (modelResumeInPaidTime(s, t)) return;
       // The period restarts at the resume time (read back), one month long, charged now.
       const { rows } = await app.owner.query<{ start: Date }>('select current_period_start as start from billing.subscriptions where id = $1', [s.id]);
       s.anchor = rows[0].start.getTime();
@@ -473,6 +509,7 @@ async function runCommands(cmds: Cmd[]): Promise<void> {
   for (const c of cmds) {
     await apply(run, c);
     await check(run, c);
+    await checkPausedAccess(run, c);
   }
   await checkEdges(run);
 }
@@ -486,6 +523,16 @@ test('money holds its invariants against an independent model (fixed seed 42)', 
 test('money holds its invariants against an independent model (random seed, printed on failure)', async () => {
   await fc.assert(fc.asyncProperty(fc.array(cmdArb, { minLength: 5, maxLength: 22 }), runCommands), params());
 }, 240_000);
+
+test('a pause never takes paid time: access until the paid period ends, a resume within it charges nothing (issue 26)', async () => {
+  // Paused on day 0 of a paid month: still entitled while paused; resumed on day 3: the
+  // same period goes on, nothing charged, and the next renewal comes at the old period end.
+  await runCommands([{ k: 'checkout', m: 0, plan: 'gold-monthly' }, { k: 'pause', s: 0 }, { k: 'advance', days: 3 },
+    { k: 'resume', s: 0 }, { k: 'advance', days: 30 }]);
+  // Paused past the period end: access ends with it; the resume then starts a new period, charged once.
+  await runCommands([{ k: 'checkout', m: 1, plan: 'silver-monthly' }, { k: 'pause', s: 0 }, { k: 'advance', days: 8 },
+    { k: 'advance', days: 30 }, { k: 'resume', s: 0 }, { k: 'advance', days: 5 }]);
+}, 60_000);
 
 // ---- concurrent clients (issue 18, item 4) -----------------------------------------------
 // Mostly concurrent batches: cancels, switches, reactivations, pauses, refunds on one

@@ -201,3 +201,207 @@ begin
 end
 $$;
 grant execute on function billing.invoice_refuse_disputed(text) to billing_api;
+
+-- 40-subscriptions.sql, 50-ledger.sql, 46-invoices.sql: a pause keeps the paid period
+alter table billing.subscriptions add column if not exists paid_through timestamptz;
+
+-- 40-subscriptions.sql
+create or replace function billing_private.subscription_pause(p_subscription_id text, p_until timestamptz)
+  returns billing.subscriptions language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_sub billing.subscriptions;
+begin
+  perform billing.require_scope('subscriptions:write');
+  update billing.subscriptions s set status = 'paused', paused_until = p_until, scheduled_plan_id = null,
+    scheduled_at = null, updated_at = now(),
+    -- The period already paid (or given as a trial) is kept; a second pause changes only paused_until.
+    paid_through = case when s.status = 'paused' then s.paid_through else s.current_period_end end
+  where s.community_id = billing.current_community_id() and s.id = p_subscription_id
+    and s.status in ('active', 'trialing', 'paused')
+  returning * into v_sub;
+  return v_sub;
+end
+$$;
+
+-- 40-subscriptions.sql
+-- Applies a Stripe subscription object (already mapped to our terms by the adapter)
+-- to the subscription it names. Older state never overwrites newer: a change whose
+-- provider time is before provider_updated_at is ignored. Returns the subscription id,
+-- or null when no subscription has that provider_ref yet.
+create or replace function billing.apply_provider_subscription(p_state jsonb) returns text
+  language plpgsql volatile
+as $$
+declare
+  v_sub billing.subscriptions;
+  v_at timestamptz := (p_state->>'provider_updated_at')::timestamptz;
+  v_plan text;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.provider_ref = p_state->>'provider_ref' for update;
+  if v_sub.id is null then
+    return null;
+  end if;
+  if v_sub.provider_updated_at is not null and v_at < v_sub.provider_updated_at then
+    return v_sub.id;
+  end if;
+  if p_state->>'stripe_price_id' is not null then
+    select p.id into v_plan from billing.plans p
+    where p.community_id = v_sub.community_id and p.stripe_price_id = p_state->>'stripe_price_id' order by p.active desc, p.id limit 1;
+  end if;
+  update billing.subscriptions s set
+    status = coalesce(p_state->>'status', s.status),
+    plan_id = coalesce(v_plan, s.plan_id),
+    current_period_start = coalesce((p_state->>'period_start')::timestamptz, s.current_period_start),
+    current_period_end = coalesce((p_state->>'period_end')::timestamptz, s.current_period_end),
+    trial_end = case when p_state ? 'trial_end' then (p_state->>'trial_end')::timestamptz else s.trial_end end,
+    cancel_at = case when p_state ? 'cancel_at' then (p_state->>'cancel_at')::timestamptz else s.cancel_at end,
+    cancelled_at = case when p_state->>'status' = 'cancelled' then coalesce(s.cancelled_at, (p_state->>'ended_at')::timestamptz, v_at) else s.cancelled_at end,
+    paused_until = case when p_state ? 'paused_until' then (p_state->>'paused_until')::timestamptz else s.paused_until end,
+    -- Paused from Stripe's side (pause_collection): the period then current stays paid.
+    paid_through = case when coalesce(p_state->>'status', s.status) <> 'paused' then null
+                        when s.status = 'paused' then s.paid_through
+                        when s.status in ('active', 'trialing') then s.current_period_end end,
+    -- A scheduled switch is done once Stripe reports the new plan (its schedule moved on).
+    scheduled_plan_id = case when v_plan is not null and v_plan = s.scheduled_plan_id then null else s.scheduled_plan_id end,
+    scheduled_at = case when v_plan is not null and v_plan = s.scheduled_plan_id then null else s.scheduled_at end,
+    provider_customer_ref = coalesce(p_state->>'customer_ref', s.provider_customer_ref),
+    provider_updated_at = greatest(v_at, s.provider_updated_at),
+    updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id;
+  -- Stripe's unpaid (retries over): the subscription's open invoices have no retry
+  -- left, so a past_due subscription loses access. Only for a state newer than the
+  -- last applied (an old unpaid arriving late changes nothing).
+  if coalesce((p_state->>'retries_exhausted')::boolean, false) then
+    update billing.invoices i set next_attempt_at = null
+    where i.community_id = v_sub.community_id and i.subscription_id = v_sub.id and i.status = 'open'
+      and i.next_attempt_at is not null;
+  end if;
+  return v_sub.id;
+end
+$$;
+
+-- 50-ledger.sql
+-- Desired ledger of one member: entitlement -> supporting sources, benefits and the
+-- earliest time one of those sources lapses by itself.
+create or replace function billing.ledger_desired(p_community_id text, p_member_id text, p_now timestamptz)
+  returns table (entitlement_id text, sources jsonb, benefits jsonb, next_check_at timestamptz)
+  language sql stable
+as $$
+  with src as (
+    select 'subscription' as type, s.id, s.status, p.tier_id, s.plan_id, s.client_reference_id,
+      case when s.status = 'paused' then s.paid_through else s.current_period_end end as valid_until,
+      s.status in ('cancelling', 'paused') as lapses
+    from billing.subscriptions s
+    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    where s.community_id = p_community_id and s.member_id = p_member_id
+      and (s.status in ('active', 'trialing')
+        or (s.status = 'past_due' and billing.subscription_retry_open(s.community_id, s.id))
+        or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)
+            and not billing.subscription_unpaid(s.community_id, s.id))
+        or (s.status = 'paused' and s.paid_through > p_now))
+    union all
+    select 'grant', g.id, 'active', g.tier_id, null, null, g.expires_at, g.expires_at is not null
+    from billing.grants g
+    where g.community_id = p_community_id and g.member_id = p_member_id and g.revoked_at is null
+      and (g.expires_at is null or g.expires_at > p_now)
+    union all
+    select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
+      u.access_expires_at, u.access_expires_at is not null
+    from billing.purchases u
+    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
+    where u.community_id = p_community_id and u.member_id = p_member_id
+      and u.status = 'completed' and (u.access_expires_at is null or u.access_expires_at > p_now)
+  ), per_ent as (
+    select te.entitlement_id,
+      jsonb_agg(jsonb_build_object('type', src.type, 'id', src.id, 'status', src.status,
+        'tier_id', src.tier_id, 'plan_id', src.plan_id, 'client_reference_id', src.client_reference_id,
+        'valid_until', billing.iso(src.valid_until)) order by src.id) as sources,
+      min(src.valid_until) filter (where src.lapses) as next_check_at
+    from src
+    join billing.tier_entitlements te on te.community_id = p_community_id and te.tier_id = src.tier_id
+    group by te.entitlement_id
+  )
+  select pe.entitlement_id, pe.sources,
+    coalesce((
+      select jsonb_agg(jsonb_build_object('platform', pc.platform, 'platform_config_id', b.platform_config_id,
+        'type', b.type, 'value', b.value) order by b.platform_config_id, b.type, b.value)
+      from billing.entitlement_benefits b
+      join billing.platform_configs pc on pc.community_id = b.community_id and pc.id = b.platform_config_id
+      where b.community_id = p_community_id and b.entitlement_id = pe.entitlement_id), '[]'),
+    pe.next_check_at
+  from per_ent pe
+$$;
+
+-- 50-ledger.sql
+-- Members whose supporting sources (that could grant) sit on one of the tiers.
+create or replace function billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[])
+  returns text[] language sql stable
+as $$
+  select coalesce(array_agg(distinct member_id), '{}') from (
+    select s.member_id from billing.subscriptions s
+    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    where s.community_id = p_community_id and p.tier_id = any (p_tier_ids)
+      and (s.status in ('active', 'trialing', 'past_due', 'cancelling') or s.status = 'paused' and s.paid_through is not null)
+    union all
+    select u.member_id from billing.purchases u
+    join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
+    where u.community_id = p_community_id and p.tier_id = any (p_tier_ids) and u.status = 'completed'
+    union all
+    select g.member_id from billing.grants g
+    where g.community_id = p_community_id and g.tier_id = any (p_tier_ids) and g.revoked_at is null
+  ) m
+$$;
+
+-- 46-invoices.sql
+-- A paused subscription resumes at p_at. Before the end of the period it had paid when
+-- paused (paid_through), that period simply goes on: back to active (trialing while
+-- its trial lasts), nothing charged, the anchor kept (issue 26: never pay twice for a
+-- day). Later, the billing period restarts at p_at (a new anchor) with an invoice for
+-- the new period, collected at once; a decline leaves it past_due with the
+-- community's retries.
+create or replace function billing.subscription_resume_at(p_sub_id text, p_at timestamptz) returns billing.subscriptions
+  language plpgsql volatile
+as $$
+declare
+  v_sub billing.subscriptions;
+  v_plan billing.plans;
+  v_inv billing.invoices;
+  v_end timestamptz;
+  v_lines jsonb;
+  v_discount bigint;
+  v_code text;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_sub_id for update;
+  if v_sub.status <> 'paused' then
+    perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not paused: nothing to resume.');
+  end if;
+  if v_sub.paid_through is not null and p_at < v_sub.paid_through then
+    update billing.subscriptions s set
+      status = case when s.trial_end is not null and s.trial_end > p_at then 'trialing' else 'active' end,
+      paused_until = null, paid_through = null, updated_at = now()
+    where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+    return v_sub;
+  end if;
+  select * into v_plan from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  v_end := billing.next_period_end(p_at, v_plan.interval, p_at);
+  if v_sub.provider = 'sandbox' then
+    v_discount := billing.subscription_discount_cents(v_sub, v_plan.amount_cents, p_at);
+    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, p_at, v_end));
+    if v_discount > 0 then
+      select d.code into v_code from billing.discount_codes d where d.community_id = v_sub.community_id and d.id = v_sub.discount_id;
+      v_lines := v_lines || billing.discount_line(v_code, v_discount, p_at, v_end);
+    end if;
+    v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id, 'subscription_cycle', v_plan.currency, v_lines,
+      p_at, v_end, 'sandbox', p_at);
+    v_inv := billing.sandbox_collect(v_inv, p_at);
+  end if;
+  update billing.subscriptions s set
+    status = case when v_inv.id is null or v_inv.status = 'paid' then 'active' else 'past_due' end,
+    paused_until = null, paid_through = null, current_period_start = p_at, current_period_end = v_end, billing_anchor = p_at, updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  return v_sub;
+end
+$$;
