@@ -405,3 +405,217 @@ begin
   return v_sub;
 end
 $$;
+
+-- 40-subscriptions.sql, 80-checkout.sql: a trial is given once per member and tier
+alter table billing.subscriptions add column if not exists trial_tier_id text collate "C";
+update billing.subscriptions s set trial_tier_id = p.tier_id
+from billing.plans p
+where p.community_id = s.community_id and p.id = s.plan_id and s.trial_end is not null and s.trial_tier_id is null;
+
+-- 40-subscriptions.sql
+-- The trial a member gets on a plan: its trial_days, unless the member has already had
+-- a trial on the plan's tier (any subscription of theirs that started trialing there,
+-- whatever became of it): then none (issue 26, docs/decisions/one-trial-per-tier.md).
+-- The checkout page, the provider's checkout, completion (80-checkout.sql) and switch
+-- options ask it; p_except_checkout_id leaves out the subscription a checkout made (a
+-- completed checkout still says the trial it gave).
+create or replace function billing.member_trial_days(p_community_id text, p_member_id text, p_plan billing.plans,
+  p_except_checkout_id text default null)
+  returns integer language plpgsql stable
+as $$
+begin
+  if coalesce(p_plan.trial_days, 0) = 0 or p_member_id is null then
+    return coalesce(p_plan.trial_days, 0);
+  end if;
+  if exists (select 1 from billing.subscriptions s
+             where s.community_id = p_community_id and s.member_id = p_member_id and s.trial_tier_id = p_plan.tier_id
+               and s.checkout_id is distinct from p_except_checkout_id) then
+    return 0;
+  end if;
+  return p_plan.trial_days;
+end
+$$;
+grant execute on function billing.member_trial_days(text, text, billing.plans, text) to billing_api;
+
+-- 40-subscriptions.sql
+-- Options by tier rank: other active plans of the same tier, and active recurring
+-- plans of other active subscription tiers (higher rank: upgrades; lower: downgrades;
+-- equal rank: listed with upgrades, applied immediately).
+create or replace function billing.switch_options(p_sub billing.subscriptions) returns jsonb
+  language sql stable
+as $$
+  with cur as (
+    select t.id as tier_id, t.rank, p.currency from billing.plans p
+    join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+    where p.community_id = p_sub.community_id and p.id = p_sub.plan_id),
+  opts as (
+    select jsonb_build_object('plan_id', p.id, 'plan_name', p.name, 'tier_id', p.tier_id,
+             'amount_cents', p.amount_cents, 'currency', p.currency, 'interval', p.interval,
+             'trial_days', billing.member_trial_days(p_sub.community_id, p_sub.member_id, p)) as j,
+           case when t.id = cur.tier_id then 'same_tier' when t.rank >= cur.rank then 'upgrades' else 'downgrades' end as grp,
+           t.rank, p.amount_cents, p.id
+    from billing.plans p
+    join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+    cross join cur
+    where p.community_id = p_sub.community_id and p.active and t.active and t.kind = 'subscription'
+      and p.interval is not null and p.id <> p_sub.plan_id and p.currency = cur.currency)
+  select jsonb_build_object(
+    'same_tier', coalesce((select jsonb_agg(j order by amount_cents, id) from opts where grp = 'same_tier'), '[]'),
+    'upgrades', coalesce((select jsonb_agg(j order by rank, amount_cents, id) from opts where grp = 'upgrades'), '[]'),
+    'downgrades', coalesce((select jsonb_agg(j order by rank desc, amount_cents, id) from opts where grp = 'downgrades'), '[]'))
+$$;
+
+-- 80-checkout.sql
+-- Everything a provider adapter needs to present or pay a checkout. trial_days is the
+-- buyer's (billing.member_trial_days): 0 on a tier they have had a trial of.
+create or replace function billing.checkout_json(p_cs billing.checkout_sessions) returns jsonb
+  language sql stable
+as $$
+  select jsonb_build_object(
+    'checkout_id', p_cs.id, 'member_id', p_cs.member_id, 'status', p_cs.status,
+    'provider', p_cs.provider, 'url', p_cs.url,
+    'expires_at', billing.iso(p_cs.expires_at), 'expired', p_cs.status = 'expired' or (p_cs.status = 'open' and p_cs.expires_at <= billing.now()),
+    'tier_id', t.id, 'tier_name', t.name, 'tier_kind', t.kind,
+    'plan_id', p.id, 'plan_name', p.name, 'interval', p.interval,
+    'trial_days', billing.member_trial_days(p_cs.community_id, p_cs.member_id, p, p_cs.id),
+    'access_days', p.access_days, 'stripe_price_id', p.stripe_price_id,
+    'amount_cents', p_cs.amount_cents, 'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
+    'discount_code', d.code, 'discount', case when d.id is null then null else jsonb_build_object(
+      'id', d.id, 'value_type', d.value_type, 'percent_off', d.percent_off, 'amount_off_cents', d.amount_off_cents,
+      'duration', d.duration, 'duration_months', d.duration_months) end,
+    'client_reference_id', p_cs.client_reference_id, 'return_url', p_cs.return_url,
+    'subscription_id', p_cs.subscription_id, 'purchase_id', p_cs.purchase_id)
+  from billing.plans p
+  join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
+  left join billing.discount_codes d on d.community_id = p_cs.community_id and d.id = p_cs.discount_id
+  where p.community_id = p_cs.community_id and p.id = p_cs.plan_id
+$$;
+
+-- 80-checkout.sql
+-- Completes a checkout in the current community: creates the subscription (trialing
+-- when the plan has trial days and the member has had no trial on its tier, else
+-- active; period from billing.now()) or the
+-- purchase (access_expires_at from access_days), marks the checkout completed and
+-- redeems its discount. Idempotent: a completed checkout returns the same result.
+-- p_details (from a provider): provider_ref, customer_ref, status, period_start,
+-- period_end, trial_end, cancel_at, provider_updated_at (ISO), paid (true when the
+-- provider has taken the money: no expiry or eligibility check then).
+create or replace function billing.complete_checkout(p_checkout_id text, p_details jsonb default '{}')
+  returns jsonb language plpgsql volatile
+as $$
+declare
+  v_cs billing.checkout_sessions;
+  v_plan billing.plans;
+  v_tier billing.tiers;
+  v_now timestamptz := billing.now();
+  v_paid boolean := coalesce((p_details->>'paid')::boolean, false);
+  v_sub billing.subscriptions;
+  v_sub_id text;
+  v_pur_id text;
+  v_trial_end timestamptz;
+  v_lines jsonb;
+  v_code text;
+  v_inv billing.invoices;
+begin
+  select * into v_cs from billing.checkout_sessions cs
+  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
+  if v_cs.id is null then
+    perform billing.raise('BL404', 'No checkout ' || p_checkout_id || '.');
+  end if;
+  if v_cs.status = 'completed' then
+    return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
+      'subscription_id', v_cs.subscription_id, 'purchase_id', v_cs.purchase_id, 'already_completed', true);
+  end if;
+  if not v_paid and (v_cs.status = 'expired' or v_cs.expires_at <= v_now) then
+    perform billing.raise('BL409', 'Checkout ' || v_cs.id || ' has expired.');
+  end if;
+  select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
+  select * into v_tier from billing.tiers t where t.community_id = v_cs.community_id and t.id = v_plan.tier_id;
+  if not v_paid then
+    -- One completion per member at a time: two checkouts of one buyer paid at once
+    -- must not both pass the check and both subscribe (found by the concurrent money
+    -- property test). The check runs after the lock, so it sees the other's commit.
+    perform pg_advisory_xact_lock(hashtextextended(v_cs.community_id || ' member ' || v_cs.member_id, 5));
+    perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
+  end if;
+  select d.code into v_code from billing.discount_codes d where d.community_id = v_cs.community_id and d.id = v_cs.discount_id;
+
+  if v_plan.interval is not null then
+    if p_details->>'provider_ref' is not null then
+      select s.id into v_sub_id from billing.subscriptions s
+      where s.community_id = v_cs.community_id and s.provider_ref = p_details->>'provider_ref';
+    end if;
+    if v_sub_id is null then
+      v_trial_end := coalesce((p_details->>'trial_end')::timestamptz,
+        case when billing.member_trial_days(v_cs.community_id, v_cs.member_id, v_plan) > 0 and p_details->>'status' is null
+          then v_now + make_interval(days => v_plan.trial_days) end);
+      insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start,
+        current_period_end, trial_end, cancel_at, client_reference_id, checkout_id, provider, provider_ref,
+        provider_customer_ref, provider_updated_at, billing_anchor, discount_id, created_at, trial_tier_id)
+      values (v_cs.community_id, v_cs.member_id, v_plan.id,
+        coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
+        coalesce((p_details->>'period_start')::timestamptz, v_now),
+        coalesce((p_details->>'period_end')::timestamptz, v_trial_end, billing.add_utc(v_now, billing.plan_interval(v_plan.interval))),
+        v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
+        p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz,
+        coalesce(v_trial_end, (p_details->>'period_start')::timestamptz, v_now), v_cs.discount_id, v_now,
+        case when v_trial_end is not null then v_plan.tier_id end)
+      returning * into v_sub;
+      v_sub_id := v_sub.id;
+      if v_cs.provider = 'sandbox' then
+        if v_trial_end is not null then
+          v_lines := jsonb_build_array(billing.plan_line(v_plan, 0, v_sub.current_period_start, v_trial_end,
+            'Trial period for ' || v_tier.name || coalesce(' (' || v_plan.name || ')', '')));
+        else
+          v_lines := jsonb_build_array(billing.plan_line(v_plan, v_cs.amount_cents, v_sub.current_period_start,
+            v_sub.current_period_end));
+          if v_cs.discount_cents > 0 then
+            v_lines := v_lines || billing.discount_line(v_code, v_cs.discount_cents, v_sub.current_period_start,
+              v_sub.current_period_end);
+          end if;
+        end if;
+        v_inv := billing.invoice_open(v_sub.id, null, v_cs.member_id, 'subscription_create', v_cs.currency, v_lines,
+          v_sub.current_period_start, v_sub.current_period_end, v_cs.provider, v_now, v_cs.id);
+        perform billing.invoice_mark_paid(v_inv, v_now, 'sandbox_ch_' || substr(md5(v_inv.id), 1, 16));
+      end if;
+    else
+      update billing.subscriptions s set checkout_id = v_cs.id,
+        client_reference_id = coalesce(s.client_reference_id, v_cs.client_reference_id),
+        provider_customer_ref = coalesce(s.provider_customer_ref, p_details->>'customer_ref'),
+        discount_id = coalesce(s.discount_id, v_cs.discount_id)
+      where s.community_id = v_cs.community_id and s.id = v_sub_id
+        and (s.checkout_id is distinct from v_cs.id or s.client_reference_id is null and v_cs.client_reference_id is not null
+          or s.discount_id is null and v_cs.discount_id is not null);
+    end if;
+  else
+    insert into billing.purchases (community_id, member_id, plan_id, status, amount_cents, currency,
+      access_expires_at, paid_at, client_reference_id, checkout_id, provider_ref, created_at)
+    values (v_cs.community_id, v_cs.member_id, v_plan.id, 'completed', v_cs.amount_cents - v_cs.discount_cents,
+      v_cs.currency, case when v_plan.access_days is not null then v_now + make_interval(days => v_plan.access_days) end,
+      v_now, v_cs.client_reference_id, v_cs.id, p_details->>'provider_ref', v_now)
+    returning id into v_pur_id;
+    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_cs.amount_cents, v_now, null));
+    if v_cs.discount_cents > 0 then
+      v_lines := v_lines || billing.discount_line(v_code, v_cs.discount_cents, v_now, null);
+    end if;
+    v_inv := billing.invoice_open(null, v_pur_id, v_cs.member_id, 'purchase', v_cs.currency, v_lines, v_now, null,
+      v_cs.provider, v_now, v_cs.id, case when v_cs.provider = 'stripe' then p_details->>'provider_ref' end);
+    perform billing.invoice_mark_paid(v_inv, v_now, p_details->>'provider_ref');
+  end if;
+
+  if v_cs.provider = 'stripe' and p_details->>'customer_ref' is not null then
+    insert into billing.member_provider_customers (community_id, member_id, provider, customer_ref)
+    values (v_cs.community_id, v_cs.member_id, v_cs.provider, p_details->>'customer_ref')
+    on conflict (community_id, member_id, provider) do nothing;
+  end if;
+
+  update billing.checkout_sessions cs set status = 'completed', completed_at = v_now,
+    subscription_id = v_sub_id, purchase_id = v_pur_id
+  where cs.community_id = v_cs.community_id and cs.id = v_cs.id;
+  update billing.discount_redemptions r set status = 'redeemed'
+  where r.community_id = v_cs.community_id and r.checkout_id = v_cs.id;
+
+  return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
+    'subscription_id', v_sub_id, 'purchase_id', v_pur_id, 'already_completed', false);
+end
+$$;
