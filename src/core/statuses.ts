@@ -14,6 +14,8 @@ export const TIER_KINDS = ['subscription', 'one_time'] as const;
 export const TIER_BILLING_MODES = ['recurring', 'one_time'] as const;
 export const DISCOUNT_VALUE_TYPES = ['percent', 'amount'] as const;
 export const DISCOUNT_DURATIONS = ['once', 'repeating', 'forever'] as const;
+/** Why a discount code is not active now (billing.discount_json, 80-checkout.sql). */
+export const DISCOUNT_INACTIVE_REASONS = ['disabled', 'expired', 'exhausted', 'not_started'] as const;
 /** First-party platforms of member identities and link codes. */
 export const PLATFORMS = ['discord', 'telegram'] as const;
 export const PAYMENT_PROVIDERS = ['sandbox', 'stripe'] as const;

@@ -286,8 +286,9 @@ ${table(['Id', 'Member', 'Plan', 'Price', 'Status', 'Period ends'], page.data.ma
   });
 
   const invoiceRow = (s: Signed, back: string) => (i: Json) => [html`<code>${i.id}</code>`, memberLink(i.member_id), html`${i.billing_reason}`,
-    html`${money(i.total_cents, i.currency)}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}`, html`${day(i.created_at)}`,
-    s.can('invoices:write') && i.status === 'paid' && i.amount_refunded_cents < i.amount_paid_cents ? refundForm(s, i, back) : html``];
+    html`${money(i.total_cents, i.currency)}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}${i.dispute ? html`, disputed: ${String(i.dispute.status).replace('_', ' ')}` : ''}`, html`${day(i.created_at)}`,
+    // A disputed payment is never refunded (the operation refuses it: 409).
+    s.can('invoices:write') && i.status === 'paid' && !i.dispute && i.amount_refunded_cents < i.amount_paid_cents ? refundForm(s, i, back) : html``];
 
   router.get('/invoices', async (req, res) => {
     const page = await read<Page>(req, res, 'list_invoices', { query: queryOf(req, ['status', 'member_id', 'subscription_id']) });
@@ -391,7 +392,7 @@ ${s.can('members:write') ? html`<form method="post" action="/dashboard/members/$
 ${table(['Tier', 'Kind', 'Plans'], tiers.data.map((t) => [html`<strong>${t.name}</strong><br><span class="muted">${t.id}</span>`, html`${t.kind}`,
       html`${(t.plans as Json[]).map((p) => html`<div>${p.name ?? p.id}: ${money(p.amount_cents, p.currency)}${p.interval ? ` / ${p.interval}` : ' once'}${p.trial_days ? `, ${p.trial_days}-day trial` : ''}</div>`)}`]), 'No tiers yet.')}
 <h2>Discount codes</h2>${table(['Code', 'Value', 'Duration', 'Redeemed', 'Active'], codes.map((d) => [html`<code>${d.code}</code>`,
-      html`${d.value_type === 'percent' ? `${d.percent_off}% off` : money(d.amount_off_cents, d.currency) + ' off'}`, html`${d.duration}`, html`${d.redeemed_count}${d.use_limit ? ` of ${d.use_limit}` : ''}`, html`${d.is_active ? 'yes' : 'no'}`]), 'No discount codes.')}
+      html`${d.value_type === 'percent' ? `${d.percent_off}% off` : money(d.amount_off_cents, d.currency) + ' off'}`, html`${d.duration}`, html`${d.redeemed_count}${d.use_limit ? ` of ${d.use_limit}` : ''}`, html`${d.is_active ? 'yes' : `no (${String(d.inactive_reason ?? 'disabled').replace('_', ' ')})`}`]), 'No discount codes.')}
 <h2>As a catalog file</h2>${file.problem ? html`<p class="muted">The catalog file needs the plans:read and discounts:read scopes.</p>` : html`<p>This file is the whole catalog: platforms, entitlements and their benefits, tiers (inactive ones too) with their plans, discount codes, the payment provider and the retry schedule, by their keys. <code>billing catalog apply --community ID FILE</code> recreates it in an empty community (staging, a copy) and changes nothing when applied here. It holds no secrets: a Stripe account's keys are set in the file you apply (<code>secret_key</code>, <code>webhook_secret</code>), never exported.</p>
 <pre><code id="catalog-file">${JSON.stringify(orderedCatalogFile(file.body as Json), null, 2)}</code></pre><p><button type="button" class="secondary" data-copy="catalog-file">Copy</button></p>`}`);
   });

@@ -16,7 +16,7 @@ test('an external subject gets a checkout link with the canonical member and a 2
   const subject = externalSubject();
   const r = await checkout(app, shop, { tier_id: shop.ids.tiers.silver, subject });
   expect(r.status).toBe(200);
-  expect(r.body).toEqual({ checkout_id: expect.stringMatching(/^cs_/), member_id: expect.stringMatching(/^mem_/), url: expect.any(String), expires_at: expect.any(String) });
+  expect(r.body).toEqual({ checkout_id: expect.stringMatching(/^cs_/), member_id: expect.stringMatching(/^mem_/), url: expect.any(String), expires_at: expect.any(String), trial_days: 0 });
   expect(new Date(r.body.expires_at).getTime() - Date.now()).toBeGreaterThan(23.9 * 3600e3);
   expect(r.body.url).toContain(`/sandbox/checkout/${r.body.checkout_id}?t=`);
   const again = await checkout(app, shop, { tier_id: shop.ids.tiers.silver, subject });

@@ -1,7 +1,9 @@
 // A refund of part of an invoice from the dashboard (issue 16): the amount field is
 // prefilled with what is left to refund; a partial refund leaves a Refund for the rest;
-// bad amounts are refused by the operation itself; a viewer cannot refund.
+// bad amounts are refused by the operation itself; a viewer cannot refund; a disputed
+// invoice has no Refund (issue 26).
 import type { Browser } from 'playwright-core';
+import { sandboxDispute } from '../../src/domain/checkout/checkout-completion';
 import { createShop, Shop, subscribe } from '../checkout/fixtures';
 import { launchBrowser, newPage, seriousViolations } from '../support/browser';
 import { signInAs } from '../support/dashboard';
@@ -100,5 +102,22 @@ test('a refund is typed in the invoice currency\'s own places: 200 of a 500 JPY 
   const cents = await page.request.post(`${app.url}/dashboard/invoices/${id}/refund`, { form: { csrf, amount: '1.50' } });
   expect(cents.status()).toBe(422);
   expect(await refunded()).toBe(200);
+  await context.close();
+});
+
+test('a disputed invoice shows its dispute and no Refund; a forged refund is refused with 409', async () => {
+  const disputed = await subscribe(app, shop, 'gold', 'gold-monthly');
+  const [{ id }] = (await app.owner.query<{ id: string }>('select id from billing.invoices where community_id = $1 and member_id = $2', [shop.communityId, disputed.memberId])).rows;
+  await sandboxDispute(app.owner, id);
+  const { context, page } = await newPage(browser);
+  await signInAs(page, app, shop.communityId, 'owner');
+  await page.goto(`${app.url}/dashboard/members/${disputed.memberId}`);
+  await expect(page.locator('h2:has-text("Invoices") + table').textContent()).resolves.toMatch(/15\.00 USD.*paid, disputed: needs response/s);
+  expect(await page.getByRole('button', { name: 'Refund' }).count()).toBe(0);
+  const csrf = await page.locator('input[name=csrf]').first().inputValue();
+  const res = await page.request.post(`${app.url}/dashboard/invoices/${id}/refund`, { form: { csrf, amount: '1.00' } });
+  expect(res.status()).toBe(409);
+  expect((await app.owner.query('select amount_refunded_cents from billing.invoices where id = $1', [id])).rows[0].amount_refunded_cents).toBe(0);
+  expect(await seriousViolations(page)).toEqual([]);
   await context.close();
 });

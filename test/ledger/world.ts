@@ -81,13 +81,14 @@ export async function ledgerRows(db: pg.Pool | pg.PoolClient, communityId: strin
  * The grant rules, written independently of the SQL: for each (member, entitlement),
  * the ids of the sources that support it now. Subscriptions grant when active or
  * trialing, past_due while one of their open invoices still has a retry scheduled, or
- * cancelling before their period end unless an open invoice of theirs has no retry left; completed purchases grant until
+ * cancelling before their period end unless an open invoice of theirs has no retry left, or paused until the end of the
+ * period they had paid when paused (paid_through, issue 26); completed purchases grant until
  * access_expires_at (or forever).
  */
 export async function expectedSupport(db: pg.Pool | pg.PoolClient, communityId: string): Promise<Map<string, string[]>> {
   const { rows: [{ now }] } = await db.query<{ now: Date }>('select billing.community_now($1) as now', [communityId]);
-  const { rows: subs } = await db.query<{ id: string; member_id: string; status: string; current_period_end: Date | null; tier_id: string }>(
-    `select s.id, s.member_id, s.status, s.current_period_end, p.tier_id
+  const { rows: subs } = await db.query<{ id: string; member_id: string; status: string; current_period_end: Date | null; paid_through: Date | null; tier_id: string }>(
+    `select s.id, s.member_id, s.status, s.current_period_end, s.paid_through, p.tier_id
      from billing.subscriptions s join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
      where s.community_id = $1`, [communityId]);
   const { rows: purs } = await db.query<{ id: string; member_id: string; status: string; access_expires_at: Date | null; tier_id: string }>(
@@ -108,7 +109,8 @@ export async function expectedSupport(db: pg.Pool | pg.PoolClient, communityId: 
   for (const s of subs) {
     const ok = ['active', 'trialing'].includes(s.status)
       || (s.status === 'past_due' && retryOpen.has(s.id))
-      || (s.status === 'cancelling' && (s.current_period_end === null || s.current_period_end > now) && !unpaid.has(s.id));
+      || (s.status === 'cancelling' && (s.current_period_end === null || s.current_period_end > now) && !unpaid.has(s.id))
+      || (s.status === 'paused' && s.paid_through !== null && s.paid_through > now);
     if (ok) grants.push(s);
   }
   for (const p of purs) {

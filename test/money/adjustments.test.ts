@@ -147,7 +147,7 @@ describe('grants (comps)', () => {
 });
 
 describe('pause and resume', () => {
-  test('pause revokes access and writes no invoices; resume by the clock restarts the period with an invoice', async () => {
+  test('pause keeps access until the paid period ends and writes no invoices; resume by the clock restarts the period with an invoice', async () => {
     const shop = await createShop(app);
     const { subscriptionId, memberId } = await subscribe(app, shop, 'silver');
     const now = Date.parse((await app.owner.query('select billing.community_now($1) as t', [shop.communityId])).rows[0].t);
@@ -155,9 +155,11 @@ describe('pause and resume', () => {
     const p = await api(shop, 'POST', `/v1/subscriptions/${subscriptionId}/pause`, { resumes_at: resumesAt });
     expect(p.status).toBe(200);
     expect(p.body).toMatchObject({ status: 'paused', paused_until: resumesAt });
-    expect(await entitled(shop, memberId)).toEqual([]);
-    expect(await lastRevokeReason(shop)).toBe('subscription_paused');
+    // The month already paid is kept (issue 26): access until its end, then none.
+    expect(await entitled(shop, memberId)).toEqual(['member-chat']);
     await advance(app, shop, 40); // past the old period end: no invoice while paused
+    expect(await entitled(shop, memberId)).toEqual([]);
+    expect(await lastRevokeReason(shop)).toBe('access_expired');
     expect(await invoicesOf(shop, subscriptionId)).toHaveLength(1);
     await advance(app, shop, 6);
     const sub = (await api(shop, 'GET', `/v1/subscriptions/${subscriptionId}`)).body;
@@ -245,7 +247,7 @@ describe('on Stripe', () => {
     const reported = { ...mock.subscriptions.get(s.ref)!, pause_collection: { behavior: 'void', resumes_at: null } };
     await deliver(app.url, shop.communityId, mock.signedEvent('customer.subscription.updated', reported));
     expect((await api(shop, 'GET', `/v1/subscriptions/${s.subscriptionId}`)).body.status).toBe('paused');
-    expect(await entitled(shop, s.memberId)).toEqual([]);
+    expect(await entitled(shop, s.memberId)).toEqual(['member-chat']); // the period paid is kept (issue 26)
     await api(shop, 'POST', `/v1/subscriptions/${s.subscriptionId}/resume`);
     expect(mock.requestsTo('POST', `/v1/subscriptions/${s.ref}`).at(-1)!.form).toEqual({ pause_collection: '' });
     const c = await api(shop, 'POST', `/v1/subscriptions/${s.subscriptionId}/cancel`, { at: 'now' });

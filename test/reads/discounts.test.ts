@@ -38,7 +38,7 @@ test('only unarchived codes are listed, with redeemed and pending counts', async
   expect(s).toEqual({
     id: spring, code: 'SPRING', name: 'Spring sale', value_type: 'percent', percent_off: 12.5, amount_off_cents: null,
     currency: null, duration: 'once', duration_months: null, use_limit: 10, min_spend_cents: null, max_spend_cents: null,
-    starts_at: null, expires_at: '2030-05-01T00:00:00.000Z', is_active: true, tier_ids: [expect.stringMatching(/^tier_/)],
+    starts_at: null, expires_at: '2030-05-01T00:00:00.000Z', is_active: true, inactive_reason: null, tier_ids: [expect.stringMatching(/^tier_/)],
     members: [{ platform: 'discord', platform_uid: '42', username: 'ann' }], redeemed_count: 2, pending_count: 1,
     created_at: expect.stringMatching(/Z$/),
   });

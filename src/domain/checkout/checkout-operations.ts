@@ -46,7 +46,7 @@ export const checkoutOperations: Operation[] = [
       // The database keeps the url without the clear token (it keeps the token's sha256 only).
       const { stored_url: storedUrl, ...rest } = link;
       const stored = await ctx.call<CheckoutInfo>('checkout_set_provider', { checkout_id: checkout.checkout_id, ...rest, url: storedUrl ?? link.url });
-      return { checkout_id: stored.checkout_id, member_id: stored.member_id, url: link.url, expires_at: stored.expires_at };
+      return { checkout_id: stored.checkout_id, member_id: stored.member_id, url: link.url, expires_at: stored.expires_at, trial_days: stored.trial_days };
     },
   }),
 ];

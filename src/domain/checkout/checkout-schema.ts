@@ -36,6 +36,7 @@ export const checkoutLink = z.object({
   member_id: z.string(),
   url: z.string(),
   expires_at: timestamp.nullable(),
+  trial_days: z.number().int().min(0).describe('The free trial this checkout starts: the plan\'s trial_days, or 0 when the buyer has had a trial of this tier (a trial is given once per tier)'),
 });
 
 /** The checkout session of checkout.* events (billing.event_checkout_json). */

@@ -44,7 +44,8 @@ export const invoiceOperations: Operation[] = [
     summary: 'Refund all or part of a paid invoice',
     description: 'Refunds through the invoice\'s provider. amount_cents defaults to what is left to refund; amount_refunded_cents never exceeds '
       + 'amount_paid_cents. revoke_access: true ends the subscription or purchase the invoice paid for at once and revokes its access. '
-      + 'Answers the refund with the updated invoice. 409 unless the invoice is paid and not fully refunded.',
+      + 'Answers the refund with the updated invoice. 409 unless the invoice is paid and not fully refunded, and 409 when its payment is disputed '
+      + '(invoice.dispute is set): the dispute decides where that money goes.',
     params: z.object({ id: idParam('Invoice id (inv_...)') }),
     body: z.object({
       amount_cents: z.number().int().min(1).max(1_000_000_000_00).optional().describe('Minor units; default: all that is left to refund'),

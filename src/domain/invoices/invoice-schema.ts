@@ -2,7 +2,7 @@
 // every charge is one, its lines add up to its total (database constraints), and it
 // is paid at most once.
 import { z } from 'zod';
-import { INVOICE_BILLING_REASONS, INVOICE_LINE_TYPES, INVOICE_STATUSES } from '../../core/statuses';
+import { DISPUTE_STATUSES, INVOICE_BILLING_REASONS, INVOICE_LINE_TYPES, INVOICE_STATUSES } from '../../core/statuses';
 import { timestamp } from '../fields';
 
 export const invoiceLine = z.object({
@@ -12,6 +12,18 @@ export const invoiceLine = z.object({
   period_start: timestamp.nullable(),
   period_end: timestamp.nullable(),
 }).loose();
+
+/** The dispute of an invoice's payment (billing.dispute_json): kept current by Stripe's charge.dispute.* events. */
+export const invoiceDispute = z.object({
+  id: z.string().describe('dp_...'),
+  invoice_id: z.string(),
+  amount_cents: z.number().int().min(0).describe('the amount the buyer disputed'),
+  status: z.enum(DISPUTE_STATUSES).describe('needs_response and under_review while open; won or lost once closed'),
+  reason: z.string().nullable().describe('the card network\'s reason (Stripe: fraudulent, product_not_received, ...)'),
+  created_at: timestamp,
+  opened_at: timestamp.describe('when the dispute was opened (= created_at)'),
+  closed_at: timestamp.nullable().describe('when it was won or lost; null while open'),
+});
 
 export const invoice = z.object({
   id: z.string().describe('inv_...'),
@@ -33,6 +45,7 @@ export const invoice = z.object({
   next_attempt_at: timestamp.nullable().describe('when the next payment retry is due; null when none is planned'),
   paid_at: timestamp.nullable(),
   created_at: timestamp,
+  dispute: invoiceDispute.nullable().describe('the dispute of its payment, null when none: a disputed invoice cannot be refunded (409 conflict)'),
 });
 
 export const refund = z.object({

@@ -55,9 +55,10 @@ export const lifecycleOperations: Operation[] = [
     path: '/v1/subscriptions/{id}/pause',
     scope: 'subscriptions:write',
     tag: 'Subscriptions',
-    summary: 'Pause: no invoices and no access until it resumes',
-    description: 'From active or trialing (409 otherwise). Status paused with paused_until = resumes_at; access is revoked (reason subscription_paused) '
-      + 'and granted again when it resumes, by the clock at resumes_at or by POST resume; the billing period restarts then.',
+    summary: 'Pause: no invoices; access until the paid period ends',
+    description: 'From active or trialing (409 otherwise). Status paused with paused_until = resumes_at. No invoice while paused; the period '
+      + 'already paid (or the trial) is kept: access lasts until its end (current_period_end), then stops until it resumes, by the clock at '
+      + 'resumes_at or by POST resume.',
     params,
     body: z.object({ resumes_at: timestamp.pipe(z.iso.datetime({ offset: true })).optional().describe('When it resumes by itself; omit to resume on request') }),
     response: subscription,
@@ -74,7 +75,8 @@ export const lifecycleOperations: Operation[] = [
     scope: 'subscriptions:write',
     tag: 'Subscriptions',
     summary: 'Resume a paused subscription now',
-    description: 'The billing period restarts now with a new invoice; access is granted again (or past_due if that payment fails). 409 unless paused.',
+    description: 'Before the end of the period paid when it was paused, that period simply goes on: active again, nothing charged. Later, '
+      + 'the billing period restarts now with a new invoice; access is granted again (or past_due if that payment fails). 409 unless paused.',
     params,
     response: subscription,
     idempotent: true,

@@ -423,7 +423,10 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
       const found = paymentRef ? await client.query<{ id: string | null }>('select billing.invoice_by_payment($1) as id', [paymentRef]) : null;
       const invoiceId = found?.rows[0].id;
       if (!invoiceId) return { status: 200, body: { received: true, ignored: 'unknown payment' } };
-      const status = ['won', 'lost', 'under_review'].includes(dispute.status) ? dispute.status : 'needs_response';
+      // Stripe's inquiries (warning_*) map onto the same states; an inquiry closed without
+      // a chargeback leaves the money with the community: won.
+      const status = ({ won: 'won', lost: 'lost', under_review: 'under_review', warning_under_review: 'under_review', warning_closed: 'won' } as Record<string, string>)[dispute.status]
+        ?? 'needs_response';
       await client.query('select billing.invoice_record_dispute($1, $2, $3, $4, $5)', [invoiceId, dispute.amount, status, dispute.reason, dispute.id]);
       return { status: 200, body: { received: true } };
     }
