@@ -50,9 +50,9 @@ test('limit is 1 to 100, default 25; out of range answers 422 naming limit', () 
 });
 
 test('cursors round-trip and tampered ones answer 400', () => {
-  const { encodeCursor } = jest.requireActual('../../src/core/cursor');
+  const { encodeCursor, filtersDigest } = jest.requireActual('../../src/core/cursor');
   const id = 'sub_0193a4b5c6d7e8f9a0b1c2d3e4';
-  const r = parseInput(list, { query: { cursor: encodeCursor(id) } });
+  const r = parseInput(list, { query: { cursor: encodeCursor(id, { list: 'test_list', filters: filtersDigest({}) }) } });
   expect(r.ok && r.input.cursor).toBe(id);
   const bad = parseInput(list, { query: { cursor: 'not-a-cursor' } });
   expect(bad.ok ? 0 : [bad.error.status, bad.error.code]).toEqual([400, 'invalid_request']);
