@@ -3,6 +3,7 @@
 // the first answer with Idempotent-Replayed: true) or refuses it with 400
 // invalid_request; the OpenAPI document says which. Enumerated from the registry, so a
 // new route cannot slip through. docs/decisions/idempotency-on-every-write.md
+import { z } from 'zod';
 import type { Operation } from '../../src/domain/operation';
 import { operations } from '../../src/operations';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
@@ -37,7 +38,7 @@ const BODIES: Record<string, Record<string, unknown>> = {
 };
 
 function requiredBodyFields(op: Operation): string[] {
-  return Object.entries(op.body?.shape ?? {}).filter(([, field]) => !(field as { safeParse(v: unknown): { success: boolean } }).safeParse(undefined).success).map(([name]) => name);
+  return Object.entries(op.body?.shape ?? {}).filter(([, field]) => !z.safeParse(field, undefined).success).map(([name]) => name);
 }
 
 const pathOf = (op: Operation) => op.path.replace(/\{\w+\}/g, NO_SUCH_ID);
