@@ -88,5 +88,8 @@ export interface Operation {
 
 export function defineOperation<T extends Operation>(op: T): T {
   if (!op.sql === !op.handler) throw new Error(`operation ${op.name} needs exactly one of sql or handler`);
+  if (op.idempotent && op.idempotencyRefused !== undefined) throw new Error(`operation ${op.name} cannot both honour and refuse Idempotency-Key`);
+  // The executor seals a handler's answer; a SQL operation's record is written in SQL.
+  if (op.idempotencySeal && !(op.idempotent && op.handler)) throw new Error(`operation ${op.name}: idempotencySeal needs an idempotent handler`);
   return op;
 }
