@@ -3,24 +3,32 @@ import { z } from 'zod';
 import { decodeCursor } from '../core/cursor';
 import { PLATFORMS } from '../core/statuses';
 
-/** Opaque cursor (src/core/cursor.ts). Decodes to the id it continues after. */
+/**
+ * Opaque cursor (src/core/cursor.ts): checked here for its form only; the executor
+ * then checks that it belongs to the list and filters it is sent to and hands SQL the
+ * id it continues after (src/operations/executor.ts bindCursor).
+ */
 export const cursorParam = z
   .string()
   .max(200)
-  .transform((value, ctx) => {
-    const id = decodeCursor(value);
-    if (id !== null) return id;
-    ctx.addIssue({ code: 'custom', message: 'cursor is not a cursor this API returned', params: { status: 400 } });
-    return z.NEVER;
-  })
-  .describe('Opaque cursor copied verbatim from a previous next_cursor; omit for the first page.');
+  .refine((value) => decodeCursor(value) !== null, { message: 'cursor is not a cursor this API returned', params: { status: 400 } })
+  .describe('Opaque cursor copied verbatim from a previous next_cursor, with the same filters; omit for the first page.');
 
-export const limitParam = z.coerce
-  .number()
-  .int()
-  .min(1)
-  .max(100)
-  .default(25)
+/**
+ * An integer query parameter: a JSON integer (MCP, pages) or decimal digits only
+ * (REST: `^[0-9]+$`). `0x10`, ` 5`, `1e2`, `5.0` and `` are refused, where
+ * z.coerce.number() accepted anything Number() reads.
+ */
+export function queryInteger<T extends z.ZodType<number | undefined>>(schema: T) {
+  return z.preprocess((value, ctx) => {
+    if (typeof value !== 'string') return value;
+    if (/^[0-9]+$/.test(value)) return Number(value);
+    ctx.addIssue({ code: 'custom', message: 'must be a decimal integer (digits 0-9 only)' });
+    return z.NEVER;
+  }, schema);
+}
+
+export const limitParam = queryInteger(z.number().int().min(1).max(100).default(25))
   .describe('Page size, 1 to 100 (default 25).');
 
 export const pageQuery = { cursor: cursorParam.optional(), limit: limitParam };

@@ -35,6 +35,12 @@ export interface OpContext {
   afterCommit(fn: () => Promise<unknown>): void;
 }
 
+/** What sealing an idempotent answer may use: the caller's community and the services. */
+export interface SealContext {
+  communityId: string;
+  services: Services;
+}
+
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 
 export interface Operation {
@@ -50,7 +56,26 @@ export interface Operation {
   body?: AnyObject;
   response?: z.ZodType;
   status?: number;
+  /**
+   * Honours Idempotency-Key: a retry with the same key replays the first answer.
+   * Every POST, PATCH and DELETE says either this or idempotencyRefused
+   * (test/operations/idempotency-everywhere.test.ts holds it).
+   */
   idempotent?: boolean;
+  /**
+   * Why an Idempotency-Key cannot apply here: a request that sends one answers 400
+   * invalid_request with this reason (docs/decisions/idempotency-on-every-write.md).
+   */
+  idempotencyRefused?: string;
+  /**
+   * For an idempotent answer that holds a secret shown once: what the idempotency
+   * record keeps instead of the answer (the secret encrypted), and how a replay gets
+   * the answer back. Nothing readable there is a live credential.
+   */
+  idempotencySeal?: {
+    seal(result: unknown, ctx: SealContext): unknown;
+    unseal(stored: unknown, ctx: SealContext): unknown;
+  };
   /**
    * Examples for the OpenAPI document; when absent they are generated from the
    * schemas (src/http/openapi.ts). Give one when the generated value would mislead.
@@ -63,5 +88,8 @@ export interface Operation {
 
 export function defineOperation<T extends Operation>(op: T): T {
   if (!op.sql === !op.handler) throw new Error(`operation ${op.name} needs exactly one of sql or handler`);
+  if (op.idempotent && op.idempotencyRefused !== undefined) throw new Error(`operation ${op.name} cannot both honour and refuse Idempotency-Key`);
+  // The executor seals a handler's answer; a SQL operation's record is written in SQL.
+  if (op.idempotencySeal && !(op.idempotent && op.handler)) throw new Error(`operation ${op.name}: idempotencySeal needs an idempotent handler`);
   return op;
 }

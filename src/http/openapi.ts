@@ -44,7 +44,7 @@ const TAGS: Record<string, string> = {
 
 /** What each error status means for a caller, for the response descriptions. */
 const ERROR_TEXT: Record<number, string> = {
-  400: 'The request could not be read (body not JSON, bad cursor, unknown Api-Version, missing required query parameter).',
+  400: 'The request could not be read (body not JSON, unknown query parameter, bad cursor or a cursor of another list or filters, unknown Api-Version, missing required query parameter, Idempotency-Key where it is refused).',
   401: 'Missing, malformed, unknown or revoked API key.',
   402: 'The payment provider declined the payment; nothing was changed.',
   403: 'The API key lacks the scope this operation requires (required_scope names it).',
@@ -185,9 +185,10 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     if (op.idempotent) {
       parameters.push({
         name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 },
-        description: 'Replays of the same key answer the first response instead of repeating the work.',
+        description: 'A retry with the same key and body within 24 hours answers the first response (header Idempotent-Replayed: true) instead of repeating the work.',
       });
     }
+    const idempotency = op.idempotencyRefused ? ` Idempotency-Key is refused here (400 invalid_request): ${op.idempotencyRefused}` : '';
     const status = String(op.status ?? 200);
     let success: Json;
     if (op.response) {
@@ -208,7 +209,7 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     const entry: Json = {
       operationId: op.name,
       summary: op.summary,
-      description: `${op.description ?? op.summary}${op.scope ? ` Requires the API key scope ${op.scope}.` : ''}`,
+      description: `${op.description ?? op.summary}${op.scope ? ` Requires the API key scope ${op.scope}.` : ''}${idempotency}`,
       tags: [op.tag],
       security: [{ bearer: [] }],
       'x-required-scope': op.scope,

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
+import { type CursorBinding, decodeCursor, filtersDigest } from '../core/cursor';
 import { ApiError, databaseUnavailable, databaseUnavailableCause, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
 import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
 import { rateLimitRefusals } from '../core/metrics';
@@ -126,7 +127,8 @@ export function validationError(error: z.ZodError, source: 'query' | 'body' | 'p
   let at: unknown = raw;
   for (const key of issue.path) at = at && typeof at === 'object' ? (at as Record<PropertyKey, unknown>)[key as PropertyKey] : undefined;
   const missing = issue.code === 'invalid_type' && at === undefined;
-  const badCursor = (issue as { params?: { status?: number } }).params?.status === 400;
+  // Any unreadable cursor (not one this API returned, too long) is a 400, as the spec says.
+  const badCursor = (issue as { params?: { status?: number } }).params?.status === 400 || (source === 'query' && issue.path[0] === 'cursor');
   const status = source === 'query' && (missing || badCursor) ? 400 : source === 'params' ? 404 : 422;
   if (status === 404) return new ApiError('not_found', 'No such resource.');
   const detail = missing ? `Missing required ${source === 'query' ? 'query parameter' : 'field'} "${field}".` : `Invalid ${field || source}: ${message}`;
@@ -167,6 +169,60 @@ function unstorableInput(raw: RawInput): ApiError | null {
   return null;
 }
 
+/**
+ * A query parameter the operation does not take answers 400 naming it, on every
+ * door (docs/decisions/unknown-query-parameters.md): ignoring one answered page 1
+ * to `starting_after`, so a Stripe-style pager looped forever.
+ */
+function unknownQueryParameters(op: Operation, query: Record<string, unknown> | undefined): ApiError | null {
+  const known = op.query?.shape ?? {};
+  const unknown = Object.keys(query ?? {}).filter((name) => !Object.hasOwn(known, name));
+  if (unknown.length === 0) return null;
+  const names = unknown.slice(0, 5).map((name) => `"${name.slice(0, 100)}"`).join(', ');
+  const accepted = Object.keys(known);
+  return new ApiError('invalid_request',
+    `Unknown query parameter${unknown.length > 1 ? 's' : ''} ${names}${unknown.length > 5 ? ', ...' : ''}; `
+    + (accepted.length ? `this operation takes ${accepted.join(', ')}.` : 'this operation takes no query parameters.'),
+    { status: 400, extra: { param: unknown[0].slice(0, 100) } });
+}
+
+/**
+ * A list's cursor continues only the listing that issued it: the same operation
+ * and the same filters (every parsed path and query value but cursor and limit).
+ * Checks the cursor sent, swaps it for the id SQL continues after, and adds the
+ * binding SQL writes into next_cursor (billing.encode_cursor, through
+ * app.cursor_list / app.cursor_filters). docs/decisions/cursors-bound-to-their-list.md
+ */
+function bindCursor(op: Operation, input: Record<string, unknown>): ApiError | null {
+  if (!op.query || !Object.hasOwn(op.query.shape, 'cursor')) return null;
+  const { cursor, limit: _limit, ...filters } = input;
+  const binding: CursorBinding = { list: op.name, filters: filtersDigest(filters) };
+  if (typeof cursor === 'string') {
+    const decoded = decodeCursor(cursor);
+    const refuse = (why: string) => new ApiError('invalid_request', `Invalid cursor: ${why}`, { status: 400, extra: { param: 'cursor' } });
+    if (!decoded) return refuse('it is not a cursor this API returned.');
+    if (decoded.list === null) return refuse('it was issued before cursors were bound to their list; start again from the first page.');
+    if (decoded.list !== binding.list) return refuse(`it continues another list (${decoded.list}), not ${op.name}.`);
+    if (decoded.filters !== binding.filters) return refuse('it was issued with other filters; send the same filters as the request that returned it.');
+    input.cursor = decoded.id;
+  }
+  input.cursor_list = binding.list;
+  input.cursor_filters = binding.filters;
+  return null;
+}
+
+/**
+ * An Idempotency-Key is never silently ignored (docs/decisions/idempotency-on-every-write.md):
+ * a write that does not honour one refuses it. A GET is idempotent by definition and
+ * ignores it, as Stripe's do.
+ */
+function refusedIdempotencyKey(op: Operation, raw: RawInput): ApiError | null {
+  if (raw.idempotencyKey === undefined || op.method === 'GET' || op.idempotent) return null;
+  return new ApiError('invalid_request',
+    `Idempotency-Key is not accepted by ${op.method} ${op.path}: ${op.idempotencyRefused ?? 'this operation does not keep its answers.'} Send the request without it.`,
+    { status: 400, extra: { param: 'Idempotency-Key' } });
+}
+
 export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Record<string, unknown> } | { ok: false; error: ApiError } {
   const unreadable = unstorableInput(raw);
   if (unreadable) return { ok: false, error: unreadable };
@@ -176,11 +232,15 @@ export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Rec
     if (!r.success) return { ok: false, error: validationError(r.error, 'params', raw.params) };
     Object.assign(input, r.data);
   }
+  const unknown = unknownQueryParameters(op, raw.query);
+  if (unknown) return { ok: false, error: unknown };
   if (op.query) {
     const r = op.query.safeParse(raw.query ?? {});
     if (!r.success) return { ok: false, error: validationError(r.error, 'query', raw.query) };
     Object.assign(input, r.data);
   }
+  const cursor = bindCursor(op, input);
+  if (cursor) return { ok: false, error: cursor };
   const body = raw.body;
   if (op.body) {
     if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
@@ -300,7 +360,8 @@ export class Executor {
   }
 
   private async runOrThrow(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
-    const parsed = parseInput(op, raw);
+    const refused = refusedIdempotencyKey(op, raw);
+    const parsed = refused ? { ok: false as const, error: refused } : parseInput(op, raw);
     if (!parsed.ok) {
       const auth = await this.authenticateOnly(caller, op.scope);
       if ('status' in auth) return auth;
@@ -396,8 +457,16 @@ export class Executor {
           await client.query('commit');
           open = false;
           if (!token) return limited(rl!);
-          return { ...this.mapSqlOutcome({ ...stored.body, rl: token, ok: true }, status), replayed: true };
+          const body = op.idempotencySeal && 'result' in stored.body
+            ? { ...stored.body, result: op.idempotencySeal.unseal(stored.body.result, { communityId: auth.community_id!, services: this.services }) }
+            : stored.body;
+          return { ...this.mapSqlOutcome({ ...body, rl: token, ok: true }, status), replayed: true };
         }
+      }
+      if (typeof input.cursor_list === 'string') {
+        // What billing.encode_cursor binds next_cursor to (SQL operations: op_dispatch sets it).
+        await client.query(`select set_config('app.cursor_list', $1, true), set_config('app.cursor_filters', $2, true)`,
+          [input.cursor_list, input.cursor_filters]);
       }
       const ctx: OpContext = {
         query: (text, values) => client.query(text, values as unknown[]),
@@ -422,7 +491,7 @@ export class Executor {
       try {
         const result = await op.handler!(ctx, input);
         await client.query('release savepoint op');
-        stored = { result };
+        stored = { result: op.idempotencySeal && idem ? op.idempotencySeal.seal(result, { communityId: auth.community_id!, services: this.services }) : result };
         outcome = { status, body: result, problem: false };
       } catch (err) {
         const apiError = toApiError(err);

@@ -81,4 +81,8 @@ export class SecretBox {
   encrypt(communityId: string, endpointId: string, secret: string): string {
     return encryptSecret(this.key, communityId, endpointId, secret);
   }
+
+  decrypt(communityId: string, endpointId: string, ciphertext: string): string {
+    return decryptSecret(this.key, communityId, endpointId, ciphertext);
+  }
 }

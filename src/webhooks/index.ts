@@ -15,6 +15,10 @@ export interface WebhookService {
   readonly allowPrivateUrls: boolean;
   /** Encrypts a fresh whsec_ secret for an endpoint; returns both. */
   newSecret(communityId: string, endpointId: string): { secret: string; ciphertext: string };
+  /** Encrypts a secret shown once for keeping beside its idempotent answer (bound to the endpoint). */
+  sealSecret(communityId: string, endpointId: string, secret: string): string;
+  /** The secret sealSecret encrypted. */
+  openSecret(communityId: string, endpointId: string, ciphertext: string): string;
   /** Signs and POSTs a body to a URL with the endpoint's signing ciphertexts. */
   send(target: { url: string; communityId: string; endpointId: string; ciphertexts: string[] }, id: string, body: string): Promise<SendResult>;
   urlProblem(url: string): string | null;
@@ -50,6 +54,12 @@ export function createWebhookService(opts: { encryptionKey: string | null; allow
     newSecret(communityId, endpointId) {
       const secret = generateSecret();
       return { secret, ciphertext: need().encrypt(communityId, endpointId, secret) };
+    },
+    sealSecret(communityId, endpointId, secret) {
+      return need().encrypt(communityId, endpointId, secret);
+    },
+    openSecret(communityId, endpointId, ciphertext) {
+      return need().decrypt(communityId, endpointId, ciphertext);
     },
     async send(target, id, body) {
       const b = need();

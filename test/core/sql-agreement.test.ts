@@ -4,7 +4,7 @@
 // pg_catalog of the migrated test database (not from SQL file text, which moves).
 import pg from 'pg';
 import { API_VERSION } from '../../src/core/api-version';
-import { decodeCursor, encodeCursor } from '../../src/core/cursor';
+import { decodeCursor, encodeCursor, filtersDigest } from '../../src/core/cursor';
 import * as lists from '../../src/core/statuses';
 import { TEST_DB } from '../support/app';
 
@@ -71,18 +71,31 @@ test('billing.api_version() is the API_VERSION of src/core/api-version.ts', asyn
   expect(rows[0].v).toBe(API_VERSION);
 });
 
-test('billing.encode_cursor writes the cursor format src/core/cursor.ts encodes and decodes', async () => {
+test('billing.encode_cursor writes the cursor format src/core/cursor.ts encodes and decodes, bound to the transaction\'s list and filters', async () => {
   const decodeJson = (cursor: string) => JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  for (const id of ['x', 'sub_0193a4b5c6d7e8f9a0b1c2d3e4', '0b3f4c3e-8a5e-4a3b-9a4e-2d8f1c6b7a90']) {
-    const { rows } = await pool.query<{ c: string }>('select billing.encode_cursor($1) as c', [id]);
-    // Same format (base64url of {"id": ...}, no padding); the JSON spacing may differ.
-    expect({ id, sql: decodeJson(rows[0].c), ts: decodeJson(encodeCursor(id)) }).toEqual({ id, sql: { id }, ts: { id } });
-    expect(rows[0].c).toMatch(/^[A-Za-z0-9_-]+$/);
-    // What SQL hands out, the API reads back exactly as it reads its own cursors.
-    expect({ id, decoded: decodeCursor(rows[0].c) }).toEqual({ id, decoded: decodeCursor(encodeCursor(id)) });
+  const binding = { list: 'list_subscriptions', filters: filtersDigest({ status: 'active' }) };
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query(`select set_config('app.cursor_list', $1, true), set_config('app.cursor_filters', $2, true)`, [binding.list, binding.filters]);
+    for (const id of ['x', 'sub_0193a4b5c6d7e8f9a0b1c2d3e4', '0b3f4c3e-8a5e-4a3b-9a4e-2d8f1c6b7a90']) {
+      const { rows } = await client.query<{ c: string }>('select billing.encode_cursor($1) as c', [id]);
+      // Same format (base64url of {"id", "list", "filters"}, no padding); the JSON spacing may differ.
+      expect({ id, sql: decodeJson(rows[0].c), ts: decodeJson(encodeCursor(id, binding)) }).toEqual({ id, sql: { id, ...binding }, ts: { id, ...binding } });
+      expect(rows[0].c).toMatch(/^[A-Za-z0-9_-]+$/);
+      // What SQL hands out, the API reads back exactly as it reads its own cursors.
+      expect({ id, decoded: decodeCursor(rows[0].c) }).toEqual({ id, decoded: decodeCursor(encodeCursor(id, binding)) });
+    }
+    const { rows } = await client.query<{ c: string }>(`select billing.encode_cursor('sub_0193a4b5c6d7e8f9a0b1c2d3e4') as c`);
+    expect(decodeCursor(rows[0].c)).toEqual({ id: 'sub_0193a4b5c6d7e8f9a0b1c2d3e4', ...binding });
+  } finally {
+    await client.query('rollback');
+    client.release();
   }
+  // Outside a bound listing SQL writes an unbound cursor, which the API reads as one
+  // from before binding (and the executor refuses).
   const { rows } = await pool.query<{ c: string }>(`select billing.encode_cursor('sub_0193a4b5c6d7e8f9a0b1c2d3e4') as c`);
-  expect(decodeCursor(rows[0].c)).toBe('sub_0193a4b5c6d7e8f9a0b1c2d3e4');
+  expect(decodeCursor(rows[0].c)).toEqual({ id: 'sub_0193a4b5c6d7e8f9a0b1c2d3e4', list: null, filters: null });
   // 'x' is not an id: both encode it, and the API refuses it as a cursor.
-  expect(decodeCursor(encodeCursor('x'))).toBeNull();
+  expect(decodeCursor(encodeCursor('x', binding))).toBeNull();
 });

@@ -50,10 +50,21 @@ test('limit is 1 to 100, default 25; out of range answers 422 naming limit', () 
 });
 
 test('cursors round-trip and tampered ones answer 400', () => {
-  const { encodeCursor } = jest.requireActual('../../src/core/cursor');
+  const { encodeCursor, filtersDigest } = jest.requireActual('../../src/core/cursor');
   const id = 'sub_0193a4b5c6d7e8f9a0b1c2d3e4';
-  const r = parseInput(list, { query: { cursor: encodeCursor(id) } });
+  const r = parseInput(list, { query: { cursor: encodeCursor(id, { list: 'test_list', filters: filtersDigest({}) }) } });
   expect(r.ok && r.input.cursor).toBe(id);
   const bad = parseInput(list, { query: { cursor: 'not-a-cursor' } });
   expect(bad.ok ? 0 : [bad.error.status, bad.error.code]).toEqual([400, 'invalid_request']);
+});
+
+test('an unknown query parameter answers 400 invalid_request naming it, for every door (issue 26 item 7)', () => {
+  for (const [query, param] of [[{ starting_after: 'x' }, 'starting_after'], [{ 'expand[]': 'member', limit: '5' }, 'expand[]'], [{ __proto__x: '1' }, '__proto__x'], [{ constructor: '1' }, 'constructor']] as const) {
+    const r = parseInput(list, { query: { ...query } });
+    expect(r.ok ? 0 : [r.error.status, r.error.code, r.error.extra.param]).toEqual([400, 'invalid_request', param]);
+  }
+  // An operation without a query schema takes no query parameter at all.
+  const r = parseInput(op, { params: { id: 'x' }, query: { dry_run: 'true' }, body: { plan_id: 'p' } });
+  expect(r.ok ? 0 : [r.error.status, r.error.extra.param]).toEqual([400, 'dry_run']);
+  expect(parseInput(list, { query: { status: 'active', limit: '5' } }).ok).toBe(true);
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestamp } from '../fields';
+import { queryInteger, timestamp } from '../fields';
 import { defineOperation, Operation } from '../operation';
 
 export const analyticsSummary = z.object({
@@ -31,7 +31,7 @@ export const analyticsSeries = z.object({
   days: z.array(z.object({ day: z.string(), mrr_cents: z.number().int(), signups: z.number().int(), cancels: z.number().int() })),
 });
 
-const seriesDays = z.object({ days: z.coerce.number().int().refine((d) => d === 30 || d === 90, { error: 'must be 30 or 90' }).default(30) });
+const seriesDays = z.object({ days: queryInteger(z.number().int().refine((d) => d === 30 || d === 90, { error: 'must be 30 or 90' }).default(30)) });
 
 /** The dashboard overview's series and page (not under /v1: src/operations/index.ts dashboardOperations). */
 export const analyticsDashboardOperations: Operation[] = [

@@ -47,6 +47,7 @@ export const grantOperations: Operation[] = [
     description: 'The access it gave ends at once (member.entitlement.revoked unless another source still supports it). Revoking again changes nothing.',
     params: z.object({ ...member, grant_id: idParam('Grant id (grt_...)') }),
     response: grant,
+    idempotent: true,
     sql: 'grants_revoke',
   }),
 ];

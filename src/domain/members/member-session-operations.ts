@@ -21,6 +21,7 @@ export const memberSessionOperations: Operation[] = [
     params: z.object({ id: idParam('Member id (mem_...)') }),
     body: z.object({ return_url: httpsUrl.optional().describe('HTTPS page the portal links back to') }),
     response: z.object({ url: z.string(), expires_at: timestamp }),
+    idempotencyRefused: 'the portal url is a one-time credential, never kept to be replayed; asking again opens a fresh session and changes nothing else.',
     handler: async (ctx, input) => {
       const portal = await ctx.call<PortalInfo & { provider: ProviderName | null }>('portal_session_create', input);
       if (!portal.provider) throw new ApiError('payment_config_inactive', 'This community has no active payment provider.');
@@ -42,6 +43,7 @@ export const memberSessionOperations: Operation[] = [
     params: z.object({ id: idParam('Member id (mem_...)') }),
     body: z.object({ intended_platform: platform.describe('First-party platform the code is for') }),
     response: z.object({ code: z.string(), member_id: z.string(), intended_platform: platform, expires_at: timestamp }),
+    idempotencyRefused: 'the code is a one-time credential, never kept to be replayed; asking again gives a fresh code that replaces the earlier one.',
     sql: 'link_code_create',
   }),
   defineOperation({
@@ -60,6 +62,7 @@ export const memberSessionOperations: Operation[] = [
       username: z.string().min(1).max(200).optional(),
     }),
     response: member,
+    idempotent: true,
     sql: 'link_code_redeem',
   }),
 ];

@@ -41,6 +41,24 @@ function checkUrl(service: WebhookService, value: unknown) {
   if (problem) throw new ApiError('invalid_request', `Invalid url: ${problem}.`, { status: 422, extra: { param: 'url' } });
 }
 
+/**
+ * Idempotent answers that hold the whsec_ secret keep it encrypted (with the endpoint's
+ * own encryption, bound to the endpoint) in the idempotency record; a replay decrypts
+ * it, so the replay is the first answer and no record holds a live secret in clear.
+ */
+const sealedSecret: NonNullable<Operation['idempotencySeal']> = {
+  seal(result, ctx) {
+    const { secret, ...endpoint } = result as { id: string; secret: string };
+    return { ...endpoint, sealed_secret: ctx.services.webhooks.sealSecret(ctx.communityId, endpoint.id, secret) };
+  },
+  unseal(stored, ctx) {
+    const { sealed_secret: sealed, ...endpoint } = stored as { id: string; sealed_secret: string };
+    const service = ctx.services.webhooks;
+    if (!service.available) throw new ApiError('service_unavailable', service.unavailableReason ?? 'Webhooks are not configured on this deployment.');
+    return { ...endpoint, secret: service.openSecret(ctx.communityId, endpoint.id, sealed) };
+  },
+};
+
 export const webhookOperations: Operation[] = [
   defineOperation({
     name: 'list_webhook_endpoints',
@@ -72,6 +90,8 @@ export const webhookOperations: Operation[] = [
     }),
     response: webhookEndpointWithSecret,
     status: 201,
+    idempotent: true,
+    idempotencySeal: sealedSecret,
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
       checkUrl(service, input.url);
@@ -112,6 +132,7 @@ export const webhookOperations: Operation[] = [
       enabled: z.boolean().optional(),
     }),
     response: webhookEndpoint,
+    idempotent: true,
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
       checkUrl(service, input.url);
@@ -127,6 +148,7 @@ export const webhookOperations: Operation[] = [
     summary: 'Delete a webhook endpoint and its delivery log (answers 204)',
     params: endpointParams,
     status: 204,
+    idempotent: true,
     handler: async (ctx, input) => {
       webhooks(ctx);
       await ctx.call('webhook_endpoints_delete', input);
@@ -143,6 +165,8 @@ export const webhookOperations: Operation[] = [
     description: 'Answers the endpoint with the new whsec_ secret in `secret`, shown only this once. For 24 hours deliveries carry two v1 signatures, by the new and the previous secret.',
     params: endpointParams,
     response: webhookEndpointWithSecret,
+    idempotent: true,
+    idempotencySeal: sealedSecret,
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
       const { secret, ciphertext } = service.newSecret(ctx.communityId, String(input.id));
@@ -176,6 +200,7 @@ export const webhookOperations: Operation[] = [
     params: z.object({ id: idParam('Webhook endpoint id (we_...)'), deliveryId: idParam('Delivery id (wd_...)') }),
     response: webhookDelivery,
     status: 202,
+    idempotent: true,
     handler: async (ctx, input) => {
       webhooks(ctx);
       return ctx.call('webhook_deliveries_redeliver', input);
@@ -191,6 +216,7 @@ export const webhookOperations: Operation[] = [
     description: 'The ping is {id (a fresh evt_ id, not in the feed), type "webhook.ping", timestamp, api_version, data: {endpoint_id, message}}, signed like every delivery; it is not recorded in the delivery log. At most 10 per minute per endpoint (429 rate_limited).',
     params: endpointParams,
     response: testPingResult,
+    idempotencyRefused: 'a test ping reports what the endpoint answers now, so it is never replayed; sending it again is harmless.',
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
       const { rows } = await ctx.query<{ t: { allowed: boolean; retry_after: number; url: string; community_id: string; ciphertexts: string[] | null }; id: string; ts: string }>(
