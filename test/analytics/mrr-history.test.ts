@@ -10,6 +10,7 @@
 // what a subscriber sees of their own subscription through the API (its status after
 // an action, its price after the catalog changed, when its period ends).
 import { sandboxDispute } from '../../src/domain/checkout/checkout-completion';
+import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { call, startApp, TestApp } from '../support/app';
 import { advance, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
 
@@ -247,7 +248,7 @@ test('each day shows the MRR it had and the movements that happened, as an indep
   expect(daily).toEqual(expectedDaily);
 
   // analytics.mrr_movements_daily: each day's movements by kind.
-  const expectedMoves = Array.from({ length: days + 1 }, (_, k) => ({ day: dayOf(k), currency: 'usd', ...m.movesOf((d) => d === k) }))
+  const expectedMoves: Json[] = Array.from({ length: days + 1 }, (_, k): Json => ({ day: dayOf(k), currency: 'usd', ...m.movesOf((d) => d === k) }))
     .filter((d) => KINDS.some((kind) => d[`${kind}_count`] > 0));
   const moves = await asApi(`select day::text, currency, ${KINDS.map((k) => `${k}_cents::int, ${k}_count::int`).join(', ')}, net_cents::int
     from analytics.mrr_movements_daily order by day`);
@@ -255,7 +256,7 @@ test('each day shows the MRR it had and the movements that happened, as an indep
 
   // analytics.mrr_movements_monthly: per month, with the MRR it opened and closed with.
   const monthsOf = [...new Set(Array.from({ length: days + 1 }, (_, k) => dayOf(k).slice(0, 7)))];
-  const expectedMonths = monthsOf.map((mo) => {
+  const expectedMonths: Json[] = monthsOf.map((mo): Json => {
     const idx = Array.from({ length: days + 1 }, (_, k) => k).filter((k) => dayOf(k).startsWith(mo));
     const opening = idx[0] === 0 ? 0 : m.mrrAt(idx[0] - 1);
     const mv = m.movesOf((d) => dayOf(d).startsWith(mo));
@@ -302,3 +303,26 @@ test('each day shows the MRR it had and the movements that happened, as an indep
   const otherMoves = (await app.owner.query(`select count(*)::int as n from billing.mrr_movements where community_id = $1`, [other.communityId])).rows[0].n;
   expect(otherMoves).toBe(1);
 }, 300_000);
+
+test('the dashboard overview lists the MRR movements by month and by day', async () => {
+  const shop = await createShop(app);
+  const a = await subscribe(app, shop, 'gold', 'gold-monthly');
+  await subscribe(app, shop, 'silver', 'silver-monthly');
+  await advance(app, shop, 1);
+  expect((await call(app.url, 'POST', `/v1/subscriptions/${a.subscriptionId}/pause`, { key: shop.key, body: {} })).status).toBe(200);
+  const invite = await inviteOperator(app.owner, shop.communityId, `viewer-${Date.now()}@example.com`, 'viewer');
+  const signed = await signInWithLink(app.api, invite.token, '10.26.5.1');
+  if (!signed.ok) throw new Error('link refused');
+  const res = await fetch(`${app.url}/dashboard`, { headers: { cookie: `billing_session=${encodeURIComponent(signed.session.token)}` } });
+  expect(res.status).toBe(200);
+  const page = await res.text();
+  const section = (id: string) => page.slice(page.indexOf(`id="${id}"`), page.indexOf('</table>', page.indexOf(`id="${id}"`)));
+  const { rows: [{ today, yesterday }] } = await app.owner.query<{ today: string; yesterday: string }>(
+    `select to_char(billing.community_now($1), 'YYYY-MM-DD') as today, to_char(billing.community_now($1) - interval '1 day', 'YYYY-MM-DD') as yesterday`,
+    [shop.communityId]);
+  // By day: yesterday's new 23.00, today's churn −15.00 (the pause); by month: the net.
+  const daily = section('mrr-movements-daily');
+  expect(daily).toMatch(new RegExp(`<td>${today}</td><td>—</td><td>—</td><td>—</td><td>−15.00 USD</td><td>—</td><td>8.00 USD</td>`));
+  expect(daily).toMatch(new RegExp(`<td>${yesterday}</td><td>23.00 USD</td><td>—</td><td>—</td><td>—</td><td>—</td><td>23.00 USD</td>`));
+  expect(section('mrr-movements')).toContain(`<td>${today.slice(0, 7)}</td>`);
+});
