@@ -326,3 +326,76 @@ test('the dashboard overview lists the MRR movements by month and by day', async
   expect(daily).toMatch(new RegExp(`<td>${yesterday}</td><td>23.00 USD</td><td>—</td><td>—</td><td>—</td><td>—</td><td>23.00 USD</td>`));
   expect(section('mrr-movements')).toContain(`<td>${today.slice(0, 7)}</td>`);
 });
+
+/** Each subscription's recorded movements add up to what it bills now (analytics.subscription_mrr). */
+async function unrecorded(communityId: string): Promise<Json[]> {
+  const { rows } = await app.owner.query(`
+    select s.subscription_id, s.currency, case when s.billing_now then s.monthly_cents else 0 end::float8 as now_cents,
+      coalesce(r.cents, 0)::float8 as recorded_cents, s.billing_now, coalesce(r.n, 0)::int as recorded_billing
+    from analytics.subscription_mrr s
+    left join (select subscription_id, currency, sum(to_cents - from_cents) as cents, sum(to_billing::int - from_billing::int) as n
+               from billing.mrr_movements where community_id = $1 group by 1, 2) r
+      on r.subscription_id = s.subscription_id and r.currency = s.currency
+    where s.community_id = $1
+      and (case when s.billing_now then s.monthly_cents else 0 end is distinct from coalesce(r.cents, 0)
+        or s.billing_now::int <> coalesce(r.n, 0))`, [communityId]);
+  return rows;
+}
+
+test('concurrent changes of the same subscriptions record movements that add up to what each bills', async () => {
+  const shop = await createShop(app);
+  const subs: string[] = [];
+  for (let i = 0; i < 4; i++) subs.push((await subscribe(app, shop, i % 2 ? 'gold' : 'silver', i % 2 ? 'gold-monthly' : 'silver-monthly')).subscriptionId);
+  const actions = ['pause', 'resume', 'cancel', 'reactivate', 'switch'];
+  await Promise.all(Array.from({ length: 8 }, (_, k) => (async () => {
+    for (let round = 0; round < 5; round++) {
+      const id = subs[(k + round) % subs.length];
+      const action = actions[(k * 3 + round) % actions.length];
+      await call(app.url, 'POST', `/v1/subscriptions/${id}/${action}`, { key: shop.key,
+        body: action === 'switch' ? { plan_id: shop.ids.plans['platinum-monthly'] } : {} });
+    }
+  })()));
+  await advance(app, shop, 35);
+  expect(await unrecorded(shop.communityId)).toEqual([]);
+  const before = (await app.owner.query('select count(*)::int as n from billing.mrr_movements where community_id = $1', [shop.communityId])).rows[0].n;
+  expect(before).toBeGreaterThan(4);
+  // A rebuild keeps the history and finds nothing missing.
+  await app.owner.query('select billing_private.analytics_rebuild($1)', [shop.communityId]);
+  expect((await app.owner.query('select count(*)::int as n from billing.mrr_movements where community_id = $1', [shop.communityId])).rows[0].n).toBe(before);
+}, 120_000);
+
+test('a community written before the movements existed is seeded from its subscriptions\' own dates', async () => {
+  const shop = await createShop(app);
+  const a = await subscribe(app, shop, 'gold', 'gold-monthly');
+  const b = await subscribe(app, shop, 'silver', 'silver-monthly');
+  await advance(app, shop, 3);
+  expect((await call(app.url, 'POST', `/v1/subscriptions/${b.subscriptionId}/cancel`, { key: shop.key, body: { at: 'now' } })).status).toBe(202);
+  await advance(app, shop, 2);
+  const dayOfClock = async (offsetDays: number) => (await app.owner.query<{ d: string }>(
+    `select to_char(billing.community_now($1) - make_interval(days => $2), 'YYYY-MM-DD') as d`, [shop.communityId, offsetDays])).rows[0].d;
+  // As before this migration: no movements (the triggers' work undone), then the migration's rebuild.
+  await app.owner.query('delete from billing.mrr_movements where community_id = $1', [shop.communityId]);
+  await app.owner.query('select billing_private.analytics_rebuild($1)', [shop.communityId]);
+  const { rows } = await app.owner.query(`select subscription_id, kind, day::text, (to_cents - from_cents)::int as delta
+    from billing.mrr_movements where community_id = $1 order by day, subscription_id`, [shop.communityId]);
+  expect(rows).toEqual(expect.arrayContaining([
+    { subscription_id: a.subscriptionId, kind: 'new', day: await dayOfClock(5), delta: 1500 },
+    { subscription_id: b.subscriptionId, kind: 'new', day: await dayOfClock(5), delta: 800 },
+    { subscription_id: b.subscriptionId, kind: 'churn', day: await dayOfClock(2), delta: -800 },
+  ]));
+  expect(rows).toHaveLength(3);
+  expect(await unrecorded(shop.communityId)).toEqual([]);
+  // Changed while the triggers were off: the rebuild records the difference now.
+  await app.owner.query('alter table billing.subscriptions disable trigger _600_analytics_update');
+  try {
+    await app.owner.query(`update billing.subscriptions set status = 'paused', updated_at = now() where community_id = $1 and id = $2`,
+      [shop.communityId, a.subscriptionId]);
+  } finally {
+    await app.owner.query('alter table billing.subscriptions enable trigger _600_analytics_update');
+  }
+  await app.owner.query('select billing_private.analytics_rebuild($1)', [shop.communityId]);
+  const { rows: last } = await app.owner.query(`select kind, day::text, (to_cents - from_cents)::int as delta from billing.mrr_movements
+    where community_id = $1 and subscription_id = $2 order by occurred_at desc limit 1`, [shop.communityId, a.subscriptionId]);
+  expect(last).toEqual([{ kind: 'churn', day: await dayOfClock(0), delta: -1500 }]);
+  expect(await unrecorded(shop.communityId)).toEqual([]);
+});
