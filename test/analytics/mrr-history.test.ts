@@ -399,3 +399,20 @@ test('a community written before the movements existed is seeded from its subscr
   expect(last).toEqual([{ kind: 'churn', day: await dayOfClock(0), delta: -1500 }]);
   expect(await unrecorded(shop.communityId)).toEqual([]);
 });
+
+test('every subscriptions column the MRR definition reads wakes the update trigger that records movements', async () => {
+  // The columns of billing.subscriptions that analytics.subscription_mrr (the one
+  // definition of a subscription's MRR) depends on, by the catalog's own record.
+  const { rows } = await app.owner.query<{ col: string }>(`
+    select distinct a.attname::text as col
+    from pg_depend d
+    join pg_rewrite r on r.oid = d.objid
+    join pg_attribute a on a.attrelid = d.refobjid and a.attnum = d.refobjsubid
+    where r.ev_class = 'analytics.subscription_mrr'::regclass and d.refobjid = 'billing.subscriptions'::regclass
+      and d.refobjsubid > 0 order by 1`);
+  const cols = rows.map((r) => r.col).filter((c) => c !== 'id' && c !== 'community_id'); // a row's key never changes
+  expect(cols).toEqual(expect.arrayContaining(['status', 'plan_id', 'discount_id']));
+  const { rows: [{ src }] } = await app.owner.query<{ src: string }>(
+    `select prosrc as src from pg_proc where oid = 'billing_private.tg_subscriptions__analytics_update'::regproc`);
+  expect(cols.filter((c) => !new RegExp(`\\bn\\.${c}\\b`).test(src))).toEqual([]);
+});
