@@ -164,4 +164,4 @@ test('the overview equals the analytics views over a varied history, and stays w
   expect(last.summary.mrr_by_currency.map((m: Json) => m.currency)).toEqual(['eur', 'usd']);
   expect(pastDueSeen).toBeGreaterThan(0);
   expect(last.series.days.filter((d: Json) => d.mrr_cents > 0).length).toBeGreaterThan(20);
-});
+}, 180_000); // some 45 comparisons, each reading the views twice: over 60 s on a busy machine
