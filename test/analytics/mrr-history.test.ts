@@ -416,3 +416,11 @@ test('every subscriptions column the MRR definition reads wakes the update trigg
     `select prosrc as src from pg_proc where oid = 'billing_private.tg_subscriptions__analytics_update'::regproc`);
   expect(cols.filter((c) => !new RegExp(`\\bn\\.${c}\\b`).test(src))).toEqual([]);
 });
+
+test('a community with recorded MRR can be deleted whole', async () => {
+  const shop = await createShop(app);
+  await subscribe(app, shop, 'gold', 'gold-monthly');
+  expect((await app.owner.query('select count(*)::int as n from billing.mrr_movements where community_id = $1', [shop.communityId])).rows[0].n).toBe(1);
+  await app.owner.query('delete from billing.communities where id = $1', [shop.communityId]);
+  expect((await app.owner.query('select count(*)::int as n from billing.mrr_movements where community_id = $1', [shop.communityId])).rows[0].n).toBe(0);
+});

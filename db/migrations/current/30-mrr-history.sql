@@ -163,8 +163,10 @@ begin
   with keys as (
     select distinct k.c, k.id from unnest(p_communities, p_ids) k(c, id)
   ), clock as materialized (
-    -- each community's clock, read once: the movements' date
+    -- each community's clock, read once: the movements' date (none for a community being
+    -- deleted: its subscriptions go with it, and so do its movements)
     select x.c, billing.community_now(x.c) as at from (select distinct keys.c from keys) x
+    where exists (select 1 from billing.communities c where c.id = x.c)
   ), nw as materialized (
     -- the facts as the views define them, one primary-key probe per subscription
     select k.c, k.id, x.member_id, x.plan_id, x.currency, x.monthly_cents, x.billing_now, x.billing_from, x.billing_until,
