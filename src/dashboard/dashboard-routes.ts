@@ -260,8 +260,24 @@ export function mountDashboard(app: express.Express, deps: DashboardDeps): void 
 <div class="charts">${lineChart(`MRR${series.currency ?? cur ? ` (${String(series.currency ?? cur).toUpperCase()})` : ''}, last ${days} days`, points.map((p) => ({ label: p.day, value: p.mrr_cents })),
       (v) => money(v, series.currency ?? cur), (v) => String(Math.round(v / 10 ** minorDigits(series.currency ?? cur))))}
 ${lineChart(`Signups per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.signups })), String)}
-${lineChart(`Cancels per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.cancels })), String)}</div>`);
+${lineChart(`Cancels per day, last ${days} days`, points.map((p) => ({ label: p.day, value: p.cancels })), String)}</div>
+${mrrMovements(series, days)}`);
   });
+
+  /** The MRR movements as recorded when they happened: per month (12), then per day with any (the series' days). */
+  function mrrMovements(series: Json, days: number): Html {
+    const c = series.currency as string | null;
+    const kinds = ['new', 'expansion', 'contraction', 'churn', 'reactivation'] as const;
+    const cells = (r: Json) => kinds.map((k) => html`${r[`${k}_cents`] ? money(r[`${k}_cents`], c) : '—'}`);
+    const months = ((series.months ?? []) as Json[]).slice().reverse();
+    const moved = ((series.days ?? []) as Json[]).filter((d) => kinds.some((k) => d[`${k}_cents`])).reverse();
+    const heads = ['New', 'Expansion', 'Contraction', 'Churn', 'Reactivation'];
+    return html`<h2 id="mrr-movements">MRR movements by month${c ? ` (${c.toUpperCase()})` : ''}</h2>
+${table(['Month', 'Opening MRR', ...heads, 'Net', 'Closing MRR'], months.map((m) => [html`${String(m.month).slice(0, 7)}`, html`${money(m.opening_mrr_cents, c)}`,
+      ...cells(m), html`${money(m.net_cents, c)}`, html`${money(m.closing_mrr_cents, c)}`]), 'No MRR yet.')}
+<h2 id="mrr-movements-daily">MRR movements by day, last ${days} days</h2>
+${table(['Day', ...heads, 'MRR at day end'], moved.map((d) => [html`${d.day}`, ...cells(d), html`${money(d.mrr_cents, c)}`]), 'No MRR movements in these days.')}`;
+  }
 
   // ---- lists -----------------------------------------------------------------------
 

@@ -30,6 +30,29 @@ async function fromViews(client: pg.PoolClient, communityId: string, days: numbe
     [communityId, main?.currency ?? null])).map((r) => [r.day, r.mrr_cents]));
   const activity = new Map((await one('select day::text, signups::int, cancels::int from analytics.daily_activity where community_id = $1',
     [communityId])).map((r) => [r.day, r]));
+  const kinds = ['new', 'expansion', 'contraction', 'churn', 'reactivation'] as const;
+  const movements = new Map((await one(`select day::text, ${kinds.map((k) => `${k}_cents::int`).join(', ')}
+    from analytics.mrr_movements_daily where community_id = $1 and currency = $2`, [communityId, main?.currency ?? null])).map((r) => [r.day, r]));
+  const zeroKinds = Object.fromEntries(kinds.map((k) => [`${k}_cents`, 0]));
+  // The summary's window: the movements of its 30 days, each kind's exact sum rounded once.
+  const [recentMoves] = await one(`select ${kinds.map((k) => `round(coalesce(sum(to_cents - from_cents) filter (where kind = '${k}'), 0))::int as ${k}_cents`).join(', ')},
+      round(coalesce(sum(to_cents - from_cents), 0))::int as net_cents
+    from billing.mrr_movements where community_id = $1 and currency = $2 and day >= $3::date and day <= (billing.now() at time zone 'UTC')::date`,
+    [communityId, main?.currency ?? null, recent.window_start]);
+  // Months: this one and the 11 before; a month without movements keeps the MRR it opened with.
+  const monthRows = await one(`select month::text, opening_mrr_cents::int, ${kinds.map((k) => `${k}_cents::int`).join(', ')}, net_cents::int,
+    closing_mrr_cents::int from analytics.mrr_movements_monthly where community_id = $1 and currency = $2 order by month`, [communityId, main?.currency ?? null]);
+  const [{ first_month }] = await one(`select to_char(date_trunc('month', (billing.now() at time zone 'UTC')::date) - interval '11 months', 'YYYY-MM-DD') as first_month`);
+  const months: Json[] = [];
+  let closing = 0;
+  for (const r of monthRows) if (r.month < first_month) closing = r.closing_mrr_cents;
+  for (let i = 0; i < 12; i++) {
+    const [y, m] = first_month.split('-').map(Number);
+    const d = new Date(Date.UTC(y, m - 1 + i, 1)).toISOString().slice(0, 10);
+    const row = monthRows.find((r) => r.month === d) ?? { month: d, opening_mrr_cents: closing, ...zeroKinds, net_cents: 0, closing_mrr_cents: closing };
+    months.push(row);
+    closing = row.closing_mrr_cents;
+  }
   const [{ past_due }] = await one(`select count(*)::int as past_due from billing.subscriptions where community_id = $1 and status = 'past_due'`, [communityId]);
   return {
     summary: {
@@ -40,13 +63,16 @@ async function fromViews(client: pg.PoolClient, communityId: string, days: numbe
       recent_cancels: recent.recent_cancels,
       window_start: recent.window_start,
       mrr_by_currency: [...mrr].sort((a, b) => (a.currency < b.currency ? -1 : 1)).map((m) => ({ currency: m.currency, mrr_cents: m.mrr_cents })),
+      mrr_movements: recentMoves,
     },
     series: {
       currency: main?.currency ?? null,
       past_due,
       days: dayRows.map(({ day }) => ({
         day, mrr_cents: mrrDaily.get(day) ?? 0, signups: activity.get(day)?.signups ?? 0, cancels: activity.get(day)?.cancels ?? 0,
+        ...Object.fromEntries(kinds.map((k) => [`${k}_cents`, movements.get(day)?.[`${k}_cents`] ?? 0])),
       })),
+      months,
     },
   };
 }
@@ -138,4 +164,4 @@ test('the overview equals the analytics views over a varied history, and stays w
   expect(last.summary.mrr_by_currency.map((m: Json) => m.currency)).toEqual(['eur', 'usd']);
   expect(pastDueSeen).toBeGreaterThan(0);
   expect(last.series.days.filter((d: Json) => d.mrr_cents > 0).length).toBeGreaterThan(20);
-});
+}, 180_000); // some 45 comparisons, each reading the views twice: over 60 s on a busy machine

@@ -154,12 +154,14 @@ test('what changes a subscription\'s figures without writing it: a spent once di
   expect(views.mrr_by_currency).toEqual([{ currency: 'usd', mrr_cents: 2500 }]);
   const live = await overview(shop.communityId);
   expect(live.summary.mrr_by_currency).toEqual(views.mrr_by_currency);
-  // Yesterday's figure counts today's price, as analytics.mrr_daily does.
+  // Yesterday's figure keeps yesterday's price (the price change is today's expansion),
+  // in analytics.mrr_daily and in the overview alike.
   const yesterday = await asApi(shop.communityId, async (c) => (await c.query(
     `select mrr_cents::int from analytics.mrr_daily where community_id = $1 and currency = 'usd' and day = $2::date`,
     [shop.communityId, live.series.days.at(-2).day])).rows[0].mrr_cents);
-  expect(yesterday).toBe(2500);
+  expect(yesterday).toBe(2300);
   expect(live.series.days.at(-2).mrr_cents).toBe(yesterday);
+  expect(live.series.days.at(-1)).toMatchObject({ mrr_cents: 2500, expansion_cents: 200 });
 });
 
 test('a community written with triggers off is rebuilt to the same figures as one written through them', async () => {

@@ -44,6 +44,10 @@ test('the summary counts billing subscriptions in the main currency and the 30-d
     mrr_cents: 4001, currency: 'usd', active_subscribers: 5, recent_signups: 3, recent_cancels: 1,
     window_start: expect.stringMatching(/Z$/),
     mrr_by_currency: [{ currency: 'eur', mrr_cents: 3000 }, { currency: 'usd', mrr_cents: 4001 }],
+    // In the window (usd): the cancelling one started billing today; the paused one,
+    // written paused today, billed from 60 days ago until now (its first movements come
+    // from its own dates).
+    mrr_movements: { new_cents: 1000, expansion_cents: 0, contraction_cents: 0, churn_cents: -1000, reactivation_cents: 0, net_cents: 0 },
   });
 });
 
