@@ -5,7 +5,8 @@
 // addresses. No key needed: it is documentation. docs/decisions/problem-type-urls.md.
 import crypto from 'node:crypto';
 import type express from 'express';
-import { codesByStatus, ErrorCode, PROBLEM_PATH, problemType, TITLES } from '../core/errors';
+import { ApiError, codesByStatus, ErrorCode, PROBLEM_PATH, problemType, resolveProblemType, TITLES } from '../core/errors';
+import { baseUrlOf } from '../web/express-io';
 import { html, Html, raw } from '../web/html';
 
 /** What each code means and what a client does about it. A new code needs its entry here. */
@@ -148,9 +149,11 @@ ${PROBLEM_CODES.map((code) => section(code, 'h2'))}`);
     res.type('html').send(text);
   };
   app.get(PROBLEM_PATH, (_req, res) => send(res, index));
-  app.get(`${PROBLEM_PATH}/:code`, (req, res, next) => {
+  app.get(`${PROBLEM_PATH}/:code`, (req, res) => {
     const text = pages.get(String(req.params.code));
-    if (text === undefined) return next(); // the app's not_found problem
-    send(res, text);
+    if (text !== undefined) return send(res, text);
+    // Documentation needs no key, so neither does its not-found answer.
+    const problem = new ApiError('not_found', `No such error code; the codes are listed at ${PROBLEM_PATH}.`).toProblem();
+    res.status(404).type('application/problem+json').send(JSON.stringify(resolveProblemType(problem, baseUrlOf(res))));
   });
 }
