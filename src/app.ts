@@ -5,11 +5,12 @@
 // mounted last: it answers what no other route took).
 import express from 'express';
 import type pg from 'pg';
-import type { Config } from './core/config';
+import { baseUrlFor, type Config } from './core/config';
 import type { Services } from './domain/operation';
 import { mountHealthRoutes } from './http/health-routes';
 export { createHttpServer } from './http/http-server';
 import { mountGraphql } from './graphql';
+import { mountProblemPages } from './http/problem-pages';
 import { mountRestApi } from './http/rest-routes';
 import { mountDashboard } from './dashboard/dashboard-routes';
 import { mountMemberPortal } from './dashboard/portal-routes';
@@ -17,6 +18,7 @@ import { mountMcp } from './mcp';
 import { observeDatabase } from './core/metrics';
 import { Executor } from './operations/executor';
 import { createPaymentServices, mountProviderRoutes } from './providers';
+import { setBaseUrlOf } from './web/express-io';
 import { mountMetrics, observeRequests } from './web/observe';
 import { createWebhookService } from './webhooks';
 
@@ -58,6 +60,8 @@ export function createApp(opts: AppOptions) {
   // The base URL of the links a request hands out is computed per request
   // (Executor.baseUrlFor), never remembered from one request for another.
   const executor = new Executor(apiPool, config, opts.services ?? createServices(config));
+  // Problem bodies name their page ({base}/problems#<code>) at the same base.
+  setBaseUrlOf(app, (req) => baseUrlFor(config, { protocol: req.protocol, host: req.get('host') }));
 
   // First: every request gets its id, access log line and metrics, whoever answers it.
   app.use(observeRequests());
@@ -73,6 +77,7 @@ export function createApp(opts: AppOptions) {
   mountDashboard(app, { executor, api: apiPool, config });
   mountMemberPortal(app, { executor, api: apiPool, config });
   opts.mount?.(app, executor);
+  mountProblemPages(app);
   mountRestApi(app, executor);
   return { app, executor, graphql };
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { createApp, createHttpServer } from './app';
 import { GRAPHIQL_PATH, GRAPHQL_PATH } from './graphql';
-import { Config, loadConfig, packageRoot } from './core/config';
+import { baseUrlFor, Config, loadConfig, packageRoot } from './core/config';
 import { log as logger } from './core/log';
 import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
@@ -138,7 +138,8 @@ async function main() {
     const demo = await createDemoIfEmpty(owner);
 
     // Listen first so the real port (PORT=0 picks a free one) is in the config.
-    server = createHttpServer();
+    // Its own problem answers (431, unparsable HTTP) name the problem pages at the configured base.
+    server = createHttpServer(undefined, () => baseUrlFor(config, null));
     const port = await listen(server, config.port, config.host);
     config = { ...config, port };
     const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });

@@ -12,7 +12,7 @@ export type ErrorCode =
   // Additive codes of the HTTP edge (docs/decisions.md, "Hardening the HTTP edge").
   | 'method_not_allowed' | 'payload_too_large' | 'request_header_too_large';
 
-const TITLES: Record<ErrorCode, string> = {
+export const TITLES: Readonly<Record<ErrorCode, string>> = {
   unauthorized: 'Unauthorized',
   missing_scope: 'Missing scope',
   not_found: 'Not found',
@@ -35,7 +35,7 @@ const TITLES: Record<ErrorCode, string> = {
   request_header_too_large: 'Request header fields too large',
 };
 
-const DEFAULT_STATUS: Record<ErrorCode, number> = {
+export const DEFAULT_STATUS: Readonly<Record<ErrorCode, number>> = {
   unauthorized: 401, missing_scope: 403, not_found: 404, invalid_request: 422, conflict: 409,
   payment_config_inactive: 409, not_eligible: 409, request_in_flight: 409, plan_required: 422,
   platform_not_connected: 422, idempotency_key_reuse: 422, endpoint_limit: 422, discount_invalid: 422,
@@ -63,7 +63,32 @@ const SQLSTATES: Record<string, [ErrorCode, number]> = {
   BLPAY: ['payment_failed', 402],
 };
 
-export const PROBLEM_BASE = 'https://docs.billing.example/errors';
+/**
+ * Where the problem types are documented: {base}/problems, one section per code, so a
+ * problem's `type` is {base}/problems#<code> (the spec: a URI ending in an anchor for
+ * the code) and resolves to this service's own page (src/http/problem-pages.ts). The
+ * base is the request's (src/core/config.ts baseUrlFor), so a body is built with the
+ * path alone and made absolute where it is sent (resolveProblemType).
+ * docs/decisions/problem-type-urls.md.
+ */
+export const PROBLEM_PATH = '/problems';
+
+/** The `type` of a problem with `code`: absolute when `base` is given, else the path reference. */
+export function problemType(code: string, base = ''): string {
+  return `${base}${PROBLEM_PATH}#${code}`;
+}
+
+/**
+ * The problem with its `type` made absolute against the service's base URL (RFC 9457
+ * 3.1.1 advises absolute type URIs). Bodies of other shapes, and types already
+ * absolute (a replay stored before this change), are returned as they are.
+ */
+export function resolveProblemType<T>(body: T, base: string | undefined): T {
+  if (!base || body === null || typeof body !== 'object') return body;
+  const type = (body as { type?: unknown }).type;
+  if (typeof type !== 'string' || !type.startsWith(`${PROBLEM_PATH}#`)) return body;
+  return { ...body, type: `${base}${type}` };
+}
 
 export interface ProblemBody {
   type: string;
@@ -96,10 +121,34 @@ export class ApiError extends Error {
   }
 }
 
-export function problemBody(code: ErrorCode, status: number, detail: string | undefined, extra: Record<string, unknown> = {}): ProblemBody {
-  const body: ProblemBody = { type: `${PROBLEM_BASE}#${code}`, title: TITLES[code], status, code };
+export function problemBody(code: ErrorCode, status: number, detail: string | undefined, extra: Record<string, unknown> = {}, base = ''): ProblemBody {
+  const body: ProblemBody = { type: problemType(code, base), title: TITLES[code], status, code };
   if (detail) body.detail = detail;
   return { ...body, ...extra };
+}
+
+/**
+ * The problem object as a JSON Schema (2020-12): what every error answer carries, for
+ * the OpenAPI document's Problem component and the MCP tools' output schemas.
+ */
+export function problemJsonSchema(): Record<string, unknown> {
+  return {
+    type: 'object',
+    description: 'An error (RFC 9457 problem details). Branch on code, not on title or detail.',
+    required: ['type', 'title', 'status', 'code'],
+    properties: {
+      type: {
+        type: 'string', format: 'uri-reference',
+        description: `The address of the code's documentation: {base}${PROBLEM_PATH}#<code>, a page this service serves.`,
+      },
+      title: { type: 'string', description: 'Short summary of the code; the same for every problem with that code.' },
+      status: { type: 'integer', description: 'The HTTP status of the answer.' },
+      detail: { type: 'string', description: 'What went wrong in this case, for a human.' },
+      code: { type: 'string', enum: Object.keys(TITLES), description: 'Stable machine-readable error code.' },
+      param: { type: 'string', description: 'invalid_request: the field, query parameter or header to fix.' },
+      required_scope: { type: 'string', description: 'missing_scope: the scope the API key lacks.' },
+    },
+  };
 }
 
 /** Maps an error raised by SQL (a pg error or the value billing.api_call returns). */

@@ -39,7 +39,12 @@ export function listOf<T extends z.ZodType>(item: T) {
   return z.object({ data: z.array(item), next_cursor: z.string().nullable() });
 }
 
-export const timestamp = z.string().describe('ISO 8601 UTC timestamp');
+/**
+ * An instant as billing.iso writes it: RFC 3339 in UTC with milliseconds
+ * (2026-01-15T12:00:00.000Z). `format: date-time` in every JSON Schema made from it, so
+ * generated clients can type it as a date.
+ */
+export const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601 UTC timestamp (RFC 3339)' });
 
 /** A first-party platform (billing.member_identities.platform). */
 export const platform = z.enum(PLATFORMS);

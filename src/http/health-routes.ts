@@ -2,7 +2,8 @@
 // committed migration): for load balancers and orchestrators, no key needed.
 import type express from 'express';
 import type pg from 'pg';
-import { ApiError, DATABASE_RETRY_AFTER_SECONDS } from '../core/errors';
+import { ApiError, DATABASE_RETRY_AFTER_SECONDS, resolveProblemType } from '../core/errors';
+import { baseUrlOf } from '../web/express-io';
 import { committedMigrations, pendingMigrations } from '../db/migration-status';
 
 export function mountHealthRoutes(app: express.Express, ownerPool: pg.Pool): void {
@@ -11,7 +12,7 @@ export function mountHealthRoutes(app: express.Express, ownerPool: pg.Pool): voi
   app.get('/readyz', async (_req, res) => {
     const unavailable = (detail: string) =>
       res.status(503).setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS))
-        .type('application/problem+json').send(JSON.stringify(new ApiError('service_unavailable', detail).toProblem()));
+        .type('application/problem+json').send(JSON.stringify(resolveProblemType(new ApiError('service_unavailable', detail).toProblem(), baseUrlOf(res))));
     let pending: string[];
     try {
       pending = await pendingMigrations(ownerPool, committed);

@@ -4,7 +4,7 @@
 // status line with no body.
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ApiError } from '../core/errors';
+import { ApiError, resolveProblemType } from '../core/errors';
 
 /**
  * Request line plus headers, in bytes. A key is ~60 characters and the longest useful
@@ -13,8 +13,11 @@ import { ApiError } from '../core/errors';
  */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
-function problemResponse(err: ApiError): string {
-  const body = JSON.stringify(err.toProblem());
+/** The service's base URL for these answers, which come before any request is read. */
+export type BaseUrl = () => string | undefined;
+
+function problemResponse(err: ApiError, base: BaseUrl): string {
+  const body = JSON.stringify(resolveProblemType(err.toProblem(), base()));
   return [
     `HTTP/1.1 ${err.status} ${http.STATUS_CODES[err.status] ?? ''}`,
     'Content-Type: application/problem+json',
@@ -27,7 +30,7 @@ function problemResponse(err: ApiError): string {
   ].join('\r\n');
 }
 
-export function answerClientErrors(server: http.Server): void {
+export function answerClientErrors(server: http.Server, base: BaseUrl = () => undefined): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A client that went away or timed out has nobody left to read an answer.
     if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || !socket.writable) {
@@ -37,14 +40,14 @@ export function answerClientErrors(server: http.Server): void {
     const answer = err.code === 'HPE_HEADER_OVERFLOW'
       ? new ApiError('request_header_too_large', `The request line and headers exceed ${MAX_HEADER_BYTES / 1024} kB.`)
       : new ApiError('invalid_request', 'The request is not valid HTTP.', { status: 400 });
-    socket.end(problemResponse(answer));
+    socket.end(problemResponse(answer, base));
   });
 }
 
 /** An HTTP server for the app (or for a request listener attached later). */
-export function createHttpServer(listener?: http.RequestListener): http.Server {
+export function createHttpServer(listener?: http.RequestListener, base?: BaseUrl): http.Server {
   const server = http.createServer({ maxHeaderSize: MAX_HEADER_BYTES });
   if (listener) server.on('request', listener);
-  answerClientErrors(server);
+  answerClientErrors(server, base);
   return server;
 }

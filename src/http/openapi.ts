@@ -1,12 +1,18 @@
 // The OpenAPI 3.1 document, generated from the operations registry so docs and
-// behaviour cannot drift. Each operation lists the error statuses it can answer,
-// each with a problem+json schema whose `code` is narrowed to the codes that
-// status carries (src/core/errors.ts); bodies and successes carry examples,
-// generated from the schemas unless the operation gives its own.
+// behaviour cannot drift. The resources' zod schemas named in
+// src/domain/schema-names.ts are emitted once under components/schemas and referenced
+// by $ref from every response that holds them (client generators then make one named
+// type each: docs/decisions/openapi-named-schemas.md). Each operation lists the error
+// statuses it can answer, each with a problem+json schema whose `code` is narrowed to
+// the codes that status carries (src/core/errors.ts), and the response headers the
+// app sends; bodies and successes carry examples, generated from the schemas unless
+// the operation gives its own.
 import { z } from 'zod';
 import { API_VERSION } from '../core/api-version';
-import { codesByStatus, problemBody, PROBLEM_BASE } from '../core/errors';
+import { codesByStatus, problemBody, problemJsonSchema, PROBLEM_PATH } from '../core/errors';
 import type { Operation } from '../domain/operation';
+import { NAMED_SCHEMAS } from '../domain/schema-names';
+import { problemTableMarkdown } from './problem-pages';
 
 type Json = Record<string, unknown>;
 
@@ -16,17 +22,127 @@ function schemaOf(type: z.ZodType, io: 'input' | 'output'): Json {
   return s;
 }
 
-const problemSchema = {
-  type: 'object',
-  required: ['type', 'title', 'status', 'code'],
-  properties: {
-    type: { type: 'string', description: `URI ending in #<code>, under ${PROBLEM_BASE}` },
-    title: { type: 'string' },
-    status: { type: 'integer' },
-    detail: { type: 'string' },
-    code: { type: 'string' },
+const COMPONENT_REF = '#/components/schemas/';
+
+/**
+ * The response schemas: every named schema as a component, and each operation's
+ * response, which refers to the named ones by $ref (a response that is itself a named
+ * schema is just the $ref). One zod conversion over all of them, so a schema is
+ * emitted once and referred to everywhere it appears.
+ */
+function responseSchemas(operations: readonly Operation[]): { components: Record<string, Json>; byOperation: Map<string, Json> } {
+  const registry = z.registry<{ id: string }>();
+  const ids = new Map<z.ZodType, string>();
+  for (const [name, schema] of Object.entries(NAMED_SCHEMAS)) {
+    if (ids.has(schema)) throw new Error(`OpenAPI: ${name} names a schema already named ${ids.get(schema)}`);
+    registry.add(schema, { id: name });
+    ids.set(schema, name);
+  }
+  const unnamed = new Set<string>();
+  for (const op of operations) {
+    if (!op.response || ids.has(op.response)) continue;
+    const id = `__response_${op.name}`;
+    registry.add(op.response, { id });
+    ids.set(op.response, id);
+    unnamed.add(id);
+  }
+  const { schemas } = z.toJSONSchema(registry, {
+    io: 'output', unrepresentable: 'any', target: 'draft-2020-12', uri: (id) => `${COMPONENT_REF}${id}`,
+  }) as { schemas: Record<string, Json> };
+  if (schemas.__shared) throw new Error('OpenAPI: a response schema was extracted outside the named components (a zod meta id?)');
+  const components: Record<string, Json> = {};
+  for (const [id, schema] of Object.entries(schemas)) {
+    const { $schema: _s, $id: _i, ...rest } = schema;
+    if (!unnamed.has(id)) components[id] = rest;
+    schemas[id] = rest;
+  }
+  const byOperation = new Map<string, Json>();
+  for (const op of operations) {
+    if (!op.response) continue;
+    const id = ids.get(op.response)!;
+    byOperation.set(op.name, unnamed.has(id) ? schemas[id] : { $ref: `${COMPONENT_REF}${id}` });
+  }
+  return { components, byOperation };
+}
+
+/** The components reachable from `roots` through $ref (only those stay: Redocly's no-unused-components). */
+function reachable(roots: unknown, components: Record<string, Json>): Set<string> {
+  const seen = new Set<string>();
+  const walk = (node: unknown) => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (node === null || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith(COMPONENT_REF)) {
+        const name = value.slice(COMPONENT_REF.length);
+        if (!seen.has(name) && components[name]) {
+          seen.add(name);
+          walk(components[name]);
+        }
+      } else {
+        walk(value);
+      }
+    }
+  };
+  walk(roots);
+  return seen;
+}
+
+// ---- response headers, as the app sends them (src/web/express-io.ts, src/web/observe.ts) ----
+
+const HEADERS: Record<string, Json> = {
+  RateLimitLimit: {
+    description: 'Requests allowed per window (per minute) for this key, or for this client IP without a valid key. Sent whenever the request reached the rate limiter.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  RateLimitRemaining: {
+    description: 'Burst tokens left (at most the burst capacity, 60 for a key).',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  RateLimitReset: {
+    description: 'Seconds until the bucket is full again.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  RetryAfter: {
+    description: 'Seconds to wait before retrying: on 429 until a token is available; on 503 while the database is unreachable (absent when retrying will not help).',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  IdempotentReplayed: {
+    description: 'true when this answer is the replay of an earlier request with the same Idempotency-Key and body (nothing was done again); absent otherwise.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  XRequestId: {
+    description: 'The request\'s id: the X-Request-Id the request sent (printable ASCII, up to 128 characters) or a generated UUID. It is on the service\'s log line for the request.',
+    schema: { type: 'string', minLength: 1, maxLength: 128 },
+  },
+  ApiVersion: {
+    description: 'The API version that answered.',
+    schema: { type: 'string', enum: [API_VERSION] },
+  },
+  WWWAuthenticate: {
+    description: 'The authentication scheme wanted: Bearer realm="billing".',
+    schema: { type: 'string' },
   },
 };
+
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** Headers on every answer of an operation: the request id, the version and the rate budget. */
+function commonHeaders(): Json {
+  return {
+    'X-Request-Id': header('XRequestId'),
+    'Api-Version': header('ApiVersion'),
+    'RateLimit-Limit': header('RateLimitLimit'),
+    'RateLimit-Remaining': header('RateLimitRemaining'),
+    'RateLimit-Reset': header('RateLimitReset'),
+  };
+}
+
+function errorHeaders(status: number): Json {
+  const headers = commonHeaders();
+  if (status === 429 || status === 503) headers['Retry-After'] = header('RetryAfter');
+  if (status === 401) headers['WWW-Authenticate'] = header('WWWAuthenticate');
+  return headers;
+}
 
 const TAGS: Record<string, string> = {
   Plans: 'The community\'s plan tiers and their prices.',
@@ -103,29 +219,34 @@ const KNOWN_PATTERNS: Record<string, string> = {
 };
 
 /** A value that satisfies `schema` (the subset of JSON Schema zod emits here). */
-export function exampleOf(schema: Json, name = 'value'): unknown {
+export function exampleOf(schema: Json, name = 'value', components: Record<string, Json> = {}): unknown {
+  if (typeof schema.$ref === 'string' && schema.$ref.startsWith(COMPONENT_REF)) {
+    const target = components[schema.$ref.slice(COMPONENT_REF.length)];
+    if (!target) throw new Error(`OpenAPI examples: unknown $ref ${schema.$ref}`);
+    return exampleOf(target, name, components);
+  }
   if (schema.examples && Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
   if (schema.default !== undefined) return schema.default;
   if (schema.const !== undefined) return schema.const;
   if (Array.isArray(schema.enum)) return schema.enum[0];
   for (const key of ['anyOf', 'oneOf'] as const) {
     const branches = schema[key] as Json[] | undefined;
-    if (branches) return exampleOf(branches.find((b) => b.type !== 'null') ?? branches[0], name);
+    if (branches) return exampleOf(branches.find((b) => b.type !== 'null') ?? branches[0], name, components);
   }
-  if (Array.isArray(schema.allOf)) return exampleOf(Object.assign({}, ...(schema.allOf as Json[])), name);
+  if (Array.isArray(schema.allOf)) return exampleOf(Object.assign({}, ...(schema.allOf as Json[])), name, components);
   const type = Array.isArray(schema.type) ? (schema.type as string[]).find((t) => t !== 'null') : schema.type as string | undefined;
   switch (type) {
     case 'object': {
       const out: Json = {};
       const props = (schema.properties ?? {}) as Record<string, Json>;
       for (const key of (schema.required ?? []) as string[]) {
-        if (props[key]) out[key] = exampleOf(props[key], key);
+        if (props[key]) out[key] = exampleOf(props[key], key, components);
       }
       return out;
     }
     case 'array': {
       const n = Math.max(1, Number(schema.minItems ?? 1));
-      return Array.from({ length: n }, () => exampleOf((schema.items ?? {}) as Json, name));
+      return Array.from({ length: n }, () => exampleOf((schema.items ?? {}) as Json, name, components));
     }
     case 'integer':
     case 'number': {
@@ -169,6 +290,7 @@ function stringExample(schema: Json, name: string): string {
 
 export function buildOpenApi(operations: readonly Operation[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
+  const responses = responseSchemas(operations);
   const usedStatuses = new Set<number>();
   for (const op of operations) {
     const parameters: Json[] = [];
@@ -190,22 +312,29 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     }
     const idempotency = op.idempotencyRefused ? ` Idempotency-Key is refused here (400 invalid_request): ${op.idempotencyRefused}` : '';
     const status = String(op.status ?? 200);
+    const headers = commonHeaders();
+    if (op.idempotent) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
     let success: Json;
-    if (op.response) {
-      const schema = schemaOf(op.response, 'output');
+    const schema = responses.byOperation.get(op.name);
+    if (schema) {
       success = {
         description: 'Success',
-        content: { 'application/json': { schema, examples: { example: { value: op.examples?.response ?? exampleOf(schema) } } } },
+        headers,
+        content: { 'application/json': { schema, examples: { example: { value: op.examples?.response ?? exampleOf(schema, 'value', responses.components) } } } },
       };
     } else {
-      success = { description: 'Success' };
+      success = { description: 'Success', headers };
     }
-    const responses: Json = { [status]: success };
+    const answers: Json = { [status]: success };
     for (const errorStatus of errorStatuses(op)) {
       usedStatuses.add(errorStatus);
-      responses[String(errorStatus)] = { $ref: `#/components/responses/${problemName(errorStatus)}` };
+      answers[String(errorStatus)] = { $ref: `#/components/responses/${problemName(errorStatus)}` };
     }
-    responses.default = { description: 'Any other error, e.g. 500 internal_error.', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
+    answers.default = {
+      description: 'Any other error, e.g. 500 internal_error.',
+      headers: { 'X-Request-Id': header('XRequestId'), 'Api-Version': header('ApiVersion') },
+      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+    };
     const entry: Json = {
       operationId: op.name,
       summary: op.summary,
@@ -214,7 +343,7 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       security: [{ bearer: [] }],
       'x-required-scope': op.scope,
       parameters,
-      responses,
+      responses: answers,
     };
     if (op.body) {
       const schema = schemaOf(op.body.strict(), 'input') as Json;
@@ -226,13 +355,14 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     (paths[op.path] ??= {})[op.method.toLowerCase()] = entry;
   }
   const statuses = [...usedStatuses].sort((a, b) => a - b);
-  const schemas: Json = { Problem: problemSchema };
-  const responses: Json = {};
+  const schemas: Json = { Problem: problemJsonSchema() };
+  const errorResponses: Json = {};
   for (const s of statuses) {
     schemas[problemName(s)] = statusProblemSchema(s);
     const code = (CODES_BY_STATUS.get(s) ?? ['internal_error'])[0];
-    responses[problemName(s)] = {
+    errorResponses[problemName(s)] = {
       description: ERROR_TEXT[s] ?? 'Error',
+      headers: errorHeaders(s),
       content: {
         'application/problem+json': {
           schema: { $ref: `#/components/schemas/${problemName(s)}` },
@@ -241,13 +371,20 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       },
     };
   }
+  // The named resource schemas that some response holds, in the order they are named.
+  const used = reachable(paths, responses.components);
+  for (const name of Object.keys(responses.components)) {
+    if (used.has(name)) schemas[name] = responses.components[name];
+  }
   const usedTags = [...new Set(operations.map((op) => op.tag))];
   return {
     openapi: '3.1.0',
     info: {
       title: 'Community Billing API',
       version: API_VERSION,
-      description: 'Community-scoped subscription billing and access. Errors are RFC 9457 problem+json with a stable code.',
+      description: 'Community-scoped subscription billing and access.\n\n'
+        + `Errors are RFC 9457 problem+json with a stable \`code\`; their \`type\` is the address of the code's page on this server (\`${PROBLEM_PATH}#<code>\`):\n\n`
+        + problemTableMarkdown(''),
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: '/', description: 'This server' }],
@@ -255,7 +392,8 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key of a community: Authorization: Bearer bk_...' } },
       schemas,
-      responses,
+      responses: errorResponses,
+      headers: HEADERS,
     },
     paths,
   };

@@ -25,8 +25,8 @@ export interface ToolDef {
   input: z.ZodObject<z.ZodRawShape>;
   /** Registry operation this tool runs (src/operations/index.ts findOperation). */
   operation: string;
-  /** True for read tools (annotated readOnlyHint); the write tools are non-destructive. */
-  readOnly: boolean;
+  /** What calling it does to the world, for an agent deciding whether to ask first (see READ). */
+  annotations: ToolHints;
   /**
    * Input fields that fill the operation's path placeholders, in path order
    * (e.g. ['subscription_id'] for /v1/subscriptions/{id}): the adapter reads the
@@ -38,6 +38,20 @@ export interface ToolDef {
   /** REST field names (as an error's `param` names them) -> this tool's field names. */
   fieldNames?: Record<string, string>;
 }
+
+/** MCP tool annotations (hints an agent uses to decide whether to confirm a call with its user). */
+export interface ToolHints {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/**
+ * A read: changes nothing, so repeating it changes nothing either, and it reads only
+ * this service's own database (closed world). docs/decisions/mcp-tool-annotations.md.
+ */
+const READ: ToolHints = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
 // ---- input fields, taken from the operations ------------------------------------
 
@@ -84,7 +98,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_subscriptions',
     title: 'List subscriptions',
     operation: 'list_subscriptions',
-    readOnly: true,
+    annotations: READ,
     description: `List the community's subscriptions. ${PAGE_NOTE} Each subscription has id, status, plan_id, tier_id, member_id, amount_cents, currency, interval, current_period_end, cancel_at and scheduled_plan_id. Filter by status, plan_id or member_id.`,
     input: z.strictObject({
       status: opField('list_subscriptions', 'query', 'status').describe('Only subscriptions in this status.'),
@@ -99,7 +113,7 @@ export const tools: readonly ToolDef[] = [
     name: 'get_subscription',
     title: 'Get a subscription',
     operation: 'get_subscription',
-    readOnly: true,
+    annotations: READ,
     description: 'Get one subscription by id: status, plan and tier, member, amount, current period end, and any scheduled cancellation (cancel_at) or scheduled plan change (scheduled_plan_id, scheduled_at). An id of another community answers not_found.',
     input: z.strictObject({ subscription_id: subscriptionId }),
     path: ['subscription_id'],
@@ -108,7 +122,7 @@ export const tools: readonly ToolDef[] = [
     name: 'get_switch_options',
     title: 'Get plan switch options',
     operation: 'get_switch_options',
-    readOnly: true,
+    annotations: READ,
     description: 'List the plans an active or trialing subscription can switch to, as {same_tier, upgrades, downgrades} (each entry: plan_id, plan_name, tier_id, amount_cents, currency, interval, trial_days). Use a plan_id from here with switch_subscription. A cancelling or paused subscription answers conflict.',
     input: z.strictObject({ subscription_id: subscriptionId }),
     path: ['subscription_id'],
@@ -117,7 +131,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_plans',
     title: 'List plan tiers',
     operation: 'list_plans',
-    readOnly: true,
+    annotations: READ,
     description: 'List the active plan tiers on sale, each with its active billing plans (id, amount_cents, currency, interval, trial_days). Returns {data: [tier]}. Use a tier id and plan id from here with create_checkout_link.',
     input: z.strictObject({}),
   },
@@ -125,7 +139,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_members',
     title: 'List members',
     operation: 'list_members',
-    readOnly: true,
+    annotations: READ,
     description: `List the community's members with their platform identities and external subjects. ${PAGE_NOTE}`,
     input: z.strictObject({ cursor: cursor.optional(), limit }),
     map: (i) => ({ query: pick(i, ['cursor', 'limit']) }),
@@ -134,7 +148,7 @@ export const tools: readonly ToolDef[] = [
     name: 'get_member_entitlements',
     title: "Get a member's entitlements",
     operation: 'get_member_entitlements',
-    readOnly: true,
+    annotations: READ,
     description: "List a member's active entitlements as {data: [member entitlement]}: key, name, status, revision, the sources (subscriptions, purchases) that support each, and its platform benefits. This is the authoritative answer to what a member may access.",
     input: z.strictObject({ member_id: memberId }),
     path: ['member_id'],
@@ -143,7 +157,7 @@ export const tools: readonly ToolDef[] = [
     name: 'check_entitlement',
     title: 'Check an entitlement',
     operation: 'check_entitlement',
-    readOnly: true,
+    annotations: READ,
     description: 'Check whether a user has access, identified by exactly one pair: platform with platform_uid, or namespace with external_user_id. Give tier_id to check access to that tier; omit it to check for any access. Returns {entitled, entitlements}; an unknown user is not entitled.',
     input: z.strictObject({
       platform,
@@ -159,7 +173,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_purchases',
     title: 'List one-time purchases',
     operation: 'list_purchases',
-    readOnly: true,
+    annotations: READ,
     description: `List one-time purchases (id, status, plan_id, tier_id, member_id, amount_cents, currency, access_expires_at, paid_at). ${PAGE_NOTE}`,
     input: z.strictObject({ cursor: cursor.optional(), limit }),
     map: (i) => ({ query: pick(i, ['cursor', 'limit']) }),
@@ -168,7 +182,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_invoices',
     title: 'List invoices',
     operation: 'list_invoices',
-    readOnly: true,
+    annotations: READ,
     description: `List invoices, newest first (id, status, billing_reason, member_id, subscription_id or purchase_id, currency, subtotal_cents, discount_cents, total_cents, amount_paid_cents, lines, attempt_count, next_attempt_at, paid_at). Every charge is an invoice; an open one with next_attempt_at is being retried. Filter by member_id, subscription_id or status. ${PAGE_NOTE}`,
     input: z.strictObject({
       member_id: opField('list_invoices', 'query', 'member_id').describe('Member id (mem_...): only this member\'s invoices.'),
@@ -183,7 +197,7 @@ export const tools: readonly ToolDef[] = [
     name: 'get_invoice',
     title: 'Get an invoice',
     operation: 'get_invoice',
-    readOnly: true,
+    annotations: READ,
     description: 'Get one invoice by id (inv_...): its status, amounts, lines (each type, description, amount_cents, period) and payment attempts count.',
     input: z.strictObject({ invoice_id: opField('get_invoice', 'params', 'id').describe('Invoice id (inv_...), as returned by list_invoices.') }),
     path: ['invoice_id'],
@@ -192,7 +206,7 @@ export const tools: readonly ToolDef[] = [
     name: 'get_analytics_summary',
     title: 'Get the analytics summary',
     operation: 'get_analytics_summary',
-    readOnly: true,
+    annotations: READ,
     description: 'Get the community\'s headline numbers: {mrr_cents, currency, active_subscribers, recent_signups, recent_cancels}.',
     input: z.strictObject({}),
   },
@@ -200,7 +214,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_events',
     title: 'List events',
     operation: 'list_events',
-    readOnly: true,
+    annotations: READ,
     description: 'Read the event feed, newest first: the same envelopes (id, type, timestamp, api_version, data) that webhooks deliver, e.g. member.entitlement.granted, member.entitlement.updated, member.entitlement.revoked. Give types to filter, and after_id (the newest evt_ id you have seen) to poll for newer events only. Returns {data: [event], next_cursor}; this tool has no cursor input, so read older history with a larger limit (up to 100).',
     input: z.strictObject({
       types: z.array(z.string().min(1).max(100)).min(1).max(50).optional()
@@ -217,7 +231,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_webhook_endpoints',
     title: 'List webhook endpoints',
     operation: 'list_webhook_endpoints',
-    readOnly: true,
+    annotations: READ,
     description: "List the community's outbound webhook endpoints (url, subscribed event types, enabled state). Signing secrets are never returned. Use an endpoint id with list_webhook_deliveries.",
     input: z.strictObject({}),
   },
@@ -225,7 +239,7 @@ export const tools: readonly ToolDef[] = [
     name: 'list_webhook_deliveries',
     title: 'List webhook deliveries',
     operation: 'list_webhook_deliveries',
-    readOnly: true,
+    annotations: READ,
     description: "List the delivery attempt log of one webhook endpoint, newest first: which events were delivered, their status and the endpoint's last response. Returns {data: [delivery], next_cursor}.",
     input: z.strictObject({
       endpoint_id: opField('list_webhook_deliveries', 'params', 'id').describe('Webhook endpoint id, as returned by list_webhook_endpoints.'),
@@ -238,7 +252,10 @@ export const tools: readonly ToolDef[] = [
     name: 'create_checkout_link',
     title: 'Create a checkout link',
     operation: 'create_checkout_link',
-    readOnly: false,
+    // Additive: a new checkout session (and, for a new buyer, the member); nothing is
+    // charged or changed. Each call makes another session (not idempotent), at the
+    // payment provider too (Stripe: open world).
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     description: 'Create a checkout page URL for a buyer to pay for a plan tier. Identify the buyer by exactly one pair: platform with platform_uid (a connected platform identity), or namespace with external_user_id (a user of your own application; the member is created if needed). plan_id is required when the tier has more than one active plan (see list_plans). Returns {checkout_id, member_id, url, expires_at}. Creating a link grants nothing: access starts only when the buyer pays. Fails with not_eligible if the buyer already has the tier, plan_required, discount_invalid or payment_config_inactive.',
     input: z.strictObject({
       tier_id: tierId('the tier to sell.'),
@@ -272,8 +289,12 @@ export const tools: readonly ToolDef[] = [
     name: 'switch_subscription',
     title: 'Switch a subscription to another plan',
     operation: 'switch_subscription',
-    readOnly: false,
-    description: 'Move an active or trialing subscription to another plan taken from get_switch_options. A same-tier plan or an upgrade applies at once with proration; a downgrade is scheduled for the period end (scheduled_plan_id, scheduled_at). Returns the updated subscription. This does not cancel anything.',
+    // Destructive: a same-tier switch or an upgrade replaces the plan and charges the
+    // prorated difference at once (a downgrade replaces it at the period end); no call
+    // undoes a charge. A repeat is not promised to be harmless, and the charge goes
+    // through the payment provider (open world).
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    description: 'Move an active or trialing subscription to another plan taken from get_switch_options. A same-tier plan or an upgrade applies at once and charges the prorated difference immediately; a downgrade is scheduled for the period end (scheduled_plan_id, scheduled_at). Returns the updated subscription. Confirm with the user first: a charge cannot be undone by another call. This does not cancel anything.',
     input: z.strictObject({
       subscription_id: subscriptionId,
       plan_id: opField('switch_subscription', 'body', 'plan_id').describe('Target billing plan (plan_...), one of the plan_id values from get_switch_options.'),

@@ -1,7 +1,9 @@
 // Express plumbing shared by the adapters mounted on the HTTP server (REST, MCP): who
 // is calling, and an operation's Outcome written as a response. Protocol only: no rule.
+import type express from 'express';
 import type { Request, Response } from 'express';
 import { API_VERSION } from '../core/api-version';
+import { resolveProblemType } from '../core/errors';
 import type { Caller, Outcome, RateLimitInfo } from '../operations/executor';
 
 export const WWW_AUTHENTICATE = 'Bearer realm="billing"';
@@ -20,6 +22,20 @@ export function callerOf(req: Request): Caller {
     origin: { protocol: req.protocol, host: req.get('host') },
     identified: observation && ((communityId, keyId) => { observation.communityId = communityId; observation.keyId = keyId; }),
   };
+}
+
+type BaseUrlOf = (req: Request) => string;
+const BASE_URL = 'billing.baseUrlOf';
+
+/** How the app computes a request's base URL (src/core/config.ts baseUrlFor); set by the composition root. */
+export function setBaseUrlOf(app: express.Express, baseUrlOf: BaseUrlOf): void {
+  app.locals[BASE_URL] = baseUrlOf;
+}
+
+/** The base URL of this response's request, when the app said how to compute it. */
+export function baseUrlOf(res: Response): string | undefined {
+  const of = res.app?.locals[BASE_URL] as BaseUrlOf | undefined;
+  return of && res.req ? of(res.req) : undefined;
 }
 
 export function setRateHeaders(res: Response, rl: RateLimitInfo | undefined, retry: boolean) {
@@ -46,5 +62,7 @@ export function sendOutcome(res: Response, outcome: Outcome) {
     return;
   }
   res.type(outcome.problem ? 'application/problem+json' : 'application/json');
+  // A problem's type names this service's page for its code, at this request's base URL.
+  if (outcome.problem) return void res.send(JSON.stringify(resolveProblemType(outcome.body, baseUrlOf(res))));
   res.send(outcome.bodyText ?? JSON.stringify(outcome.body));
 }

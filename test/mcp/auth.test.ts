@@ -83,7 +83,7 @@ test('a key lacking a tool\'s scope gets a tool error naming the missing scope (
         expect({ tool: tool.name, problem: resultJson(result) }).toEqual({
           tool: tool.name,
           problem: {
-            type: 'https://docs.billing.example/errors#missing_scope', title: 'Missing scope', status: 403,
+            type: `${app.url}/problems#missing_scope`, title: 'Missing scope', status: 403,
             code: 'missing_scope', required_scope: scope, detail: `This key lacks the scope ${scope}.`,
           },
         });
