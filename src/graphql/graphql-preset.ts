@@ -9,7 +9,7 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { NoSchemaIntrospectionCustomRule } from 'postgraphile/graphql';
 import type { Identity } from '../operations/executor';
 import { queryLimitsRule } from './graphql-limits';
-import { EnumColumnsPlugin, KeysetPagingPlugin, RelationNamesPlugin, ScopeTagPlugin } from './graphql-schema';
+import { EnumColumnsPlugin, EnumConditionAsStringPlugin, KeysetPagingPlugin, RelationNamesPlugin, ScopeTagPlugin } from './graphql-schema';
 
 export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
@@ -71,7 +71,7 @@ const NamingPlugin: GraphileConfig.Plugin = {
 export function graphqlPreset(opts: { pool: pg.Pool; graphiql: boolean; introspection: boolean; identityOf: (req: unknown) => Identity | undefined }): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset],
-    plugins: [limitsPlugin(opts.introspection), NamingPlugin, ScopeTagPlugin, EnumColumnsPlugin, KeysetPagingPlugin, RelationNamesPlugin],
+    plugins: [limitsPlugin(opts.introspection), NamingPlugin, ScopeTagPlugin, EnumColumnsPlugin, EnumConditionAsStringPlugin, KeysetPagingPlugin, RelationNamesPlugin],
     // No Relay node interface (ids are the API's own) and no root Subscription type (its
     // name is the subscriptions view's type; GraphQL here is queries only).
     disablePlugins: ['NodePlugin', 'SubscriptionPlugin'],

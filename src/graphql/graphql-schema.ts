@@ -2,7 +2,8 @@
 //   - each view's type carries its @scope (graphql-limits.ts refuses a query needing a
 //     scope the key lacks, naming it);
 //   - a status column tagged @enumValues is a GraphQL enum of exactly those values
-//     (spelt as in SQL and REST, so the JSON a client reads is unchanged);
+//     (spelt as in SQL and REST, so the JSON a client reads is unchanged; a condition
+//     on it still takes the String it took before);
 //   - connections page by keyset only: no `offset` argument, and a missing or null
 //     `first`/`last` reads DEFAULT_PAGE rows, never the whole set;
 //   - relations have readable names (`member`, `plan`, `subscriptions`) beside the
@@ -48,6 +49,25 @@ export const EnumColumnsPlugin: GraphileConfig.Plugin = {
           description: `The values of ${event.pgClass.relname}.${event.pgAttribute.attname}.`,
           extensions: { tags: {} },
         });
+      },
+    },
+  },
+};
+
+/**
+ * A condition on such a column keeps taking a String, as before the enums: a client's
+ * `condition: { status: "active" }` literal still runs (the schema changes additively;
+ * an unknown value matches nothing, as it did).
+ */
+export const EnumConditionAsStringPlugin: GraphileConfig.Plugin = {
+  name: 'BillingEnumConditionAsStringPlugin',
+  version: '1.0.0',
+  schema: {
+    hooks: {
+      GraphQLInputObjectType_fields_field(field, build, context) {
+        const attribute = context.scope.pgAttribute as { extensions?: { tags?: Record<string, unknown> } } | undefined;
+        if (!context.scope.isPgConnectionConditionInputField || !words(attribute?.extensions?.tags?.enumValues)) return field;
+        return { ...field, type: build.graphql.GraphQLString };
       },
     },
   },
