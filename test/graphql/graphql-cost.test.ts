@@ -74,16 +74,16 @@ test('the alias bomb (1,000 aliased single-row lookups) is refused at once, and 
   expect(bombs[0].body.errors[0]).toMatchObject({ message: 'The document has more than 5000 tokens; at most 5000 are allowed.', extensions: { code: 'QUERY_TOO_LARGE' } });
   expect(codes(bombs[2])).toContain('QUERY_TOO_LARGE');
   expect(bombs[2].body.errors[0].message).toMatch(/300 aliases/);
-  // The server (this process: it runs the app, the bombs and the probe) spent under
-  // 100 ms of CPU answering all four: no /healthz waited behind them longer than that.
-  // main 2a577d0 spent seconds on one bomb and stalled /healthz for up to 3.3 s.
-  expect((cpu.user + cpu.system) / 1000).toBeLessThan(100);
   // /healthz answered meanwhile as it answers on this machine without them, within
   // 100 ms (a loaded machine, such as 8 test runs sharing 2 cores, delays an idle
   // server's answers too: that delay is measured first and allowed for).
   expect(probe.latencies.length).toBeGreaterThan(0);
   expect(median(probe.latencies)).toBeLessThan(median(idle.latencies) + 100);
   expect(Math.max(...probe.latencies)).toBeLessThan(Math.max(...idle.latencies) + 1000);
+  // And the reason: this process (it runs the app, the bombs' client and the probe)
+  // spent a few hundred ms of CPU at most on all four bombs, where main 2a577d0 spent
+  // seconds on one (4.4-5.7 s, /healthz stalled up to 3.3 s).
+  expect((cpu.user + cpu.system) / 1000).toBeLessThan(400);
   expect(took).toBeLessThan(3000 + 10 * median(idle.latencies));
 });
 
@@ -167,10 +167,12 @@ test('hostile documents are answered with GraphQL errors before anything runs, n
     expect(r.body.errors.length).toBeGreaterThan(0);
     expect(r.body.data).toBeUndefined();
   }
-  // Variables nested deep, where a string is expected.
-  let value: unknown = 'x';
-  for (let i = 0; i < 5_000; i++) value = [value];
-  const r = await gql(app.url, a.key, 'query($p: String!) { planById(id: $p) { id } }', { p: value });
-  expect(r.status).toBeLessThan(500);
-  expect(r.body.errors.length).toBeGreaterThan(0);
+  // Variables nested deep, where a string is expected (the body written by hand: JSON.stringify would overflow).
+  const body = `{"query":"query($p: String!) { planById(id: $p) { id } }","variables":{"p":${'['.repeat(5_000)}"x"${']'.repeat(5_000)}}}`;
+  const res = await fetch(`${app.url}/graphql`, {
+    method: 'POST', body,
+    headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${a.key}` },
+  });
+  expect(res.status).toBeLessThan(500);
+  expect(await res.text()).toMatch(/"errors"|"invalid_request"/);
 });
