@@ -212,7 +212,9 @@ export function analyzeDocument(schema: GraphQLSchema, document: DocumentNode, v
     if (s.depth > MAX_DEPTH) report(`The query is ${s.depth} levels deep; at most ${MAX_DEPTH} are allowed.`, 'QUERY_TOO_DEEP');
     if (s.aliases > MAX_ALIASES) report(`The query has ${fmt(s.aliases)} aliases; at most ${MAX_ALIASES} are allowed: read lists through a connection.`, 'QUERY_TOO_LARGE');
     if (s.fields > MAX_FIELDS) report(`The query selects ${fmt(s.fields)} fields (fragments expanded); at most ${MAX_FIELDS} are allowed.`, 'QUERY_TOO_LARGE');
-    if (s.rows > MAX_NODES) report(`The query may read ${fmt(s.rows)} rows; at most ${MAX_NODES} are allowed: ask for smaller pages.`, 'QUERY_TOO_COSTLY');
+    // Rows depend on the variables' page sizes: checked with the request's (the route),
+    // not by the validation backstop, which would count every variable page as 100.
+    if (s.rows > MAX_NODES && variables !== undefined) report(`The query may read ${fmt(s.rows)} rows; at most ${MAX_NODES} are allowed: ask for smaller pages.`, 'QUERY_TOO_COSTLY');
     const rootFields = countRootFields(op.selectionSet, fragments, new Set());
     if (s.rows >= result.rows) { result.rows = s.rows; result.rootFields = Math.max(result.rootFields, rootFields); }
     for (const [scope, node] of s.scopes) if (!result.scopes.has(scope)) result.scopes.set(scope, node);
@@ -251,7 +253,7 @@ export function tokensFor(analysis: Pick<QueryAnalysis, 'rows' | 'rootFields'>, 
 
 /**
  * The same limits inside grafserv's validation (a backstop: the route has refused
- * such documents already), with page-size variables counted at their maximum.
+ * such documents already), except the row budget, which needs the variables.
  */
 export const queryLimitsRule: ValidationRule = (context: ValidationContext) => {
   let done = false;

@@ -76,3 +76,12 @@ test(`a page size over ${MAX_PAGE} or below 0 is refused, as a literal or a vari
     expect(r.body.errors[0].message).toMatch(new RegExp(`a page size is a number from 0 to ${MAX_PAGE}`));
   }
 });
+
+test('nested pages given as variables count at their values, not at the maximum', async () => {
+  // Counted at 100 each, these pages would be 1,010,100 rows, past the 25,000-row budget.
+  const r = await gql('query($a: Int, $b: Int, $c: Int) { tiers(first: $a) { nodes { plans(first: $b) { nodes { subscriptions(first: $c) { nodes { id } } } } } } }', { a: 2, b: 2, c: 2 });
+  expect(r.body.errors).toBeUndefined();
+  expect(r.body.data.tiers.nodes[0].plans.nodes).toHaveLength(2);
+  const big = await gql('query($a: Int, $b: Int, $c: Int) { tiers(first: $a) { nodes { plans(first: $b) { nodes { subscriptions(first: $c) { nodes { id } } } } } } }', { a: 100, b: 100, c: 100 });
+  expect(big.body.errors[0].extensions.code).toBe('QUERY_TOO_COSTLY');
+});
