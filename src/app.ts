@@ -73,7 +73,9 @@ export function createApp(opts: AppOptions) {
   mountHealthRoutes(app, ownerPool);
   mountProviderRoutes(app, { config, ownerPool });
   mountMcp(app, executor);
-  const graphql = mountGraphql(app, executor, { pool: apiPool, graphiql: config.graphiql });
+  const graphql = mountGraphql(app, executor, {
+    pool: apiPool, graphiql: config.graphiql, introspection: config.graphqlIntrospection, rateLimits: config.rateLimits,
+  });
   mountDashboard(app, { executor, api: apiPool, config });
   mountMemberPortal(app, { executor, api: apiPool, config });
   opts.mount?.(app, executor);

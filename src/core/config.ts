@@ -49,6 +49,11 @@ export interface Config {
   production: boolean;
   /** Ruru (GraphiQL) at /graphiql: development only, never when NODE_ENV=production. */
   graphiql: boolean;
+  /**
+   * GraphQL introspection (__schema, __type) for any valid key (GRAPHQL_INTROSPECTION,
+   * true or false): an operator's choice, off by default in production.
+   */
+  graphqlIntrospection: boolean;
   /** Bearer token of GET /metrics; null: /metrics answers 404. */
   metricsToken: string | null;
 }
@@ -81,6 +86,14 @@ function num(value: string | undefined, fallback: number): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`expected a positive number, got ${value}`);
   return n;
+}
+
+/** A yes/no setting: true or 1, false or 0; unset or empty: the fallback. */
+function flag(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new Error(`${name}: expected true or false, got ${value}`);
 }
 
 function portNumber(value: string | undefined, fallback: number): number {
@@ -128,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
     production,
     graphiql: !production,
+    graphqlIntrospection: flag('GRAPHQL_INTROSPECTION', env.GRAPHQL_INTROSPECTION, !production),
     metricsToken: env.METRICS_TOKEN || null,
   };
 }

@@ -6,13 +6,20 @@ import 'postgraphile';
 import type pg from 'pg';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
+import { NoSchemaIntrospectionCustomRule } from 'postgraphile/graphql';
 import type { Identity } from '../operations/executor';
-import { pageVariablesError, queryLimitsRule } from './graphql-limits';
+import { queryLimitsRule } from './graphql-limits';
+import { EnumColumnsPlugin, EnumConditionAsStringPlugin, KeysetPagingPlugin, RelationNamesPlugin, ScopeTagPlugin } from './graphql-schema';
 
 export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
-/** Backstop for what the query limits cannot foresee: no statement runs longer. */
-const STATEMENT_TIMEOUT_MS = 5000;
+/**
+ * Backstop for what the query limits cannot foresee: no GraphQL statement runs longer.
+ * Below the API login's own statement_timeout (15 s, 00-foundation.sql): a GraphQL
+ * query is a bounded read, and a slow one must not hold a pool connection as long as
+ * a REST write may.
+ */
+export const GRAPHQL_STATEMENT_TIMEOUT_MS = 3000;
 
 /** The transaction-local settings of one request: the same ones billing.api_auth sets for REST. */
 export function pgSettingsFor(identity: Identity): Record<string, string> {
@@ -21,31 +28,27 @@ export function pgSettingsFor(identity: Identity): Record<string, string> {
     'app.community_id': identity.communityId,
     'app.key_id': identity.keyId,
     'app.scopes': identity.scopes.join(' '),
-    statement_timeout: String(STATEMENT_TIMEOUT_MS),
+    statement_timeout: String(GRAPHQL_STATEMENT_TIMEOUT_MS),
   };
 }
 
-const LimitsPlugin: GraphileConfig.Plugin = {
-  name: 'BillingQueryLimitsPlugin',
-  version: '1.0.0',
-  grafserv: {
-    middleware: {
-      setPreset(next, event) {
-        event.validationRules.push(queryLimitsRule);
-        return next();
+function limitsPlugin(introspection: boolean): GraphileConfig.Plugin {
+  return {
+    name: 'BillingQueryLimitsPlugin',
+    version: '1.0.0',
+    grafserv: {
+      middleware: {
+        setPreset(next, event) {
+          // The route (index.ts) has refused what these refuse, with the request's
+          // variables; here they are a backstop inside grafserv's validation.
+          event.validationRules.push(queryLimitsRule);
+          if (!introspection) event.validationRules.push(NoSchemaIntrospectionCustomRule);
+          return next();
+        },
       },
     },
-  },
-  grafast: {
-    middleware: {
-      prepareArgs(next, event) {
-        const message = pageVariablesError(event.args.document, event.args.variableValues as Record<string, unknown> | undefined);
-        if (message) throw Object.assign(new Error(message), { statusCode: 400 });
-        return next();
-      },
-    },
-  },
-};
+  };
+}
 
 // Names as REST shows them: `id` stays `id` (no Relay node ids, so no `rowId`), and a
 // table's connection is its plural (`subscriptions`, not `allSubscriptions`).
@@ -65,10 +68,10 @@ const NamingPlugin: GraphileConfig.Plugin = {
   },
 };
 
-export function graphqlPreset(opts: { pool: pg.Pool; graphiql: boolean; identityOf: (req: unknown) => Identity | undefined }): GraphileConfig.Preset {
+export function graphqlPreset(opts: { pool: pg.Pool; graphiql: boolean; introspection: boolean; identityOf: (req: unknown) => Identity | undefined }): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset],
-    plugins: [LimitsPlugin, NamingPlugin],
+    plugins: [limitsPlugin(opts.introspection), NamingPlugin, ScopeTagPlugin, EnumColumnsPlugin, EnumConditionAsStringPlugin, KeysetPagingPlugin, RelationNamesPlugin],
     // No Relay node interface (ids are the API's own) and no root Subscription type (its
     // name is the subscriptions view's type; GraphQL here is queries only).
     disablePlugins: ['NodePlugin', 'SubscriptionPlugin'],
@@ -81,6 +84,7 @@ export function graphqlPreset(opts: { pool: pg.Pool; graphiql: boolean; identity
       graphiql: opts.graphiql,
       graphiqlPath: GRAPHIQL_PATH,
       graphiqlOnGraphQLGET: false,
+      graphqlOverGET: false,
       websockets: false,
       watch: false,
       maxRequestLength: 100_000,

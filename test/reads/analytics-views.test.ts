@@ -83,8 +83,9 @@ test('GraphQL reads the same analytics with analytics:read only', async () => {
   const json = await res.json();
   expect(json.data.mrrDailies.nodes).toEqual([{ day: day(0), mrrCents: '5000' }]);
   expect(json.data.mrrByTiers.nodes).toEqual([{ tierName: 'Gold', mrrCents: '3000' }, { tierName: 'Silver', mrrCents: '2000' }]);
-  // A key of the same community without analytics:read sees no analytics rows.
+  // A key of the same community without analytics:read reads no analytics rows: it is told the scope it lacks.
   const limited = await createKey(app.owner, tenant.communityId, ['members:read']);
-  const denied = await fetch(`${app.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${limited.key}` }, body: body(q) });
-  expect((await denied.json()).data).toEqual({ mrrDailies: { nodes: [] }, mrrByTiers: { nodes: [] } });
+  const denied = await (await fetch(`${app.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${limited.key}` }, body: body(q) })).json();
+  expect(denied.data).toBeUndefined();
+  expect(denied.errors.map((e: { extensions: { required_scope: string } }) => e.extensions.required_scope)).toEqual(['analytics:read']);
 });
