@@ -216,7 +216,9 @@ begin
   delete from billing_private.operator_known_addresses k
   where k.user_id = v_user.id and k.last_seen_at < now() - interval '90 days';
   if p_email is not null and lower(trim(p_email)) = v_user.email then
-    perform billing_private.take_tokens('signin-fail:' || v_user.email || ' ' || p_ip, 0.2, 5, 0, 1);
+    -- The address proved itself: its earlier typos are forgiven. The account's budget,
+    -- shared with whoever else is guessing, only gets this attempt's token back.
+    delete from billing_private.rate_buckets b where b.bucket = 'signin-fail:' || v_user.email || ' ' || p_ip;
     perform billing_private.take_tokens('signin-fail:' || v_user.email, 2, 30, 0, 1);
   end if;
 end
