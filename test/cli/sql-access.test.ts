@@ -3,6 +3,7 @@
 // setting, role switch, function, catalog view or COPY shows it another community.
 import pg from 'pg';
 import { main } from '../../src/cli/index';
+import { grantSqlAccess } from '../../src/domain/communities/sql-access';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { TEST_APP_DB, TEST_DB, TEST_WORKER_DB } from '../support/app';
 
@@ -331,16 +332,24 @@ test('read-only is the rights of the role: with default_transaction_read_only of
 });
 
 test('grant refuses while the fence has a gap, unless told to accept it', async () => {
-  await owner.query('grant select on pg_catalog.pg_stat_user_tables to billing_operator');
+  // The gap exists only inside this transaction, so other files' grants never see it.
+  const client = await owner.connect();
   try {
-    const refused = await cli('sql-access', 'grant', '--community', b, '--json');
-    expect([refused.code, refused.out]).toEqual([1, '']);
-    expect(refused.err).toMatch(/pg_stat_user_tables.*operator_fence/s);
-    const accepted = await cli('sql-access', 'grant', '--community', b, '--allow-shared-statistics', '--json');
+    await client.query('begin');
+    await client.query('grant select on pg_catalog.pg_stat_user_tables to billing_operator');
+    expect((await client.query('select billing_private.operator_fence_gaps() as g')).rows[0].g).toEqual(['pg_stat_user_tables']);
+    const inTransaction = { query: client.query.bind(client), connect: async () => { throw new Error('no login may be made'); } } as unknown as pg.Pool;
+    await expect(grantSqlAccess(inTransaction, TEST_DB(), b)).rejects.toThrow(/pg_stat_user_tables.*operator_fence.*--allow-shared-statistics/s);
+    await expect(grantSqlAccess(inTransaction, TEST_DB(), b, { allowSharedStatistics: true })).rejects.toThrow(/no login may be made/);
+  } finally {
+    await client.query('rollback');
+    client.release();
+  }
+  const accepted = await cli('sql-access', 'grant', '--community', b, '--allow-shared-statistics', '--json');
+  try {
     expect(accepted.code).toBe(0);
     expect(JSON.parse(accepted.out).community_id).toBe(b);
   } finally {
-    await owner.query('revoke select on pg_catalog.pg_stat_user_tables from billing_operator');
     await cli('sql-access', 'revoke', '--community', b, '--json');
   }
 });
