@@ -13,9 +13,13 @@ export default defineGroup({
     defineCommand({
       name: 'grant',
       summary: 'creates a PostgreSQL login that reads one community; its connection string is shown once',
-      options: { community },
+      options: {
+        community,
+        'allow-shared-statistics': { type: 'boolean', description: 'create the login although the catalog still shows every community\'s table statistics (the fence needs a superuser once)' },
+      },
       async run(ctx, input) {
-        return grantSqlAccess(await ctx.ownerPool(), await ctx.databaseUrl(), requireString(input, 'community'));
+        return grantSqlAccess(await ctx.ownerPool(), await ctx.databaseUrl(), requireString(input, 'community'),
+          { allowSharedStatistics: input.options['allow-shared-statistics'] === true });
       },
       print: (r: GrantedSqlAccess) => [
         `Created SQL login ${r.role} for community ${r.community_id} (read-only; statement_timeout ${OPERATOR_STATEMENT_TIMEOUT}, ${OPERATOR_CONNECTION_LIMIT} connections).`,

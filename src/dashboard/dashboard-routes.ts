@@ -11,7 +11,7 @@ import { SCOPES } from '../core/scopes';
 import { decimalOf, minorDigits, minorUnitsOf } from '../core/money';
 import { INVOICE_STATUSES, SUBSCRIPTION_STATUSES } from '../core/statuses';
 import { EVENT_TYPES } from '../domain/events/event-types';
-import { setPassword, signInWithLink, signInWithPassword, signOut, PASSWORD_MIN, PASSWORD_MAX } from '../domain/operators/operator-accounts';
+import { changePassword, signInWithLink, signInWithPassword, signOut, PASSWORD_MIN, PASSWORD_MAX } from '../domain/operators/operator-accounts';
 import { dashboardOperation } from '../operations';
 import type { Executor, Outcome, RawInput } from '../operations/executor';
 import { BASE_CSS, day, esc, Html, html, lineChart, money, raw } from '../web/html';
@@ -39,7 +39,7 @@ const NOTICES: Record<string, string> = {
   redelivered: 'The delivery is queued again.',
   updated: 'Saved.',
   deleted: 'The endpoint is deleted.',
-  password: 'Your password is set: you can now sign in with it.',
+  password: 'Your password is set: you can now sign in with it. Your other sessions have ended.',
   operator: 'Saved.',
 };
 
@@ -155,6 +155,9 @@ export function mountDashboard(app: express.Express, deps: DashboardDeps): void 
       res.setHeader('Retry-After', String(result.retry_after ?? 60));
       return signInPage(req, res, 429, `Too many sign-in attempts: try again in ${result.retry_after ?? 60} seconds.`);
     }
+    if (!result.ok && result.reason === 'link_required') {
+      return signInPage(req, res, 429, 'This account has had many failed sign-ins: from a new address, sign in with a one-time link (an owner makes one in the dashboard or with billing operators invite).');
+    }
     if (!result.ok) return signInPage(req, res, 401, 'That email and password do not match an operator.');
     setSessionCookie(res, config, result.session.token);
     const next = typeof req.query.next === 'string' && /^\/dashboard(\/|$|\?)/.test(req.query.next) ? req.query.next : '/dashboard';
@@ -190,21 +193,28 @@ export function mountDashboard(app: express.Express, deps: DashboardDeps): void 
     res.redirect(303, '/dashboard/sign-in');
   });
 
-  router.get('/account', (req, res) => {
+  const accountPage = (req: Request, res: Response, status: number, error?: string) => {
     const s = req.signed!;
-    res.type('html').send(shell('Account', html`${flash(req)}<p>${s.info.email}, ${s.info.role} of ${s.info.community_name} (${s.info.community_id}).</p>
+    res.status(status).type('html').send(shell('Account', html`${flash(req)}${error ? html`<p class="error" role="alert">${error}</p>` : ''}<p>${s.info.email}, ${s.info.role} of ${s.info.community_name} (${s.info.community_id}).</p>
 <h2>${s.info.has_password ? 'Change your password' : 'Set a password'}</h2>
 <form method="post" action="/dashboard/account/password">${csrfField(s)}
-<p><label for="pw">New password (at least ${PASSWORD_MIN} characters)</label><input id="pw" name="password" type="password" autocomplete="new-password" minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" required></p>
+${s.info.has_password ? html`<p><label for="current">Current password</label><input id="current" name="current" type="password" autocomplete="current-password" maxlength="${PASSWORD_MAX}" required></p>` : ''}
+<p><label for="pw">New password (at least ${PASSWORD_MIN} characters, hard to guess; your other sessions end)</label><input id="pw" name="password" type="password" autocomplete="new-password" minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" required></p>
 <p><button type="submit">Save password</button></p></form><p><a href="/dashboard">Go to the overview</a></p>`, { signed: s }));
-  });
+  };
+  router.get('/account', (req, res) => accountPage(req, res, 200));
   router.post('/account/password', async (req, res) => {
     const s = req.signed!;
-    const pw = (req.body as Record<string, unknown>).password;
-    if (typeof pw !== 'string' || pw.length < PASSWORD_MIN || pw.length > PASSWORD_MAX) {
-      return void res.status(422).type('html').send(shell('Account', html`<p class="error" role="alert">The password needs ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.</p><p><a href="/dashboard/account">Back</a></p>`, { signed: s }));
+    const body = req.body as Record<string, unknown>;
+    const pw = typeof body.password === 'string' ? body.password : '';
+    const result = await changePassword(api, s.token, {
+      current: typeof body.current === 'string' ? body.current : null, next: pw, ip: req.ip ?? 'unknown',
+      userInputs: [s.info.email, s.info.community_name],
+    });
+    if (!result.ok) {
+      if (result.reason === 'signed_out') return void res.redirect(303, '/dashboard/sign-in');
+      return accountPage(req, res, result.reason === 'weak' ? 422 : result.reason === 'rate_limited' ? 429 : 403, result.message);
     }
-    await setPassword(api, s.token, pw);
     res.redirect(303, '/dashboard/account?done=password');
   });
 

@@ -2,7 +2,7 @@
 // member's subscriptions with plan, price, next invoice and status, their purchases and
 // invoices; cancel at period end, reactivate, switch plan with the proration shown
 // first, cancel a scheduled switch, and change the simulated card. Opening the URL
-// (ten minutes) starts a member portal session (one hour, httpOnly cookie); every read
+// (ten minutes, once) starts a member portal session (one hour, httpOnly cookie); every read
 // and action runs the API's operations with it, and the database fences it to the
 // member (82-member-portal.sql). Stripe communities get Stripe's own billing portal
 // from POST /v1/members/{id}/portal-sessions instead (the hand-off is the provider's).
@@ -146,6 +146,14 @@ ${p.info.return_url ? html`<p><a href="${p.info.return_url}">Back</a></p>` : ''}
     if (!PS_ID.test(ps) || typeof t !== 'string' || t.length === 0 || t.length > 200) return send(res, bare(404, 'Not found', 'No such portal session.'));
     const opened = await openMemberPortal(api, ps, t);
     if (!opened) return send(res, bare(404, 'Not found', 'No such portal session.'));
+    if (opened.status === 'used') {
+      // One use: the browser that opened it goes on with its session (a reload); anyone
+      // else holding the URL gets nothing.
+      const token = cookies(req)[COOKIE];
+      const mine = token && SESSION_TOKEN_PATTERN.test(token) && token.startsWith('bmp_') ? await portalOf(req, token) : null;
+      if (mine && mine.info.portal_session_id === ps) return account(req, res, mine);
+      return send(res, bare(410, 'This portal link was already used', 'A portal link opens once: ask for a new link where you found this one.'));
+    }
     if (opened.status === 'expired') return send(res, bare(410, 'This portal link has expired', 'Ask for a new link where you found this one.'));
     res.append('Set-Cookie', `${COOKIE}=${opened.token}; Path=/sandbox/portal; HttpOnly; SameSite=Lax; Max-Age=3600${config.production ? '; Secure' : ''}`);
     const p = await portalOf(req, opened.token);

@@ -3,8 +3,9 @@
 // setting, role switch, function, catalog view or COPY shows it another community.
 import pg from 'pg';
 import { main } from '../../src/cli/index';
+import { grantSqlAccess } from '../../src/domain/communities/sql-access';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
-import { TEST_APP_DB, TEST_DB } from '../support/app';
+import { TEST_APP_DB, TEST_DB, TEST_WORKER_DB } from '../support/app';
 
 let owner: pg.Pool;
 let a: string;
@@ -229,6 +230,128 @@ test("the catalog's role settings show no community, and COPY TO PROGRAM is refu
   await asOperator(async (c) => {
     await expect(c.query(`copy billing.subscriptions to '/tmp/billing-op-copy'`)).rejects.toThrow(/permission denied|must be superuser|pg_write_server_files/);
   });
+});
+
+// ---- issue 27 item 5: statistics, and read-only as rights ---------------------------------
+
+const STAT_READS = [
+  `select n_live_tup from pg_stat_user_tables where relname = 'subscriptions'`,
+  'select * from pg_stat_all_tables limit 1', 'select * from pg_stat_xact_user_tables limit 1',
+  'select * from pg_statio_user_tables limit 1', 'select * from pg_stat_user_indexes limit 1',
+  'select * from pg_stat_database limit 1', 'select * from pg_stat_user_functions limit 1',
+  `select reltuples from pg_class where oid = 'billing.subscriptions'::regclass`,
+  `select relpages from pg_class where oid = 'billing.events'::regclass`,
+  `select * from pg_class where oid = 'billing.events'::regclass`,
+  `select pg_relation_size('billing.subscriptions')`, `select pg_total_relation_size('billing.events')`,
+  `select pg_table_size('billing.events')`, `select pg_indexes_size('billing.events')`,
+  'select pg_database_size(current_database())',
+  `select pg_stat_get_live_tuples('billing.subscriptions'::regclass)`,
+  `select pg_stat_get_tuples_inserted('billing.events'::regclass)`,
+];
+
+test('an operator login reads no statistic or size that counts other communities\' rows', async () => {
+  await owner.query('analyze billing.subscriptions');
+  for (const sql of STAT_READS) {
+    await asOperator(async (c) => { await expect(c.query(sql)).rejects.toThrow(/permission denied/); });
+  }
+  await asOperator(async (c) => {
+    // Every statistics view and function of the catalog, not only those tried above.
+    const views = await c.query(`select relname::text as v from pg_class where relnamespace = 'pg_catalog'::regnamespace and relkind = 'v'
+      and (relname like 'pg\\_stat\\_%' or relname like 'pg\\_statio\\_%') and has_table_privilege(oid, 'select') order by 1`);
+    expect(views.rows.map((r) => r.v)).toEqual(['pg_stat_activity', 'pg_stat_gssapi', 'pg_stat_ssl']);
+    const fns = await c.query(`select distinct proname::text as f from pg_proc where pronamespace = 'pg_catalog'::regnamespace
+      and proname like 'pg\\_stat\\_get\\_%' and has_function_privilege(oid, 'execute') order by 1`);
+    expect(fns.rows.map((r) => r.f)).toEqual(['pg_stat_get_activity']);
+    // pg_stats shows no table whose row security applies to the login.
+    expect((await c.query(`select count(*)::int as n from pg_stats where schemaname = 'billing'`)).rows[0].n).toBe(0);
+    // What tools need still works: names and kinds of relations, its own sessions.
+    const names = await c.query(`select relname::text as name, relkind::text as kind from pg_class where oid = 'billing.subscriptions'::regclass`);
+    expect(names.rows).toEqual([{ name: 'subscriptions', kind: 'r' }]);
+    expect((await c.query('select count(*)::int as n from pg_stat_activity where pid = pg_backend_pid()')).rows[0].n).toBe(1);
+  });
+  expect((await owner.query(`select count(*)::int as n from pg_stats where schemaname = 'billing' and tablename = 'subscriptions'`)).rows[0].n).toBeGreaterThan(0);
+  expect((await owner.query('select billing_private.operator_fence_gaps() as g')).rows[0].g).toEqual([]);
+});
+
+test("the service's roles and the owner keep the statistics and sizes", async () => {
+  const sql = `select (select sum(n_tup_ins) from pg_stat_user_tables where schemaname = 'billing') >= 0 as stats,
+    (select reltuples from pg_class where oid = 'pg_catalog.pg_class'::regclass) is not null as reltuples,
+    pg_relation_size('pg_catalog.pg_class') >= 0 as size, pg_stat_get_live_tuples('pg_catalog.pg_class'::regclass) >= 0 as fn,
+    (select count(*) from pg_stat_xact_user_functions) >= 0 as fns`;
+  const all = { stats: true, reltuples: true, size: true, fn: true, fns: true };
+  expect((await owner.query(sql)).rows[0]).toEqual(all);
+  for (const url of [TEST_APP_DB(), TEST_WORKER_DB()]) {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      expect((await c.query(sql)).rows[0]).toEqual(all);
+    } finally {
+      await c.end();
+    }
+  }
+  const c = await owner.connect();
+  try {
+    for (const role of ['billing_api', 'billing_writer']) {
+      await c.query('begin');
+      await c.query(`set local role ${role}`);
+      expect((await c.query(sql)).rows[0]).toEqual(all);
+      await c.query('rollback');
+    }
+  } finally {
+    c.release();
+  }
+});
+
+test('read-only is the rights of the role: with default_transaction_read_only off, nothing can be written', async () => {
+  const attempts = [
+    `insert into billing.members (community_id) values ('${a}')`, `update billing.communities set name = 'x'`,
+    `delete from billing.events`, `truncate billing.events`,
+    'create temporary table scratch (x int)', 'create table public.scratch (x int)', 'create schema scratch',
+    'create function pg_temp.f() returns int language sql as $$ select 1 $$',
+    'select lo_create(0)', 'select lo_creat(-1)', `select lo_from_bytea(0, '\\x00')`,
+    `create view billing.scratch as select 1`, `create table analytics.scratch (x int)`,
+  ];
+  for (const sql of attempts) {
+    await asOperator(async (c) => {
+      await c.query('set default_transaction_read_only = off');
+      await c.query('begin read write');
+      expect((await c.query(`select current_setting('transaction_read_only') as ro`)).rows[0].ro).toBe('off');
+      await expect(c.query(sql)).rejects.toThrow(/permission denied/);
+    });
+  }
+  // And by the catalog: no write right on any relation, sequence, schema or the database.
+  const { rows } = await owner.query(`select
+      -- pg_settings: PUBLIC may UPDATE it, which is SET (this session's settings only).
+      (select count(*)::int from pg_class c where c.relkind in ('r', 'p', 'v', 'm', 'f') and c.oid <> 'pg_catalog.pg_settings'::regclass
+         and has_table_privilege($1, c.oid, 'insert, update, delete, truncate, references, trigger')) as tables,
+      (select count(*)::int from pg_class c where case when c.relkind = 'S' then has_sequence_privilege($1, c.oid, 'usage, update') end) as sequences,
+      (select count(*)::int from pg_namespace n where has_schema_privilege($1, n.oid, 'create')) as schemas,
+      has_database_privilege($1, current_database(), 'create, temporary') as database,
+      has_function_privilege($1, 'pg_catalog.lo_create(oid)', 'execute') as large_objects`, [granted.role]);
+  expect(rows[0]).toEqual({ tables: 0, sequences: 0, schemas: 0, database: false, large_objects: false });
+});
+
+test('grant refuses while the fence has a gap, unless told to accept it', async () => {
+  // The gap exists only inside this transaction, so other files' grants never see it.
+  const client = await owner.connect();
+  try {
+    await client.query('begin');
+    await client.query('grant select on pg_catalog.pg_stat_user_tables to billing_operator');
+    expect((await client.query('select billing_private.operator_fence_gaps() as g')).rows[0].g).toEqual(['pg_stat_user_tables']);
+    const inTransaction = { query: client.query.bind(client), connect: async () => { throw new Error('no login may be made'); } } as unknown as pg.Pool;
+    await expect(grantSqlAccess(inTransaction, TEST_DB(), b)).rejects.toThrow(/pg_stat_user_tables.*operator_fence.*--allow-shared-statistics/s);
+    await expect(grantSqlAccess(inTransaction, TEST_DB(), b, { allowSharedStatistics: true })).rejects.toThrow(/no login may be made/);
+  } finally {
+    await client.query('rollback');
+    client.release();
+  }
+  const accepted = await cli('sql-access', 'grant', '--community', b, '--allow-shared-statistics', '--json');
+  try {
+    expect(accepted.code).toBe(0);
+    expect(JSON.parse(accepted.out).community_id).toBe(b);
+  } finally {
+    await cli('sql-access', 'revoke', '--community', b, '--json');
+  }
 });
 
 test('revoke drops the login: it can no longer connect, and list no longer shows it', async () => {

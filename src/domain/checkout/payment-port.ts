@@ -120,10 +120,12 @@ export function returnTarget(info: { return_url: string | null; checkout_id: str
 /**
  * Where a buyer who abandons the provider's checkout lands: the service's cancelled
  * page (never the return_url, which operators use as a thank-you page), with
- * checkout_id appended. The page links back to the return_url with cancelled=1.
+ * checkout_id and the checkout's pay token appended: the page shows the way back to the
+ * return_url (with cancelled=1) only to whoever holds the token.
  */
-export function cancelTarget(info: { checkout_id: string }, baseUrl: string): string {
+export function cancelTarget(info: { checkout_id: string }, baseUrl: string, accessToken: string): string {
   const target = new URL(`${baseUrl}/sandbox/cancelled`);
   target.searchParams.set('checkout_id', info.checkout_id);
+  target.searchParams.set('t', accessToken);
   return target.toString();
 }

@@ -23,7 +23,27 @@ function operatorUrl(ownerUrl: string, role: string, password: string): string {
   return url.toString();
 }
 
-export async function grantSqlAccess(pool: pg.Pool, ownerUrl: string, communityId: string): Promise<GrantedSqlAccess> {
+/**
+ * Applies what this login may do of billing_private.operator_fence (db/migrations/
+ * fixtures/10-tenancy.sql): statistics and sizes that count every community's rows
+ * taken from PUBLIC (superuser only), TEMPORARY and large objects too, so an operator
+ * login writes nothing even with default_transaction_read_only off. Returns what is
+ * still open (empty when the fence holds).
+ */
+export async function applyOperatorFence(pool: pg.Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ r: { gaps: string[] } }>('select billing_private.operator_fence() as r');
+  return rows[0].r.gaps;
+}
+
+export const FENCE_HINT = 'a superuser runs `select billing_private.operator_fence();` in this database (docs/security.md, "Operator SQL logins")';
+
+export async function grantSqlAccess(pool: pg.Pool, ownerUrl: string, communityId: string,
+  opts: { allowSharedStatistics?: boolean } = {}): Promise<GrantedSqlAccess> {
+  const gaps = await applyOperatorFence(pool);
+  if (gaps.length && !opts.allowSharedStatistics) {
+    throw new Error(`an operator login would still reach ${gaps.join(', ')}, which show every community's volumes `
+      + `or let it write: ${FENCE_HINT}, or pass --allow-shared-statistics to accept that`);
+  }
   // Random, so that role names (visible to every role in pg_roles) reveal no community.
   const role = `billing_op_${crypto.randomBytes(8).toString('hex')}`;
   const password = crypto.randomBytes(24).toString('base64url');

@@ -7,6 +7,9 @@
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type pg from 'pg';
+import { ZxcvbnFactory } from '@zxcvbn-ts/core';
+import * as zxcvbnCommon from '@zxcvbn-ts/language-common';
+import * as zxcvbnEn from '@zxcvbn-ts/language-en';
 import { hashKey } from '../../core/ids';
 import type { OperatorRole } from '../../core/scopes';
 
@@ -18,6 +21,30 @@ const MAXMEM = 64 * 1024 * 1024;
 
 export const PASSWORD_MIN = 12;
 export const PASSWORD_MAX = 200;
+/** zxcvbn's score (0-4) a new password needs: 3 is "safely unguessable" (~10^10 guesses). */
+export const PASSWORD_MIN_SCORE = 3;
+
+let strength: ZxcvbnFactory | null = null;
+
+/**
+ * Why a new password is refused, or null: length, control characters (NUL, newlines,
+ * ...) and unpaired surrogates, then zxcvbn's estimate with the common and English
+ * dictionaries and the user's own email and community name as known words.
+ */
+export function passwordProblem(password: string, userInputs: string[] = []): string | null {
+  if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) return `The password needs ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`;
+  if (/[\p{Cc}\p{Cs}]/u.test(password)) return 'The password may not contain control characters.';
+  strength ??= new ZxcvbnFactory({
+    dictionary: { ...zxcvbnCommon.dictionary, ...zxcvbnEn.dictionary },
+    graphs: zxcvbnCommon.adjacencyGraphs,
+    translations: zxcvbnEn.translations,
+  });
+  const inputs = userInputs.flatMap((u) => [u, ...u.split(/[^\p{L}\p{N}]+/u)]).filter((u) => u.length >= 3);
+  const result = strength.check(password, inputs);
+  if (result.score >= PASSWORD_MIN_SCORE) return null;
+  const hint = [result.feedback.warning, ...result.feedback.suggestions].filter(Boolean).join(' ');
+  return `This password is too easy to guess${hint ? `: ${hint}` : '.'} Longer passphrases of unrelated words work well.`;
+}
 
 /** The key scrypt derives from a password with stored parameters 'scrypt$N$r$p$salt'. */
 async function derive(password: string, params: string): Promise<Buffer | null> {
@@ -69,13 +96,31 @@ export function signInLink(baseUrl: string, token: string): string {
 
 export interface OpenedSession { token: string; session_id: string; community_id: string; expires_at: string }
 
-export type SignInResult = { ok: true; session: OpenedSession } | { ok: false; reason: 'invalid' | 'rate_limited'; retry_after?: number };
+export type SignInResult = { ok: true; session: OpenedSession } | { ok: false; reason: 'invalid' | 'rate_limited' | 'link_required'; retry_after?: number };
 
-/** Email and password: rate limited per IP and per email before anything is verified. */
+type Throttle = { allowed: boolean; reason?: 'rate_limited' | 'link_required'; retry_after: number };
+
+/** The address (req.ip) and account throttles of billing_private.operator_sign_in_throttle. */
+async function throttle(api: pg.Pool, ip: string, email: string | null): Promise<SignInResult | null> {
+  const { rows } = await api.query<{ r: Throttle }>('select billing_private.operator_sign_in_throttle($1, $2) as r', [ip, email]);
+  const r = rows[0].r;
+  return r.allowed ? null : { ok: false, reason: r.reason ?? 'rate_limited', retry_after: r.retry_after };
+}
+
+async function succeeded(api: pg.Pool, sessionId: string, ip: string, email: string | null): Promise<void> {
+  await api.query('select billing_private.operator_sign_in_succeeded($1, $2, $3)', [sessionId, ip, email]);
+}
+
+/**
+ * Email and password: throttled per address, per account and address, and per account
+ * before anything is verified (failures only: a success gives its tokens back). A wrong
+ * password from one address never locks the account for another; when the account as a
+ * whole has had too many failures, only addresses it signed in from before may try a
+ * password, the others get link_required.
+ */
 export async function signInWithPassword(api: pg.Pool, email: string, password: string, ip: string): Promise<SignInResult> {
-  const throttle = await api.query<{ r: { allowed: boolean; retry_after: number } }>(
-    'select billing_private.operator_sign_in_throttle($1, $2) as r', [ip, email]);
-  if (!throttle.rows[0].r.allowed) return { ok: false, reason: 'rate_limited', retry_after: throttle.rows[0].r.retry_after };
+  const refused = await throttle(api, ip, email);
+  if (refused) return refused;
   const { rows } = await api.query<{ r: { user_id: string; params: string }[] }>(
     'select billing_private.operator_password_candidates($1) as r', [email]);
   if (rows[0].r.length === 0) await derive(password, DECOY);
@@ -86,21 +131,26 @@ export async function signInWithPassword(api: pg.Pool, email: string, password: 
     const opened = await api.query<{ r: Omit<OpenedSession, 'token'> | null }>(
       'select billing_private.operator_password_sign_in($1, $2, $3, $4::interval) as r',
       [c.user_id, derived.toString('base64'), hashKey(token), SESSION_TTL]);
-    if (opened.rows[0].r) return { ok: true, session: { ...opened.rows[0].r, token } };
+    if (opened.rows[0].r) {
+      await succeeded(api, opened.rows[0].r.session_id, ip, email);
+      return { ok: true, session: { ...opened.rows[0].r, token } };
+    }
   }
   return { ok: false, reason: 'invalid' };
 }
 
 /** Spends a one-time link; null when it is unknown, used or expired. */
 export async function signInWithLink(api: pg.Pool, linkToken: string, ip: string): Promise<SignInResult> {
-  const throttle = await api.query<{ r: { allowed: boolean; retry_after: number } }>(
-    'select billing_private.operator_sign_in_throttle($1, null) as r', [ip]);
-  if (!throttle.rows[0].r.allowed) return { ok: false, reason: 'rate_limited', retry_after: throttle.rows[0].r.retry_after };
+  const refused = await throttle(api, ip, null);
+  if (refused) return refused;
   const token = newSessionToken();
   const { rows } = await api.query<{ r: Omit<OpenedSession, 'token'> | null }>(
     'select billing_private.operator_link_redeem($1, $2, $3::interval) as r', [hashKey(linkToken), hashKey(token), SESSION_TTL]);
   const r = rows[0].r;
-  return r ? { ok: true, session: { ...r, token } } : { ok: false, reason: 'invalid' };
+  if (!r) return { ok: false, reason: 'invalid' };
+  // The address a link was used from is known to the account from now on.
+  await succeeded(api, r.session_id, ip, null);
+  return { ok: true, session: { ...r, token } };
 }
 
 export interface SessionInfo {
@@ -117,8 +167,34 @@ export async function signOut(api: pg.Pool, token: string): Promise<void> {
   await api.query('select billing_private.operator_session_close($1)', [hashKey(token)]);
 }
 
-export async function setPassword(api: pg.Pool, token: string, password: string): Promise<boolean> {
-  const { rows } = await api.query<{ r: boolean | null }>('select billing_private.operator_set_password($1, $2) as r',
-    [hashKey(token), await hashPassword(password)]);
-  return rows[0].r === true;
+export type PasswordChange = { ok: true; ended: number }
+  | { ok: false; reason: 'weak' | 'wrong_password' | 'rate_limited' | 'signed_out'; message: string };
+
+/**
+ * The signed-in operator sets a password: strong enough (passwordProblem), and, when
+ * they have one already, only with the current one (throttled like sign-in failures of
+ * this account and address). Every other session of theirs ends.
+ */
+export async function changePassword(api: pg.Pool, token: string, input: { current?: string | null; next: string; ip: string; userInputs?: string[] }): Promise<PasswordChange> {
+  const problem = passwordProblem(input.next, input.userInputs);
+  if (problem) return { ok: false, reason: 'weak', message: problem };
+  const { rows: [p] } = await api.query<{ params: string | null }>('select billing_private.operator_session_password_params($1) as params', [hashKey(token)]);
+  let derived: string | null = null;
+  if (p.params) {
+    const current = typeof input.current === 'string' ? input.current.slice(0, PASSWORD_MAX) : '';
+    derived = current ? (await derive(current, p.params))?.toString('base64') ?? null : null;
+  }
+  const { rows } = await api.query<{ r: { ok: boolean; reason?: 'wrong_password' | 'rate_limited' | 'signed_out'; ended?: number } }>(
+    'select billing_private.operator_change_password($1, $2, $3, $4) as r', [hashKey(token), derived, await hashPassword(input.next), input.ip]);
+  const r = rows[0].r;
+  if (r.ok) return { ok: true, ended: r.ended ?? 0 };
+  const reason = r.reason ?? 'signed_out';
+  const message = reason === 'wrong_password' ? 'Your current password is not right.'
+    : reason === 'rate_limited' ? 'Too many wrong current passwords: try again in a few minutes.' : 'Your session has ended: sign in again.';
+  return { ok: false, reason, message };
+}
+
+/** A first password (a user who has none yet, signed in with a link); false when refused. */
+export async function setPassword(api: pg.Pool, token: string, password: string, ip = 'unknown'): Promise<boolean> {
+  return (await changePassword(api, token, { next: password, ip })).ok;
 }

@@ -147,7 +147,7 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
   router.get('/checkout/:id', async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
     if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
-    res.type('html').send(checkoutPage(found.communityName, found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req))));
+    res.type('html').send(checkoutPage(found.communityName, found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req), String(req.query.t))));
   });
 
   // The discount field: applies the code (the rules of POST /v1/checkout-links), then
@@ -165,7 +165,7 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
       if (e.code === 'BLDSC' || e.code === 'BL409') {
         const again = await loadCheckout(pool, found.info.checkout_id, req.query.t);
         return void res.status(e.code === 'BLDSC' ? 422 : 409).type('html')
-          .send(checkoutPage(found.communityName, (again ?? found).info, self, cancelTarget(found.info, baseUrl(req)), e.message));
+          .send(checkoutPage(found.communityName, (again ?? found).info, self, cancelTarget(found.info, baseUrl(req), String(req.query.t)), e.message));
       }
       throw err;
     }
@@ -199,18 +199,22 @@ Reaching this page is not a payment confirmation: your access appears once the p
 
   // Where an abandoned checkout lands (Stripe's cancel_url; the sandbox page's Cancel
   // link): never the thank-you page. Links back to the checkout's return_url, if any,
-  // with cancelled=1.
+  // with cancelled=1. Like the pay page, only for the holder of the checkout's pay token
+  // (t): the return_url is the operator's, query string included.
   router.get('/cancelled', async (req: Request, res: Response) => {
     const checkoutId = typeof req.query.checkout_id === 'string' ? req.query.checkout_id : '';
-    const communityId = checkoutId ? await checkoutCommunity(pool, checkoutId) : null;
-    const returnUrl = communityId ? await inCommunity(pool, communityId, async (client) => {
+    const hash = tokenHash(req.query.t);
+    const communityId = hash && SESSION_ID.test(checkoutId) ? await checkoutCommunity(pool, checkoutId) : null;
+    const found = communityId ? await inCommunity(pool, communityId, async (client) => {
       const { rows } = await client.query<{ return_url: string | null }>(
-        'select return_url from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
-      return rows[0]?.return_url ?? null;
+        'select return_url from billing.checkout_sessions where community_id = $1 and id = $2 and access_token_sha256 = $3',
+        [communityId, checkoutId, hash]);
+      return rows[0] ?? null;
     }) : null;
+    if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
     let back = '';
-    if (returnUrl) {
-      const target = new URL(returnUrl);
+    if (found.return_url) {
+      const target = new URL(found.return_url);
       target.searchParams.set('checkout_id', checkoutId);
       target.searchParams.set('cancelled', '1');
       back = `<p><a href="${escapeHtml(target.toString())}">Back to the shop</a></p>`;

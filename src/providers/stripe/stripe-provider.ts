@@ -121,7 +121,7 @@ export class StripeProvider implements PaymentProvider {
       client_reference_id: checkout.checkout_id,
       metadata,
       success_url: returnTarget(checkout, ctx.baseUrl),
-      cancel_url: cancelTarget(checkout, ctx.baseUrl),
+      cancel_url: cancelTarget(checkout, ctx.baseUrl, checkout.access_token ?? ''),
       ...(customer ? { customer } : recurring ? {} : { customer_creation: 'always' as const }),
       ...(discounts ? { discounts } : {}),
       ...(recurring

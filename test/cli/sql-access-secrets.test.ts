@@ -1,0 +1,191 @@
+// Issue 26 item 9: an operator's SQL login and GraphQL read no live credential. A full
+// flow issues every kind of token and secret the service hands out (API keys, checkout
+// pay tokens, portal URLs and portal sessions, link codes, operator sign-in links and
+// sessions, whsec_ secrets, idempotent replays of all of them); then every row of every
+// relation the operator login may read (enumerated from pg_catalog with its own table
+// and column privileges) and every field GraphQL serves are scanned for each of them.
+import pg from 'pg';
+import { main } from '../../src/cli/index';
+import { dashboardOperation } from '../../src/operations';
+import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
+import { checkout, createShop, externalSubject, pay, Shop } from '../checkout/fixtures';
+import { call, startApp, TEST_DB, TestApp } from '../support/app';
+import { createExecutor } from '../support/dashboard';
+import { createEndpoint, ENCRYPTION_KEY } from '../webhooks/support';
+
+let app: TestApp;
+let shop: Shop;
+let op: pg.Pool | null = null;
+/** Every live credential of the flow, by what it is. */
+const issued: { what: string; value: string }[] = [];
+const keep = (what: string, value: unknown) => {
+  expect(typeof value).toBe('string');
+  expect((value as string).length).toBeGreaterThanOrEqual(8);
+  issued.push({ what, value: value as string });
+};
+const tokenOf = (url: string) => new URL(url).searchParams.get('t');
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string }> {
+  let out = '';
+  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => { out += String(s); return true; });
+  const e = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+  try {
+    return { code: await main(argv), out };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+beforeAll(async () => {
+  app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true });
+  process.env.DATABASE_URL = TEST_DB();
+  shop = await createShop(app);
+  keep('API key', shop.key);
+  const idem = (k: string) => ({ 'Idempotency-Key': `${k}-${shop.communityId}` });
+
+  // Checkout links (one replayed with its Idempotency-Key), one paid, one cancelled.
+  const body = { tier_id: shop.ids.tiers.silver, subject: externalSubject(), return_url: 'https://shop.example/thanks?order=42' };
+  const link = await checkout(app, shop, body, idem('checkout'));
+  expect(link.status).toBe(200);
+  const replay = await checkout(app, shop, body, idem('checkout'));
+  expect(replay.body.url).toBe(link.body.url);
+  keep('checkout pay token', tokenOf(link.body.url));
+  expect((await pay(link.body.url)).status).toBe(303);
+  const open = await checkout(app, shop, { tier_id: shop.ids.tiers.gold, plan_id: shop.ids.plans['gold-monthly'], subject: externalSubject() }, idem('checkout-open'));
+  expect(open.status).toBe(200);
+  keep('checkout pay token', tokenOf(open.body.url));
+  const member = link.body.member_id as string;
+
+  // Portal URL (its token) and the member portal session it opens (the cookie).
+  const portal = await call(app.url, 'POST', `/v1/members/${member}/portal-sessions`, { key: shop.key, body: { return_url: 'https://shop.example/account' }, headers: idem('portal') });
+  expect(portal.status).toBe(200);
+  keep('portal token', tokenOf(portal.body.url));
+  const opened = await fetch(portal.body.url);
+  await opened.text();
+  const cookie = /billing_portal=([^;]+)/.exec(opened.headers.get('set-cookie') ?? '')?.[1];
+  keep('member portal session', cookie);
+  const unopened = await call(app.url, 'POST', `/v1/members/${member}/portal-sessions`, { key: shop.key, body: {} });
+  keep('portal token', tokenOf(unopened.body.url));
+
+  // Link codes.
+  for (const platform of ['discord', 'telegram']) {
+    const code = await call(app.url, 'POST', `/v1/members/${member}/link-codes`, { key: shop.key, body: { intended_platform: platform }, headers: idem(`link-${platform}`) });
+    expect(code.status).toBe(200);
+    keep('link code', code.body.code);
+  }
+
+  // Webhook endpoint secrets: created, then rotated.
+  const endpoint = await createEndpoint(app.url, shop.key, { url: 'https://hooks.example/billing' });
+  keep('webhook secret', endpoint.secret);
+  const rotated = await call(app.url, 'POST', `/v1/webhooks/endpoints/${endpoint.id}/rotate-secret`, { key: shop.key, headers: idem('rotate') });
+  expect(rotated.status).toBe(200);
+  keep('webhook secret', rotated.body.secret);
+
+  // Operators: an invitation link (CLI) spent for a session, an invitation made in the
+  // dashboard (left unused), and an API key made in the dashboard.
+  const invite = await inviteOperator(app.owner, shop.communityId, `owner-${Date.now()}@example.com`, 'owner');
+  keep('operator sign-in link', invite.token);
+  const signed = await signInWithLink(app.api, invite.token, '10.26.9.1');
+  if (!signed.ok) throw new Error('link refused');
+  keep('operator session', signed.session.token);
+  const executor = createExecutor(app);
+  const caller = { key: null, session: signed.session.token, ip: '10.26.9.1' };
+  const second = await executor.run(dashboardOperation('invite_operator'), caller, { body: { email: `admin-${Date.now()}@example.com`, role: 'admin' } });
+  expect(second.status).toBe(200);
+  keep('operator sign-in link', tokenOf((second.body as { url: string }).url));
+  const key = await executor.run(dashboardOperation('create_api_key'), caller, { body: { name: 'bi', scopes: ['plans:read'] } });
+  expect(key.status).toBe(200);
+  keep('API key', (key.body as { key: string }).key);
+
+  const granted = await cli('sql-access', 'grant', '--community', shop.communityId, '--json');
+  expect(granted.code).toBe(0);
+  op = new pg.Pool({ connectionString: JSON.parse(granted.out).connection_string, max: 1 });
+});
+afterAll(async () => {
+  await op?.end();
+  await cli('sql-access', 'revoke', '--community', shop.communityId, '--json');
+  await app?.close();
+});
+
+/** Which issued credentials a text contains. */
+const hits = (text: string) => issued.filter((s) => text.includes(s.value)).map((s) => s.what);
+
+test('the flow issued every kind of credential, and the idempotency records hold some in clear', async () => {
+  expect(new Set(issued.map((s) => s.what))).toEqual(new Set(['API key', 'checkout pay token', 'portal token', 'member portal session',
+    'link code', 'webhook secret', 'operator sign-in link', 'operator session']));
+  // The scan below would find them if it could read them: the owner sees them here.
+  const { rows } = await app.owner.query(`select i::text as row from billing.idempotency_keys i where community_id = $1`, [shop.communityId]);
+  expect(hits(rows.map((r) => r.row).join('\n'))).toContain('checkout pay token');
+});
+
+test('no row of any relation an operator SQL login can read holds a live credential', async () => {
+  const client = await op!.connect();
+  try {
+    // Everything this login may select: whole relations, or the columns it holds a grant on.
+    const { rows: relations } = await client.query<{ rel: string; cols: string | null; whole: boolean }>(`
+      select format('%I.%I', n.nspname, c.relname) as rel, has_table_privilege(c.oid, 'select') as whole,
+        (select string_agg(format('%I', a.attname), ', ' order by a.attnum) from pg_attribute a
+         where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+           and has_column_privilege(c.oid, a.attnum, 'select')) as cols
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where c.relkind in ('r', 'p', 'v', 'm', 'f') and has_schema_privilege(n.oid, 'usage')
+        and (has_table_privilege(c.oid, 'select') or has_any_column_privilege(c.oid, 'select'))
+      order by 1`);
+    expect(relations.length).toBeGreaterThan(100);
+    const names = relations.map((r) => r.rel);
+    for (const rel of ['billing.idempotency_keys', 'billing.checkout_sessions', 'billing.portal_sessions', 'billing.link_codes',
+      'billing.events', 'billing.webhook_endpoints', 'analytics.mrr', 'pg_catalog.pg_proc']) expect(names).toContain(rel);
+    const found: string[] = [];
+    // One regular expression of every credential, each escaped.
+    const any = issued.map((s) => s.value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+    let scannedRows = 0;
+    for (const { rel, cols, whole } of relations) {
+      const select = whole ? `select t::text as x from ${rel} t` : `select row(${cols})::text as x from ${rel}`;
+      const { rows } = await client.query<{ n: number; hit: string | null }>(
+        `select count(*)::int as n, max(substring(r.x from $1)) as hit from (${select}) r`, [`(${any})`]);
+      scannedRows += rows[0].n;
+      if (rows[0].hit) found.push(`${rel}: ${hits(rows[0].hit).join(', ')}`);
+    }
+    // The flow's own rows are there to be read (the scan is not empty)...
+    expect(scannedRows).toBeGreaterThan(1000);
+    const mine = await client.query('select count(*)::int as n from billing.idempotency_keys');
+    expect(mine.rows[0].n).toBeGreaterThanOrEqual(2);
+    // ... and none holds a credential.
+    expect(found).toEqual([]);
+  } finally {
+    client.release();
+  }
+});
+
+interface TypeRef { kind: string; name: string | null; ofType: TypeRef | null }
+const named = (t: TypeRef): TypeRef => (t.ofType ? named(t.ofType) : t);
+
+async function gql(query: string): Promise<{ data?: Record<string, unknown>; errors?: unknown[] }> {
+  const res = await fetch(`${app.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${shop.key}` }, body: JSON.stringify({ query }) });
+  return res.json() as Promise<{ data?: Record<string, unknown>; errors?: unknown[] }>;
+}
+
+test('no field GraphQL serves holds a live credential', async () => {
+  const schema = await gql(`{ __schema { queryType { name } types { name kind fields { name args { name } type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } }`);
+  expect(schema.errors).toBeUndefined();
+  const types = new Map<string, { name: string; kind: string; fields: { name: string; args: { name: string }[]; type: TypeRef }[] | null }>();
+  for (const t of (schema.data!.__schema as { types: { name: string; kind: string; fields: never }[] }).types) types.set(t.name, t);
+  const query = types.get('Query')!;
+  const scalars = (typeName: string) => (types.get(typeName)?.fields ?? [])
+    .filter((f) => ['SCALAR', 'ENUM'].includes(named(f.type).kind) && f.args.length === 0).map((f) => f.name);
+  let read = 0;
+  const found: string[] = [];
+  for (const field of query.fields ?? []) {
+    const type = named(field.type);
+    if (type.kind !== 'OBJECT' || !type.name?.endsWith('Connection')) continue;
+    const node = named(types.get(type.name)!.fields!.find((f) => f.name === 'nodes')!.type).name!;
+    const r = await gql(`{ ${field.name}(first: 100) { nodes { ${scalars(node).join(' ')} } } }`);
+    expect(r.errors).toBeUndefined();
+    const text = JSON.stringify(r.data);
+    read += (r.data![field.name] as { nodes: unknown[] }).nodes.length;
+    if (hits(text).length) found.push(`${field.name}: ${hits(text).join(', ')}`);
+  }
+  expect(read).toBeGreaterThan(20);
+  expect(found).toEqual([]);
+});
