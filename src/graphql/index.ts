@@ -9,6 +9,7 @@ import { postgraphile } from 'postgraphile';
 import { grafserv } from 'postgraphile/grafserv/express/v4';
 import type { Executor, Identity } from '../operations/executor';
 import { callerOf, sendOutcome, setRateHeaders } from '../web/express-io';
+import { verifyJsonDepth } from '../web/json-body';
 import { GRAPHIQL_PATH, GRAPHQL_PATH, graphqlPreset } from './graphql-preset';
 
 export { GRAPHIQL_PATH, GRAPHQL_PATH };
@@ -41,6 +42,10 @@ export function mountGraphql(app: express.Express, executor: Executor, opts: { p
   };
   const router = express.Router();
 
+  // A JSON body is read here, before authentication as on /v1, so one nesting deeper
+  // than MAX_JSON_DEPTH (or over 100 kB) is the app's 400 (413) problem; grafserv takes
+  // the bytes as they are (a Buffer body) and parses them itself.
+  router.post(GRAPHQL_PATH, express.raw({ type: 'application/json', limit: '100kb', verify: verifyJsonDepth }));
   router.all(GRAPHQL_PATH, async (req, res, next) => {
     try {
       const who = await executor.identify(callerOf(req));
