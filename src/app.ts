@@ -35,6 +35,7 @@ export function createServices(config: Config): Services {
     webhooks: createWebhookService({
       encryptionKey: config.webhookEncryptionKey,
       allowPrivateUrls: config.webhookAllowPrivateUrls,
+      ports: config.webhookPorts,
     }),
   };
 }

@@ -189,6 +189,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   const delivery = makeWebhookSendTask({
     encryptionKey: config.webhookEncryptionKey,
     allowPrivateUrls: config.webhookAllowPrivateUrls,
+    ports: config.webhookPorts,
     retrySchedule: opts.retrySchedule,
     disableAfterMs: opts.disableAfterMs,
     timeoutMs: opts.deliveryTimeoutMs,

@@ -37,6 +37,11 @@ export interface Config {
   tokenLeaseMs: number;
   webhookEncryptionKey: string | null;
   webhookAllowPrivateUrls: boolean;
+  /**
+   * Ports a webhook endpoint may name (WEBHOOK_PORTS): inclusive ranges, or null for any.
+   * Default in production 80, 443 and 1024-65535; elsewhere any.
+   */
+  webhookPorts: Array<[number, number]> | null;
   stripeSecretKey: string | null;
   stripeWebhookSecret: string | null;
   stripeApiHost: string | null;
@@ -143,6 +148,28 @@ export function trustProxySetting(value: string | undefined, production: boolean
   return entries;
 }
 
+/** The production default of WEBHOOK_PORTS: the web's ports and every unprivileged one. */
+export const DEFAULT_WEBHOOK_PORTS = '80,443,1024-65535';
+
+/**
+ * WEBHOOK_PORTS: the ports webhook endpoints may name, as comma-separated ports and
+ * ranges ("80,443,1024-65535", the production default) or "any" (the default outside
+ * production). Port 0 is never a destination.
+ */
+export function webhookPortsSetting(value: string | undefined, production: boolean): Array<[number, number]> | null {
+  const text = (value ?? '').trim() || (production ? DEFAULT_WEBHOOK_PORTS : 'any');
+  if (text === 'any') return null;
+  return text.split(',').map((part) => {
+    const m = /^\s*(\d{1,5})(?:\s*-\s*(\d{1,5}))?\s*$/.exec(part);
+    const lo = m ? Number(m[1]) : NaN;
+    const hi = m ? Number(m[2] ?? m[1]) : NaN;
+    if (!(lo >= 1 && hi <= 65535 && lo <= hi)) {
+      throw new Error(`WEBHOOK_PORTS: expected "any" or ports and ranges such as ${DEFAULT_WEBHOOK_PORTS}, got "${part.trim()}"`);
+    }
+    return [lo, hi] as [number, number];
+  });
+}
+
 /** The package directory: the default data directory lives here whatever the cwd. */
 export const packageRoot = path.resolve(__dirname, '../..');
 
@@ -167,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateUrls: env.WEBHOOK_ALLOW_PRIVATE_URLS
       ? env.WEBHOOK_ALLOW_PRIVATE_URLS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
       : !production,
+    webhookPorts: webhookPortsSetting(env.WEBHOOK_PORTS, production),
     stripeSecretKey: env.STRIPE_SECRET_KEY || null,
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
     stripeApiHost: env.STRIPE_API_HOST || null,

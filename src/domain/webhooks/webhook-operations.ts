@@ -35,9 +35,9 @@ function webhooks(ctx: OpContext): WebhookService {
   return service;
 }
 
-function checkUrl(service: WebhookService, value: unknown) {
+async function checkUrl(service: WebhookService, value: unknown) {
   if (typeof value !== 'string') return;
-  const problem = service.urlProblem(value);
+  const problem = await service.urlProblem(value);
   if (problem) throw new ApiError('invalid_request', `Invalid url: ${problem}.`, { status: 422, extra: { param: 'url' } });
 }
 
@@ -74,7 +74,7 @@ export const webhookOperations: Operation[] = [
     status: 201,
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
-      checkUrl(service, input.url);
+      await checkUrl(service, input.url);
       const { rows } = await ctx.query<{ id: string }>(`select billing.gen_id('we') as id`);
       const id = rows[0].id;
       const { secret, ciphertext } = service.newSecret(ctx.communityId, id);
@@ -114,7 +114,7 @@ export const webhookOperations: Operation[] = [
     response: webhookEndpoint,
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
-      checkUrl(service, input.url);
+      await checkUrl(service, input.url);
       return ctx.call('webhook_endpoints_update', input);
     },
   }),
