@@ -25,6 +25,8 @@ export interface AppOptions {
   apiPool: pg.Pool;
   ownerPool: pg.Pool;
   services?: Services;
+  /** Whether start-up is complete (/readyz answers 503 until it is); default: always. */
+  started?: () => boolean;
   /** Extra routers mounted before the API (GraphQL, dashboard...). */
   mount?: (app: express.Express, executor: Executor) => void;
 }
@@ -67,7 +69,7 @@ export function createApp(opts: AppOptions) {
     ownerQuery: <R>(text: string) => ownerPool.query({ text, query_timeout: 5000 } as pg.QueryConfig) as unknown as Promise<{ rows: R[] }>,
   });
   mountMetrics(app, config.metricsToken);
-  mountHealthRoutes(app, ownerPool);
+  mountHealthRoutes(app, ownerPool, opts.started);
   mountProviderRoutes(app, { config, ownerPool });
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, { pool: apiPool, graphiql: config.graphiql });

@@ -63,6 +63,12 @@ export interface Config {
   graphiql: boolean;
   /** Bearer token of GET /metrics; null: /metrics answers 404. */
   metricsToken: string | null;
+  /**
+   * A first start (no community yet) creates the demo community, an all-scopes key and
+   * an owner sign-in link, printed once (BILLING_DEMO; default on outside production,
+   * off in production, where only BILLING_DEMO=true asks for it).
+   */
+  firstStartDemo: boolean;
 }
 
 export interface LogSettings {
@@ -93,6 +99,13 @@ function num(value: string | undefined, fallback: number): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`expected a positive number, got ${value}`);
   return n;
+}
+
+function flag(value: string | undefined, name: string, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new Error(`${name}: expected true or false, got ${value}`);
 }
 
 function portNumber(value: string | undefined, fallback: number): number {
@@ -209,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     production,
     graphiql: !production,
     metricsToken: env.METRICS_TOKEN || null,
+    firstStartDemo: flag(env.BILLING_DEMO, 'BILLING_DEMO', !production),
   };
 }
 

@@ -20,7 +20,7 @@ function knownEventType(type: string): boolean {
 
 const url = z.string().min(1).max(2048).describe('HTTPS URL that receives the deliveries.');
 const description = z.string().max(500).nullable().describe('Free text for the operator.');
-const eventTypes = z.array(z.string().refine(knownEventType, 'must be an event type of GET /v1/webhooks/event-types, such as member.entitlement.granted'))
+const eventTypes = z.array(z.string().refine(knownEventType, 'must be an event type of GET /v1/webhooks/event-types other than webhook.ping (sent by the test route whatever event_types say), such as member.entitlement.granted'))
   .max(50)
   .refine((types) => new Set(types).size === types.length, 'must not repeat a type')
   .describe('Event types to deliver; omit or [] for every type.');
@@ -194,7 +194,7 @@ export const webhookOperations: Operation[] = [
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
       const { rows } = await ctx.query<{ t: { allowed: boolean; retry_after: number; url: string; community_id: string; ciphertexts: string[] | null }; id: string; ts: string }>(
-        `select billing_private.webhook_test_target($1) as t, billing.gen_id('evt') as id, billing.iso(now()) as ts`, [input.id]);
+        `select billing_private.webhook_test_target($1) as t, billing.gen_id('evt') as id, billing.iso(billing.now()) as ts`, [input.id]);
       const { t: target, id, ts } = rows[0];
       if (!target.allowed) {
         throw new ApiError('rate_limited', `At most 10 test pings per minute per endpoint; retry after ${target.retry_after} seconds.`,
