@@ -27,6 +27,8 @@ export interface AppOptions {
   apiPool: pg.Pool;
   ownerPool: pg.Pool;
   services?: Services;
+  /** Whether start-up is complete (/readyz answers 503 until it is); default: always. */
+  started?: () => boolean;
   /** Extra routers mounted before the API (GraphQL, dashboard...). */
   mount?: (app: express.Express, executor: Executor) => void;
 }
@@ -37,6 +39,7 @@ export function createServices(config: Config): Services {
     webhooks: createWebhookService({
       encryptionKey: config.webhookEncryptionKey,
       allowPrivateUrls: config.webhookAllowPrivateUrls,
+      ports: config.webhookPorts,
     }),
   };
 }
@@ -70,7 +73,7 @@ export function createApp(opts: AppOptions) {
     ownerQuery: <R>(text: string) => ownerPool.query({ text, query_timeout: 5000 } as pg.QueryConfig) as unknown as Promise<{ rows: R[] }>,
   });
   mountMetrics(app, config.metricsToken);
-  mountHealthRoutes(app, ownerPool);
+  mountHealthRoutes(app, ownerPool, opts.started);
   mountProviderRoutes(app, { config, ownerPool });
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, {

@@ -1,7 +1,9 @@
 // `npm start`: the whole service in one process. Without DATABASE_URL it runs an
 // embedded PostgreSQL (data in .data/postgres, kept across restarts). It migrates,
 // serves the API, runs the worker, and on a database with no community creates a
-// demo community with the demo catalog and prints an API key for it.
+// demo community with the demo catalog and prints an API key for it (outside
+// production, or with BILLING_DEMO=true). /readyz answers ready once all of that is
+// done and printed.
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -16,6 +18,7 @@ import { resolveEncryptionKey } from './db/encryption-key';
 import { migrateDatabase } from './db/migration-status';
 import { ensureLogin } from './db/logins';
 import { createApiPool, createOwnerPool } from './db/pool';
+import { recordServerUrl } from './db/server-url';
 import { applyCatalog, readCatalogFile } from './domain/catalog/catalog-file';
 import { createCommunity, createKey } from './domain/communities/community-admin';
 import { inviteOperator, signInLink } from './domain/operators/operator-accounts';
@@ -28,16 +31,19 @@ const log = (line: string) => logger.info({ component: 'main' }, line.trimEnd())
 interface Demo { communityId: string; key: string; signInToken: string }
 
 /**
- * First start = a database with no community. Then: a demo community selling through
- * the sandbox provider, the demo catalog, and an all-scopes key (shown once). An
- * advisory lock keeps two processes starting at once from both creating it.
+ * First start = a database with no community. Then, when wanted (config.firstStartDemo):
+ * a demo community selling through the sandbox provider, the demo catalog, and an
+ * all-scopes key (shown once); else 'empty'. An advisory lock keeps two processes
+ * starting at once from both creating it.
  */
-async function createDemoIfEmpty(owner: pg.Pool): Promise<Demo | null> {
+async function createDemoIfEmpty(owner: pg.Pool, wanted: boolean): Promise<Demo | 'empty' | null> {
   const lock = await owner.connect();
   try {
     await lock.query('select pg_advisory_lock(hashtext($1))', ['billing:first-start']);
     const { rows } = await owner.query<{ empty: boolean }>('select not exists (select 1 from billing.communities) as empty');
     if (!rows[0].empty) return null;
+    // Production creates nothing unasked: no demo, no key or sign-in link in the logs.
+    if (!wanted) return 'empty';
     const community = await createCommunity(owner, 'Demo community');
     await applyCatalog(owner, community.id, readCatalogFile(DEMO_CATALOG));
     const key = await createKey(owner, community.id, [...SCOPES], 'demo (npm start)');
@@ -67,6 +73,13 @@ function printDemo(demo: Demo, url: string) {
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+function printNoCommunity() {
+  process.stdout.write('No community yet, and no demo was made (BILLING_DEMO: off in production unless set to true).\n'
+    + 'Create one: npm run billing -- communities create --name <name>\n'
+    + 'Then an API key: npm run billing -- keys create --community <id> --scopes all\n'
+    + 'And a dashboard sign-in link: npm run billing -- operators invite --community <id> --email <you> --role owner\n');
 }
 
 async function printCommunities(owner: pg.Pool) {
@@ -135,14 +148,16 @@ async function main() {
     const appUrl = config.appDatabaseUrl ?? await ensureLogin(database.url, 'billing_app');
     const workerUrl = config.workerDatabaseUrl ?? await ensureLogin(database.url, 'billing_worker');
     api = createApiPool(appUrl, config.poolSize, config.dbTimeouts);
-    const demo = await createDemoIfEmpty(owner);
+    const demo = await createDemoIfEmpty(owner, config.firstStartDemo);
 
     // Listen first so the real port (PORT=0 picks a free one) is in the config.
     // Its own problem answers (431, unparsable HTTP) name the problem pages at the configured base.
     server = createHttpServer(undefined, () => baseUrlFor(config, null));
     const port = await listen(server, config.port, config.host);
     config = { ...config, port };
-    const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });
+    // Not ready (/readyz 503) until the worker runs and the banner is printed.
+    const startup = { done: false };
+    const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner, started: () => startup.done });
     releaseGraphql = () => graphql.release();
     server.on('request', app);
     // The worker gets this config too: it may hold a generated webhook encryption key.
@@ -153,8 +168,12 @@ async function main() {
     process.stdout.write(`Operator dashboard at ${url}/dashboard\n`);
     process.stdout.write(`GraphQL (read-only, same bearer keys) at ${url}${GRAPHQL_PATH}`
       + `${config.graphiql ? `; GraphiQL (Ruru) at ${url}${GRAPHIQL_PATH}` : ''}\n`);
-    if (demo) printDemo(demo, url);
+    if (demo === 'empty') printNoCommunity();
+    else if (demo) printDemo(demo, url);
     else await printCommunities(owner);
+    // For the operator CLI on this machine (its links name this port, not its own PORT).
+    recordServerUrl(config.dataDir, url, log);
+    startup.done = true;
   } catch (err) {
     if (server?.listening) server.close();
     await worker?.stop().catch(() => {});

@@ -44,8 +44,8 @@ export interface StartWorkerOptions {
   /** Heartbeat period and the silence after which a worker counts as dead (10 s, 60 s). */
   heartbeatMs?: number;
   staleAfterMs?: number;
-  /** WEBHOOK_ENCRYPTION_KEY and WEBHOOK_ALLOW_PRIVATE_URLS; default loadConfig(). */
-  config?: Pick<Config, 'webhookEncryptionKey' | 'webhookAllowPrivateUrls'>;
+  /** WEBHOOK_ENCRYPTION_KEY, WEBHOOK_ALLOW_PRIVATE_URLS and WEBHOOK_PORTS (default any); default loadConfig(). */
+  config?: Pick<Config, 'webhookEncryptionKey' | 'webhookAllowPrivateUrls'> & Partial<Pick<Config, 'webhookPorts'>>;
   /** On stop(), how long running jobs may go on before their HTTP requests are cut (default 5 s). */
   shutdownAbortMs?: number;
   /** Install SIGINT/SIGTERM handlers (default false: the caller owns the process). */
@@ -189,6 +189,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   const delivery = makeWebhookSendTask({
     encryptionKey: config.webhookEncryptionKey,
     allowPrivateUrls: config.webhookAllowPrivateUrls,
+    ports: config.webhookPorts,
     retrySchedule: opts.retrySchedule,
     disableAfterMs: opts.disableAfterMs,
     timeoutMs: opts.deliveryTimeoutMs,

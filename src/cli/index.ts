@@ -2,8 +2,11 @@
 // (../shared/design/operator-cli.md). With --json exactly one JSON document goes to
 // stdout; progress and logs go to stderr; a failure exits non-zero with one line on
 // stderr. Groups are listed in ./groups.ts.
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs, ParseArgsConfig } from 'node:util';
-import { loadConfig } from '../core/config';
+import { API_VERSION } from '../core/api-version';
+import { loadConfig, packageRoot } from '../core/config';
 import { CatalogError } from '../domain/catalog/catalog-file';
 import { CliContext, Command, CommandGroup, UsageError } from './command';
 import * as registry from './groups';
@@ -26,6 +29,7 @@ function help(): string {
   const lines = ['Usage: billing <command> [--json]', '', 'Commands:'];
   for (const g of groups) for (const c of g.commands) lines.push(`  ${usageOf(g, c)}`, `      ${c.summary}`);
   lines.push('', 'Reads DATABASE_URL, or else the embedded database of `npm start` (.data/postgres).');
+  lines.push('`billing --version` prints the package and API versions.');
   return lines.join('\n');
 }
 
@@ -89,6 +93,12 @@ export async function main(argv: string[]): Promise<number> {
   const writeOut = (s: string) => process.stdout.write(s);
   const log = (line: string) => process.stderr.write(`${line}\n`);
 
+  if (argv[0] === '--version' || argv[0] === '-V') {
+    const { version } = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string };
+    const json = argv.slice(1).includes('--json');
+    writeOut(json ? `${JSON.stringify({ version, api_version: API_VERSION })}\n` : `billing ${version} (API version ${API_VERSION})\n`);
+    return 0;
+  }
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
     writeOut(`${help()}\n`);
     return argv.length === 0 ? 2 : 0;

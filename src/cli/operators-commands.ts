@@ -1,8 +1,18 @@
 // billing operators invite --community ID --email E --role owner|admin|viewer
-import { baseUrlFor, loadConfig } from '../core/config';
+import { baseUrlFor, Config } from '../core/config';
+import { recordedServerUrl } from '../db/server-url';
 import { OPERATOR_ROLES, OperatorRole } from '../core/scopes';
 import { Invitation, inviteOperator, signInLink } from '../domain/operators/operator-accounts';
 import { defineCommand, defineGroup, requireString, UsageError } from './command';
+
+/**
+ * Where the link points: PUBLIC_BASE_URL; else the URL the running server recorded when
+ * it started (its real port, whatever PORT this shell has); else localhost:PORT.
+ */
+export function dashboardBaseUrl(config: Config): string {
+  if (config.publicBaseUrl) return baseUrlFor(config, null);
+  return recordedServerUrl(config.dataDir) ?? baseUrlFor(config, null);
+}
 
 export default defineGroup({
   name: 'operators',
@@ -22,7 +32,7 @@ export default defineGroup({
         const email = requireString(input, 'email').trim();
         if (!/^[^@\s]+@[^@\s]+$/.test(email) || email.length > 254) throw new UsageError('--email: expected an email address');
         const invitation = await inviteOperator(await ctx.ownerPool(), requireString(input, 'community'), email, role as OperatorRole);
-        return { ...invitation, url: signInLink(baseUrlFor(loadConfig(), null), invitation.token) };
+        return { ...invitation, url: signInLink(dashboardBaseUrl(ctx.config), invitation.token) };
       },
       print: (r: Invitation & { url: string }) =>
         `Invited ${r.email} as ${r.role} of ${r.community_id}. One-time sign-in link (until ${r.expires_at}):\n\n  ${r.url}\n`,

@@ -1,5 +1,6 @@
 // Configuration, read once from the environment into a typed object.
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 
 export interface RateLimits {
   key_per_minute: number;
@@ -36,6 +37,11 @@ export interface Config {
   tokenLeaseMs: number;
   webhookEncryptionKey: string | null;
   webhookAllowPrivateUrls: boolean;
+  /**
+   * Ports a webhook endpoint may name (WEBHOOK_PORTS): inclusive ranges, or null for any.
+   * Default in production 80, 443 and 1024-65535; elsewhere any.
+   */
+  webhookPorts: Array<[number, number]> | null;
   stripeSecretKey: string | null;
   stripeWebhookSecret: string | null;
   stripeApiHost: string | null;
@@ -44,7 +50,13 @@ export interface Config {
   stripeApiProtocol: 'http' | 'https' | null;
   poolSize: number;
   dbTimeouts: DbTimeouts;
-  trustProxy: boolean;
+  /**
+   * Express's `trust proxy`: false (the socket's peer is the client), a hop count, or the
+   * proxies' addresses/CIDRs (TRUST_PROXY; see trustProxySetting). loadConfig never
+   * yields `true` (every hop: a client-chosen X-Forwarded-For would pick its own IP);
+   * a test may set it to forge addresses from 127.0.0.1.
+   */
+  trustProxy: boolean | number | string[];
   /** NODE_ENV=production: stricter defaults; the base URL is PUBLIC_BASE_URL only. */
   production: boolean;
   /** Ruru (GraphiQL) at /graphiql: development only, never when NODE_ENV=production. */
@@ -56,6 +68,12 @@ export interface Config {
   graphqlIntrospection: boolean;
   /** Bearer token of GET /metrics; null: /metrics answers 404. */
   metricsToken: string | null;
+  /**
+   * A first start (no community yet) creates the demo community, an all-scopes key and
+   * an owner sign-in link, printed once (BILLING_DEMO; default on outside production,
+   * off in production, where only BILLING_DEMO=true asks for it).
+   */
+  firstStartDemo: boolean;
 }
 
 export interface LogSettings {
@@ -104,6 +122,73 @@ function portNumber(value: string | undefined, fallback: number): number {
   return n;
 }
 
+/** Express's names for address ranges in a `trust proxy` list. */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function proxyAddress(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.includes(entry)) return true;
+  const [address, bits, ...rest] = entry.split('/');
+  if (rest.length > 0) return false;
+  // Four dotted decimals only: ipaddr.js would also read "10.1" or "0x7f.1" as IPv4.
+  const valid = ipaddr.IPv4.isValidFourPartDecimal(address) || ipaddr.IPv6.isValid(address);
+  if (!valid || bits === undefined) return valid;
+  return /^\d{1,3}$/.test(bits) && ipaddr.isValidCIDR(entry);
+}
+
+/**
+ * TRUST_PROXY: how far X-Forwarded-For is believed (docs/decisions/trust-proxy.md).
+ * Unset, "false" or "0": not at all. A whole number n: the n proxies nearest this
+ * server (n = 1: one load balancer, which appends its peer's address; whatever a
+ * client wrote before that is ignored). Otherwise a comma-separated list of proxy
+ * addresses or CIDRs (and Express's names loopback, linklocal, uniquelocal): hops
+ * from those addresses are believed. "true" (every hop) is refused in production and
+ * means 1 elsewhere.
+ */
+export function trustProxySetting(value: string | undefined, production: boolean): false | number | string[] {
+  const text = (value ?? '').trim();
+  if (text === '' || text === 'false' || text === '0') return false;
+  if (text === 'true') {
+    if (production) {
+      throw new Error('TRUST_PROXY=true would believe every X-Forwarded-For hop, so a client could choose its own IP: '
+        + 'set the number of proxies in front of the service (TRUST_PROXY=1 for one load balancer) or their addresses (TRUST_PROXY=10.0.0.0/8).');
+    }
+    return 1;
+  }
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    if (hops > 16) throw new Error(`TRUST_PROXY: expected at most 16 proxy hops, got ${text}`);
+    return hops;
+  }
+  const entries = text.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const bad = entries.find((e) => !proxyAddress(e));
+  if (bad !== undefined || entries.length === 0) {
+    throw new Error(`TRUST_PROXY: expected false, a hop count, or proxy addresses/CIDRs separated by commas; "${bad ?? text}" is none of these`);
+  }
+  return entries;
+}
+
+/** The production default of WEBHOOK_PORTS: the web's ports and every unprivileged one. */
+export const DEFAULT_WEBHOOK_PORTS = '80,443,1024-65535';
+
+/**
+ * WEBHOOK_PORTS: the ports webhook endpoints may name, as comma-separated ports and
+ * ranges ("80,443,1024-65535", the production default) or "any" (the default outside
+ * production). Port 0 is never a destination.
+ */
+export function webhookPortsSetting(value: string | undefined, production: boolean): Array<[number, number]> | null {
+  const text = (value ?? '').trim() || (production ? DEFAULT_WEBHOOK_PORTS : 'any');
+  if (text === 'any') return null;
+  return text.split(',').map((part) => {
+    const m = /^\s*(\d{1,5})(?:\s*-\s*(\d{1,5}))?\s*$/.exec(part);
+    const lo = m ? Number(m[1]) : NaN;
+    const hi = m ? Number(m[2] ?? m[1]) : NaN;
+    if (!(lo >= 1 && hi <= 65535 && lo <= hi)) {
+      throw new Error(`WEBHOOK_PORTS: expected "any" or ports and ranges such as ${DEFAULT_WEBHOOK_PORTS}, got "${part.trim()}"`);
+    }
+    return [lo, hi] as [number, number];
+  });
+}
+
 /** The package directory: the default data directory lives here whatever the cwd. */
 export const packageRoot = path.resolve(__dirname, '../..');
 
@@ -128,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivateUrls: env.WEBHOOK_ALLOW_PRIVATE_URLS
       ? env.WEBHOOK_ALLOW_PRIVATE_URLS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
       : !production,
+    webhookPorts: webhookPortsSetting(env.WEBHOOK_PORTS, production),
     stripeSecretKey: env.STRIPE_SECRET_KEY || null,
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
     stripeApiHost: env.STRIPE_API_HOST || null,
@@ -138,11 +224,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectMs: num(env.PG_CONNECT_TIMEOUT_MS, DEFAULT_DB_TIMEOUTS.connectMs),
       queryMs: num(env.PG_QUERY_TIMEOUT_MS, DEFAULT_DB_TIMEOUTS.queryMs),
     },
-    trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    trustProxy: trustProxySetting(env.TRUST_PROXY, production),
     production,
     graphiql: !production,
     graphqlIntrospection: flag('GRAPHQL_INTROSPECTION', env.GRAPHQL_INTROSPECTION, !production),
     metricsToken: env.METRICS_TOKEN || null,
+    firstStartDemo: flag('BILLING_DEMO', env.BILLING_DEMO, !production),
   };
 }
 

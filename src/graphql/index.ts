@@ -17,6 +17,7 @@ import type { RateLimits } from '../core/config';
 import { problemOutcome, type Executor, type Identity, type RateLimitInfo } from '../operations/executor';
 import { callerOf, sendOutcome, setRateHeaders } from '../web/express-io';
 import { analyzeDocument, MAX_TOKENS, tokensFor } from './graphql-limits';
+import { verifyJsonDepth } from '../web/json-body';
 import { GRAPHIQL_PATH, GRAPHQL_PATH, graphqlPreset } from './graphql-preset';
 
 export { GRAPHIQL_PATH, GRAPHQL_PATH };
@@ -35,7 +36,9 @@ export interface GraphqlOptions {
 }
 
 const BODY_LIMIT = 100_000;
-const jsonBody = express.json({ limit: BODY_LIMIT, type: 'application/json' });
+// A body nested deeper than MAX_JSON_DEPTH is the app's 400 problem before anything
+// walks it (src/web/json-body.ts).
+const jsonBody = express.json({ limit: BODY_LIMIT, type: 'application/json', verify: verifyJsonDepth });
 const graphqlBody = express.text({ limit: BODY_LIMIT, type: 'application/graphql' });
 const readBody = (parser: express.RequestHandler, req: Request, res: Response) =>
   new Promise<void>((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));

@@ -1,7 +1,6 @@
 // The REST adapter: /v1 routes generated from the operations registry, the OpenAPI
 // document, and the answer to every request no other route took. It translates HTTP
 // to Executor.run and outcomes to JSON; it holds no business rule.
-import { isUtf8 } from 'node:buffer';
 import express, { NextFunction, Request, Response } from 'express';
 import { API_VERSION } from '../core/api-version';
 import { ApiError } from '../core/errors';
@@ -9,6 +8,7 @@ import type { Operation } from '../domain/operation';
 import { operations } from '../operations';
 import { Executor, problemOutcome, unavailableOutcome } from '../operations/executor';
 import { callerOf, sendOutcome } from '../web/express-io';
+import { JsonTooDeepError, verifyJsonBody } from '../web/json-body';
 import { requestLog, routeTemplate } from '../web/observe';
 import { buildOpenApi } from './openapi';
 
@@ -38,11 +38,9 @@ export function mountRestApi(app: express.Express, executor: Executor): void {
     next();
   });
 
-  // JSON is UTF-8 (RFC 8259 8.1): other bytes are refused, not decoded to U+FFFD.
-  app.use('/v1', express.json({
-    limit: '100kb', type: () => true, strict: false,
-    verify: (_req, _res, buf) => { if (!isUtf8(buf)) throw new Error('not UTF-8'); },
-  }));
+  // JSON is UTF-8 (RFC 8259 8.1): other bytes are refused, not decoded to U+FFFD; and
+  // it nests at most MAX_JSON_DEPTH levels (src/web/json-body.ts).
+  app.use('/v1', express.json({ limit: '100kb', type: () => true, strict: false, verify: verifyJsonBody }));
 
   async function fail(req: Request, res: Response, err: ApiError, scope: string | null) {
     try {
@@ -109,6 +107,10 @@ export function mountRestApi(app: express.Express, executor: Executor): void {
     const e = err as { type?: string; status?: number };
     if (e?.type === 'entity.parse.failed' || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
       return void fail(req, res, new ApiError('invalid_request', 'The request body is not valid JSON.', { status: 400 }), null);
+    }
+    // Also the answer for /mcp and /graphql bodies, which pass through this handler.
+    if (err instanceof JsonTooDeepError) {
+      return void fail(req, res, new ApiError('invalid_request', err.message, { status: 400 }), null);
     }
     if (e?.type === 'entity.verify.failed') {
       return void fail(req, res, new ApiError('invalid_request', 'The request body is not valid UTF-8.', { status: 400 }), null);

@@ -13,6 +13,7 @@ import {
 import { API_VERSION } from '../core/api-version';
 import { Executor, Outcome, RateLimitInfo } from '../operations/executor';
 import { callerOf, sendOutcome } from '../web/express-io';
+import { verifyJsonDepth } from '../web/json-body';
 import { createMcpServer, listTools, RequestAuth, ToolRunner } from './server';
 
 /** The request's RequestAuth travels to the server factory in the SDK's pass-through authInfo. */
@@ -25,7 +26,10 @@ function requestAuthOf(ctx: McpRequestContext): RequestAuth {
 }
 
 export const MCP_PATH = '/mcp';
-/** As /v1: a larger body is refused by the app's error handler (400 invalid_request). */
+/**
+ * As /v1: a larger body, or one nesting deeper than MAX_JSON_DEPTH, is refused by the
+ * app's error handler (413 payload_too_large, 400 invalid_request).
+ */
 const MAX_BODY = '100kb';
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
 
@@ -106,7 +110,7 @@ export function mountMcp(app: express.Express, executor: Executor): void {
     return true;
   }
 
-  app.post(MCP_PATH, express.raw({ type: () => true, limit: MAX_BODY }), async (req, res, next) => {
+  app.post(MCP_PATH, express.raw({ type: () => true, limit: MAX_BODY, verify: verifyJsonDepth }), async (req, res, next) => {
     try {
       const text = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
       const auth: RequestAuth = { caller: callerOf(req), authenticated: false };

@@ -141,14 +141,33 @@ function unstorable(text: string): boolean {
   return text.includes('\u0000') || LONE_SURROGATE.test(text);
 }
 
-/** The path (e.g. "subject.external.namespace") of the first unstorable string or key in value, or null. */
+/**
+ * The path (e.g. "subject.external.namespace") of the first unstorable string or key in
+ * value, or null. Iterative (an explicit stack, depth-first in key order): however deep
+ * the value, no call stack grows with it (bodies are also bounded at the parser,
+ * src/web/json-body.ts).
+ */
 export function unstorablePath(value: unknown, path: string[] = []): string | null {
-  if (typeof value === 'string') return unstorable(value) ? path.join('.') || '(value)' : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [key, inner] of Object.entries(value as Record<string, unknown>)) {
-    if (unstorable(key)) return [...path, key.replace(/\u0000/g, '\\u0000')].join('.');
-    const found = unstorablePath(inner, [...path, key]);
-    if (found !== null) return found;
+  // Each entry names its parent, so a path is built only for the one found.
+  interface At { value: unknown; key: string | null; parent: At | null }
+  const pathOf = (at: At | null, last?: string): string => {
+    const keys: string[] = last === undefined ? [] : [last];
+    for (let a = at; a; a = a.parent) if (a.key !== null) keys.push(a.key);
+    return [...path, ...keys.reverse()].join('.');
+  };
+  const stack: At[] = [{ value, key: null, parent: null }];
+  while (stack.length > 0) {
+    const at = stack.pop()!;
+    if (typeof at.value === 'string') {
+      if (unstorable(at.value)) return pathOf(at) || '(value)';
+      continue;
+    }
+    if (at.value === null || typeof at.value !== 'object') continue;
+    const entries = Object.entries(at.value as Record<string, unknown>);
+    for (const [key] of entries) {
+      if (unstorable(key)) return pathOf(at, key.replace(/\u0000/g, '\\u0000'));
+    }
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i][1], key: entries[i][0], parent: at });
   }
   return null;
 }

@@ -4,9 +4,10 @@
 import { generateSecret, parseEncryptionKey, SecretBox } from './crypto';
 import { createSender, Sender, SendResult } from './send';
 import { webhookHeaders } from './sign';
-import { endpointUrlProblem } from './urls';
+import { endpointTargetProblem, PortRanges, Resolver, systemResolver } from './urls';
 
 export { endpointUrlProblem } from './urls';
+export type { PortRanges, Resolver } from './urls';
 
 export interface WebhookService {
   /** False when the deployment lacks the encryption key (routes answer 503). */
@@ -21,7 +22,8 @@ export interface WebhookService {
   openSecret(communityId: string, endpointId: string, ciphertext: string): string;
   /** Signs and POSTs a body to a URL with the endpoint's signing ciphertexts. */
   send(target: { url: string; communityId: string; endpointId: string; ciphertexts: string[] }, id: string, body: string): Promise<SendResult>;
-  urlProblem(url: string): string | null;
+  /** Null when an endpoint may have this URL, else the reason; resolves its host name (docs/decisions/webhook-targets.md). */
+  urlProblem(url: string): Promise<string | null>;
 }
 
 /**
@@ -30,7 +32,16 @@ export interface WebhookService {
  */
 export const PING_TIMEOUT_MS = 10_000;
 
-export function createWebhookService(opts: { encryptionKey: string | null; allowPrivateUrls: boolean; timeoutMs?: number }): WebhookService {
+export function createWebhookService(opts: {
+  encryptionKey: string | null;
+  allowPrivateUrls: boolean;
+  /** WEBHOOK_PORTS; default any. */
+  ports?: PortRanges;
+  /** How a host name is resolved when an endpoint is saved (tests inject one). */
+  resolve?: Resolver;
+  timeoutMs?: number;
+}): WebhookService {
+  const rules = { allowPrivate: opts.allowPrivateUrls, ports: opts.ports ?? null };
   let box: SecretBox | null = null;
   let unavailableReason: string | null = null;
   if (!opts.encryptionKey) {
@@ -64,11 +75,11 @@ export function createWebhookService(opts: { encryptionKey: string | null; allow
     async send(target, id, body) {
       const b = need();
       const keys = target.ciphertexts.map((c) => b.hmacKey(target.communityId, target.endpointId, c));
-      sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs ?? PING_TIMEOUT_MS, maxSockets: 16 });
+      sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, ports: rules.ports, timeoutMs: opts.timeoutMs ?? PING_TIMEOUT_MS, maxSockets: 16 });
       return sender.post(target.url, webhookHeaders(keys, id, body), body);
     },
     urlProblem(url) {
-      return endpointUrlProblem(url, opts.allowPrivateUrls);
+      return endpointTargetProblem(url, rules, opts.resolve ?? systemResolver);
     },
   };
 }

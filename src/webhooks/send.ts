@@ -1,10 +1,11 @@
 // The HTTP side of a delivery: one POST with keep-alive agents, a hard timeout, and
-// at most EXCERPT_BYTES of the answer kept for the delivery log.
+// at most EXCERPT_BYTES of the answer kept for the delivery log. A redirect is never
+// followed (node:http does not; a 3xx is a failed attempt like any non-2xx).
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import net from 'node:net';
-import { isPrivateAddress, publicOnlyLookup } from './urls';
+import { isPrivateAddress, PortRanges, portProblem, publicOnlyLookup } from './urls';
 
 export const DELIVERY_TIMEOUT_MS = 15_000;
 export const EXCERPT_BYTES = 1024;
@@ -25,7 +26,8 @@ export interface Sender {
   close(): void;
 }
 
-export function createSender(opts: { allowPrivate: boolean; timeoutMs?: number; maxSockets?: number }): Sender {
+/** ports: the ports a delivery may connect to (WEBHOOK_PORTS), checked for every delivery; default any. */
+export function createSender(opts: { allowPrivate: boolean; ports?: PortRanges; timeoutMs?: number; maxSockets?: number }): Sender {
   const timeoutMs = opts.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   const lookup = opts.allowPrivate ? undefined : publicOnlyLookup;
   const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64, lookup } as http.AgentOptions;
@@ -63,6 +65,9 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs?: number; 
       if (url.protocol !== 'https:' && !(opts.allowPrivate && url.protocol === 'http:')) {
         return finish(null, 'URL scheme not allowed', null);
       }
+      // An endpoint saved under other settings is held to today's ports.
+      const port = portProblem(url, opts.ports ?? null);
+      if (port) return finish(null, `EPORTNOTALLOWED: the URL ${port}`, null);
       // An IP literal never goes through the lookup hook: check it here, for every
       // delivery (an endpoint saved while private URLs were allowed is still refused).
       const literal = url.hostname.replace(/^\[|\]$/g, '');

@@ -1,63 +1,65 @@
-// Which URLs an endpoint may have. HTTPS only; plain http, loopback, private,
-// link-local and other non-public addresses are refused unless the deployment allows
-// them (WEBHOOK_ALLOW_PRIVATE_URLS; on by default outside production, so tests and
-// local development can use http://127.0.0.1 receivers). The same rule is applied
-// again when the host name is resolved at send time (DNS can change after creation).
+// Which URLs an endpoint may have. HTTPS only; plain http and every address that is
+// not ordinary public unicast (loopback, private, link-local, tunnelling ranges such as
+// Teredo and 6to4, NAT64, documentation, reserved...) are refused unless the deployment
+// allows them (WEBHOOK_ALLOW_PRIVATE_URLS; on by default outside production, so tests
+// and local development can use http://127.0.0.1 receivers). The ports an endpoint may
+// name are a setting of their own (WEBHOOK_PORTS). A host name is resolved when the
+// endpoint is saved and again when a delivery connects (DNS can change after creation).
+// See docs/decisions/webhook-targets.md.
 import dns from 'node:dns';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-const blocked = new net.BlockList();
-for (const [prefix, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
-  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(prefix, bits, 'ipv4');
-for (const [prefix, bits] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48], ['100::', 64], ['2001:db8::', 32],
-] as const) blocked.addSubnet(prefix, bits, 'ipv6');
+/** Inclusive port ranges an endpoint may name; null: any port (but never 0). */
+export type PortRanges = ReadonlyArray<readonly [number, number]> | null;
 
-/** The eight 16-bit groups of an IPv6 address (any textual form, dotted tail included). */
-function ipv6Groups(address: string): number[] {
-  let text = address.toLowerCase();
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number);
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, null];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const fill = tail === null ? [] : Array(8 - left.length - right.length).fill('0');
-  return [...left, ...fill, ...right].map((g) => parseInt(g, 16));
-}
+/** Resolves a host name to its addresses (injectable: tests need no network). */
+export type Resolver = (hostname: string) => Promise<string[]>;
 
-/** The IPv4 address an IPv6 one embeds (mapped, translated, compatible, 6to4), or null. */
-function embeddedIpv4(groups: number[]): string | null {
-  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
-  if (zeros(0, 5) && groups[5] === 0xffff) return v4(groups[6], groups[7]);          // ::ffff:0:0/96 mapped
-  if (zeros(0, 4) && groups[4] === 0xffff && groups[5] === 0) return v4(groups[6], groups[7]); // ::ffff:0:0:0/96 translated
-  if (zeros(0, 6)) return v4(groups[6], groups[7]);                                   // ::/96 compatible (:: and ::1 too)
-  if (groups[0] === 0x2002) return v4(groups[1], groups[2]);                          // 6to4 2002::/16
-  return null;
-}
+export const systemResolver: Resolver = async (hostname) =>
+  (await dns.promises.lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
-/** True for addresses that are not on the public internet. */
+/** How long saving an endpoint waits for its host name to resolve. */
+export const REGISTRATION_LOOKUP_MS = 2000;
+
+// RFC 4291 2.4 and IANA's IPv6 registry: global unicast is allocated from 2000::/3 only.
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+/**
+ * True for addresses that are not ordinary public unicast: anything ipaddr.js names
+ * other than `unicast` (loopback, private, linkLocal, carrierGradeNat, reserved,
+ * multicast, teredo, 6to4, rfc6052, rfc6145, uniqueLocal, ...), after unwrapping an
+ * IPv4-mapped IPv6 address; IPv6 also outside 2000::/3 (IPv4-compatible ::/96 and
+ * other unallocated space). Anything that does not parse is refused.
+ */
 export function isPrivateAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) {
-    const groups = ipv6Groups(address);
-    const v4 = embeddedIpv4(groups);
-    if (v4 !== null) return v4 === '0.0.0.0' || v4 === '0.0.0.1' || blocked.check(v4, 'ipv4');
-    return blocked.check(address, 'ipv6');
+  if (!net.isIP(address)) return true;
+  let ip: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    ip = ipaddr.process(address);
+  } catch {
+    return true;
   }
-  return true;
+  if (ip.range() !== 'unicast') return true;
+  return ip.kind() === 'ipv6' && !ip.match(GLOBAL_UNICAST_V6);
 }
 
-/** Null when acceptable, else the reason (for a 422 detail). */
-export function endpointUrlProblem(text: string, allowPrivate: boolean): string | null {
+/** The port a URL connects to (its scheme's default when it names none). */
+export function urlPort(url: URL): number {
+  if (url.port !== '') return Number(url.port);
+  return url.protocol === 'http:' ? 80 : 443;
+}
+
+/** Null when the port may be named, else the reason. */
+export function portProblem(url: URL, ports: PortRanges): string | null {
+  const port = urlPort(url);
+  if (port === 0) return 'must not name port 0';
+  if (ports === null || ports.some(([lo, hi]) => port >= lo && port <= hi)) return null;
+  return `must not name port ${port} (allowed: ${ports.map(([lo, hi]) => (lo === hi ? `${lo}` : `${lo}-${hi}`)).join(', ')})`;
+}
+
+/** Null when acceptable, else the reason (for a 422 detail). Syntax, scheme, port and literal addresses only; no lookup. */
+export function endpointUrlProblem(text: string, allowPrivate: boolean, ports: PortRanges = null): string | null {
   let url: URL;
   try {
     url = new URL(text);
@@ -67,14 +69,41 @@ export function endpointUrlProblem(text: string, allowPrivate: boolean): string 
   if (text.length > 2048) return 'must be at most 2048 characters';
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) return 'must be an https URL';
   if (url.hash) return 'must not have a fragment';
+  const port = portProblem(url, ports);
+  if (port) return port;
   if (allowPrivate) return null;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (net.isIP(host)) return isPrivateAddress(host) ? 'must not point to a private or loopback address' : null;
+  if (net.isIP(host)) return isPrivateAddress(host) ? 'must not point to a private, loopback or special-purpose address' : null;
   const lower = host.toLowerCase().replace(/\.+$/, ''); // "LOCALHOST." is localhost
   if (lower === 'localhost' || lower.endsWith('.localhost') || lower.endsWith('.local') || lower.endsWith('.internal') || !lower.includes('.')) {
     return 'must name a public host';
   }
   return null;
+}
+
+/**
+ * endpointUrlProblem, then (private addresses refused) the host name resolved: a name
+ * with any refused address is refused. A name that does not resolve within
+ * REGISTRATION_LOOKUP_MS is accepted: the send-time check refuses whatever it resolves
+ * to later. The refusal does not say which address a name resolved to.
+ */
+export async function endpointTargetProblem(text: string, rules: { allowPrivate: boolean; ports: PortRanges },
+  resolve: Resolver = systemResolver, timeoutMs = REGISTRATION_LOOKUP_MS): Promise<string | null> {
+  const problem = endpointUrlProblem(text, rules.allowPrivate, rules.ports);
+  if (problem || rules.allowPrivate) return problem;
+  const host = new URL(text).hostname.replace(/^\[|\]$/g, '');
+  if (net.isIP(host)) return null;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((r) => { timer = setTimeout(() => r(null), timeoutMs); });
+  try {
+    const addresses = await Promise.race([resolve(host.replace(/\.+$/, '')), timeout]);
+    if (addresses?.some((a) => isPrivateAddress(a))) return 'must name a host whose addresses are public (it resolves to a private, loopback or special-purpose address)';
+    return null;
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;

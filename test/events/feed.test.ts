@@ -115,7 +115,8 @@ test('the feed needs events:read; the event-type catalog needs any valid key', a
 
 test('the catalog lists every event type with a JSON Schema that each emitted event\'s data satisfies', async () => {
   const cat = await call(app.url, 'GET', '/v1/webhooks/event-types', { key: tenant.key });
-  expect(cat.body.data.map((t: { type: string }) => t.type)).toEqual([...EVENT_TYPES]);
+  // Every emitted type, then the test ping (issue 26 item 13), which the feed never holds.
+  expect(cat.body.data.map((t: { type: string }) => t.type)).toEqual([...EVENT_TYPES, 'webhook.ping']);
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   const validators = new Map<string, ReturnType<typeof ajv.compile>>();
   for (const t of cat.body.data) {

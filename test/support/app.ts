@@ -7,6 +7,7 @@ import { loginUrl } from '../../src/db/logins';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { createApp, createHttpServer } from '../../src/app';
 import { SCOPES, Scope } from '../../src/core/scopes';
+import type { Services } from '../../src/domain/operation';
 import { checkResponse } from './openapi-check';
 
 export const TEST_DB = () => {
@@ -28,7 +29,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
+export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}, opts: { services?: (config: Config) => Services } = {}): Promise<TestApp> {
   const config: Config = {
     ...loadConfig({ NODE_ENV: 'test', ...env }),
     // Tests fire many requests from one key; the limits themselves have their own tests.
@@ -37,7 +38,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
   };
   const owner = createOwnerPool(TEST_DB());
   const api = createApiPool(TEST_APP_DB(), 10);
-  const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner });
+  const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner, services: opts.services?.(config) });
   const server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -85,6 +85,8 @@ export interface DeliveryTaskOptions {
   disableAfterMs?: number;
   encryptionKey: string | null;
   allowPrivateUrls: boolean;
+  /** WEBHOOK_PORTS (config.webhookPorts); default any. */
+  ports?: Array<[number, number]> | null;
   timeoutMs?: number;
   maxSockets?: number;
   /** Slots one fast endpoint may hold (default 4); a slow or unknown one holds 1. */
@@ -170,7 +172,7 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
     if (rows.length === 0) return 0;
     if (!box) throw new Error(keyProblem);
     const secrets = box;
-    sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, timeoutMs: opts.timeoutMs, maxSockets: opts.maxSockets });
+    sender ??= createSender({ allowPrivate: opts.allowPrivateUrls, ports: opts.ports, timeoutMs: opts.timeoutMs, maxSockets: opts.maxSockets });
     const send = sender;
 
     const results = await Promise.all(rows.map(async (d): Promise<SendResult & { id: string }> => {
@@ -209,7 +211,7 @@ let fromEnv: DeliveryTask | null = null;
 export const webhookDeliveriesSend: Task = (payload, helpers) => {
   if (!fromEnv) {
     const config = loadConfig();
-    fromEnv = makeWebhookSendTask({ encryptionKey: config.webhookEncryptionKey, allowPrivateUrls: config.webhookAllowPrivateUrls });
+    fromEnv = makeWebhookSendTask({ encryptionKey: config.webhookEncryptionKey, allowPrivateUrls: config.webhookAllowPrivateUrls, ports: config.webhookPorts });
   }
   return fromEnv.task(payload, helpers);
 };

@@ -117,7 +117,26 @@ function jsonSchema(schema: z.ZodType): Record<string, unknown> {
   return s;
 }
 
-/** The catalog as GET /v1/webhooks/event-types answers it. */
-export const EVENT_CATALOG: { data: EventTypeInfo[] } = {
-  data: ENTRIES.map((e) => ({ type: e.type, description: e.description, data_schema: jsonSchema(e.schema) })),
+/**
+ * The test ping of POST /v1/webhooks/endpoints/{id}/test: an envelope a receiver must
+ * expect, so the catalog lists it, but never written to the feed and not a type an
+ * endpoint subscribes to (it goes to the endpoint tested, whatever its event_types).
+ */
+export const PING_EVENT_TYPE = 'webhook.ping';
+export const pingEventDataSchema = z.looseObject({
+  endpoint_id: z.string().describe('the endpoint the ping was sent to'),
+  message: z.string(),
+});
+
+/** The catalog as GET /v1/webhooks/event-types answers it: every emitted type, then webhook.ping. */
+export const EVENT_CATALOG: { data: Array<Omit<EventTypeInfo, 'type'> & { type: EventType | typeof PING_EVENT_TYPE }> } = {
+  data: [
+    ...ENTRIES.map((e) => ({ type: e.type, description: e.description, data_schema: jsonSchema(e.schema) })),
+    {
+      type: PING_EVENT_TYPE,
+      description: 'A test ping, sent only by POST /v1/webhooks/endpoints/{id}/test to the endpoint tested, whatever its event_types; '
+        + 'never in the event feed and not a type an endpoint subscribes to.',
+      data_schema: jsonSchema(pingEventDataSchema),
+    },
+  ],
 };

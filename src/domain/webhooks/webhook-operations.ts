@@ -20,7 +20,7 @@ function knownEventType(type: string): boolean {
 
 const url = z.string().min(1).max(2048).describe('HTTPS URL that receives the deliveries.');
 const description = z.string().max(500).nullable().describe('Free text for the operator.');
-const eventTypes = z.array(z.string().refine(knownEventType, 'must be an event type of GET /v1/webhooks/event-types, such as member.entitlement.granted'))
+const eventTypes = z.array(z.string().refine(knownEventType, 'must be an event type of GET /v1/webhooks/event-types other than webhook.ping (sent by the test route whatever event_types say), such as member.entitlement.granted'))
   .max(50)
   .refine((types) => new Set(types).size === types.length, 'must not repeat a type')
   .describe('Event types to deliver; omit or [] for every type.');
@@ -35,9 +35,9 @@ function webhooks(ctx: OpContext): WebhookService {
   return service;
 }
 
-function checkUrl(service: WebhookService, value: unknown) {
+async function checkUrl(service: WebhookService, value: unknown) {
   if (typeof value !== 'string') return;
-  const problem = service.urlProblem(value);
+  const problem = await service.urlProblem(value);
   if (problem) throw new ApiError('invalid_request', `Invalid url: ${problem}.`, { status: 422, extra: { param: 'url' } });
 }
 
@@ -94,7 +94,7 @@ export const webhookOperations: Operation[] = [
     idempotencySeal: sealedSecret,
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
-      checkUrl(service, input.url);
+      await checkUrl(service, input.url);
       const { rows } = await ctx.query<{ id: string }>(`select billing.gen_id('we') as id`);
       const id = rows[0].id;
       const { secret, ciphertext } = service.newSecret(ctx.communityId, id);
@@ -135,7 +135,7 @@ export const webhookOperations: Operation[] = [
     idempotent: true,
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
-      checkUrl(service, input.url);
+      await checkUrl(service, input.url);
       return ctx.call('webhook_endpoints_update', input);
     },
   }),
@@ -220,7 +220,7 @@ export const webhookOperations: Operation[] = [
     handler: async (ctx, input) => {
       const service = webhooks(ctx);
       const { rows } = await ctx.query<{ t: { allowed: boolean; retry_after: number; url: string; community_id: string; ciphertexts: string[] | null }; id: string; ts: string }>(
-        `select billing_private.webhook_test_target($1) as t, billing.gen_id('evt') as id, billing.iso(now()) as ts`, [input.id]);
+        `select billing_private.webhook_test_target($1) as t, billing.gen_id('evt') as id, billing.iso(billing.now()) as ts`, [input.id]);
       const { t: target, id, ts } = rows[0];
       if (!target.allowed) {
         throw new ApiError('rate_limited', `At most 10 test pings per minute per endpoint; retry after ${target.retry_after} seconds.`,
