@@ -82,7 +82,7 @@ as $$
     'currency', p_mig.currency, 'notice_days', p_mig.notice_days, 'notice_ends_at', billing.iso(p_mig.notice_ends_at),
     'subscriptions', p_mig.subscriptions,
     'pending_subscriptions', (select count(*)::integer from billing.subscriptions s
-      where s.community_id = p_mig.community_id and s.price_migration_id = p_mig.id),
+      where s.community_id = p_mig.community_id and s.price_migration_id = p_mig.id and s.status <> 'cancelled'),
     'created_at', billing.iso(p_mig.created_at))
 $$;
 
