@@ -4,6 +4,7 @@ export { default as migrate } from './migrate-commands';
 export { default as communities } from './communities-commands';
 export { default as keys } from './keys-commands';
 export { default as catalog } from './catalog-commands';
+export { default as plans } from './plans-commands';
 export { default as sandbox } from './sandbox-commands';
 export { default as sqlAccess } from './sql-access-commands';
 export { default as operators } from './operators-commands';

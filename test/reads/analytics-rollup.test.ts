@@ -2,8 +2,8 @@
 // 48-analytics.sql): writers append what changed, the worker folds it, the overview sums
 // it. These tests hold it to a rebuild from the subscriptions after concurrent writers
 // and folds, to the views after the changes that do not touch a subscription row (a
-// 'once' discount spent by an invoice, a plan's price), and check that two writers of
-// one community never wait on each other for it.
+// 'once' discount spent by an invoice; a plan's price, which changes no subscriber's),
+// and check that two writers of one community never wait on each other for it.
 import type pg from 'pg';
 import { call, startApp, TestApp } from '../support/app';
 import { advance, createShop, externalSubject, pay, Shop, subscribe } from '../checkout/fixtures';
@@ -135,7 +135,7 @@ test('two writers of one community never wait on each other for the rollup', asy
   expect(live.summary.active_subscribers).toBe(0);
 });
 
-test('what changes a subscription\'s figures without writing it: a spent once discount, a plan\'s price', async () => {
+test('what changes a subscription\'s figures without writing it: a spent once discount; a plan\'s price does not', async () => {
   const shop = await createShop(app);
   // WELCOME10 is a 'once' discount: the checkout's first invoice spends it, after the
   // subscription row was written, so MRR is the full price from then on.
@@ -148,20 +148,23 @@ test('what changes a subscription\'s figures without writing it: a spent once di
 
   await subscribe(app, shop, 'silver');
   await advance(app, shop, 2);
+  // A plan's price edit reaches new buyers only: the silver subscriber still pays 800
+  // (subscriptions.price_cents), so MRR does not move
+  // (docs/decisions/price-changes-keep-existing-subscribers.md).
   await app.owner.query(`update billing.plans set amount_cents = 1000 where community_id = $1 and id = $2`,
     [shop.communityId, shop.ids.plans['silver-monthly']]);
   const views = await fromViews(shop.communityId);
-  expect(views.mrr_by_currency).toEqual([{ currency: 'usd', mrr_cents: 2500 }]);
+  expect(views.mrr_by_currency).toEqual([{ currency: 'usd', mrr_cents: 2300 }]);
   const live = await overview(shop.communityId);
   expect(live.summary.mrr_by_currency).toEqual(views.mrr_by_currency);
-  // Yesterday's figure keeps yesterday's price (the price change is today's expansion),
-  // in analytics.mrr_daily and in the overview alike.
+  // Yesterday and today alike: a plan price edit moves no subscriber's MRR, so it is
+  // no expansion either (analytics.mrr_daily and the overview agree).
   const yesterday = await asApi(shop.communityId, async (c) => (await c.query(
     `select mrr_cents::int from analytics.mrr_daily where community_id = $1 and currency = 'usd' and day = $2::date`,
     [shop.communityId, live.series.days.at(-2).day])).rows[0].mrr_cents);
   expect(yesterday).toBe(2300);
   expect(live.series.days.at(-2).mrr_cents).toBe(yesterday);
-  expect(live.series.days.at(-1)).toMatchObject({ mrr_cents: 2500, expansion_cents: 200 });
+  expect(live.series.days.at(-1)).toMatchObject({ mrr_cents: 2300, expansion_cents: 0 });
 });
 
 test('a community written with triggers off is rebuilt to the same figures as one written through them', async () => {

@@ -388,8 +388,8 @@ begin
   select * into v_plan from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
   v_end := billing.next_period_end(p_at, v_plan.interval, p_at);
   if v_sub.provider = 'sandbox' then
-    v_discount := billing.subscription_discount_cents(v_sub, v_plan.amount_cents, p_at);
-    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, p_at, v_end));
+    v_discount := billing.subscription_discount_cents(v_sub, v_sub.price_cents, p_at);
+    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_sub.price_cents, p_at, v_end));
     if v_discount > 0 then
       select d.code into v_code from billing.discount_codes d where d.community_id = v_sub.community_id and d.id = v_sub.discount_id;
       v_lines := v_lines || billing.discount_line(v_code, v_discount, p_at, v_end);
@@ -551,7 +551,7 @@ begin
           then v_now + make_interval(days => v_plan.trial_days) end);
       insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start,
         current_period_end, trial_end, cancel_at, client_reference_id, checkout_id, provider, provider_ref,
-        provider_customer_ref, provider_updated_at, billing_anchor, discount_id, created_at, trial_tier_id)
+        provider_customer_ref, provider_updated_at, billing_anchor, discount_id, created_at, trial_tier_id, price_cents)
       values (v_cs.community_id, v_cs.member_id, v_plan.id,
         coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
         coalesce((p_details->>'period_start')::timestamptz, v_now),
@@ -559,7 +559,9 @@ begin
         v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
         p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz,
         coalesce(v_trial_end, (p_details->>'period_start')::timestamptz, v_now), v_cs.discount_id, v_now,
-        case when v_trial_end is not null then v_plan.tier_id end)
+        case when v_trial_end is not null then v_plan.tier_id end,
+        -- the price its buyer was shown (docs/decisions/price-changes-keep-existing-subscribers.md)
+        v_cs.amount_cents)
       returning * into v_sub;
       v_sub_id := v_sub.id;
       if v_cs.provider = 'sandbox' then

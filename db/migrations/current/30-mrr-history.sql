@@ -424,8 +424,8 @@ begin
   select array_agg(n.community_id), array_agg(n.id) into v_communities, v_ids
   from new_rows n
   join old_rows o on o.community_id = n.community_id and o.id = n.id
-  where (n.status, n.plan_id, n.member_id, n.discount_id, n.created_at, n.trial_end, n.cancelled_at, n.cancel_requested_at)
-        is distinct from (o.status, o.plan_id, o.member_id, o.discount_id, o.created_at, o.trial_end, o.cancelled_at, o.cancel_requested_at)
+  where (n.status, n.plan_id, n.member_id, n.discount_id, n.created_at, n.trial_end, n.cancelled_at, n.cancel_requested_at, n.price_cents)
+        is distinct from (o.status, o.plan_id, o.member_id, o.discount_id, o.created_at, o.trial_end, o.cancelled_at, o.cancel_requested_at, o.price_cents)
      or n.status in ('paused', 'cancelled', 'cancelling') and n.updated_at is distinct from o.updated_at
      or n.discount_id is not null and n.current_period_end is distinct from o.current_period_end;
   if v_ids is not null then

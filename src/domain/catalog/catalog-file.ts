@@ -278,7 +278,41 @@ export interface CatalogResult {
   entitlements: Record<string, string>;
   platforms: Record<string, string>;
   discounts: Record<string, string>;
+  /** What this apply created or updated (rows the file lists unchanged are not here), in file order. */
+  changes: CatalogChange[];
+  /**
+   * Plans whose amount_cents this apply changed: new buyers pay the new price; existing
+   * subscribers keep the price they pay (docs/decisions/price-changes-keep-existing-subscribers.md)
+   * until `billing plans migrate` moves them with notice. Names those subscribers.
+   */
+  price_changes: PriceChange[];
 }
+
+export interface CatalogChange {
+  kind: 'payment_provider' | 'dunning' | 'platform' | 'entitlement' | 'tier' | 'plan' | 'discount';
+  key: string;
+  id: string | null;
+  action: 'created' | 'updated';
+  /** The fields that changed (names only, never a value: some are secrets). */
+  fields: string[];
+}
+
+export interface PriceChange {
+  plan: string;
+  plan_id: string;
+  from_cents: number;
+  to_cents: number;
+  currency: string;
+  /** Subscriptions of the plan, not cancelled, that pay another price than the new one. */
+  subscriptions: number;
+  /** How many of them already have a price migration pending. */
+  pending_migration: number;
+  /** Their ids, the first PRICE_CHANGE_IDS (in id order). */
+  subscription_ids: string[];
+}
+
+/** How many subscriber ids a price change lists (the count is always whole). */
+export const PRICE_CHANGE_IDS = 1000;
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
@@ -294,14 +328,17 @@ type Col = [name: string, value: unknown, type: string];
  */
 async function upsert(
   db: Queryable, table: string, communityId: string,
-  match: { expr: string; value: string }, cols: Col[], opts: { touch?: string } = {},
+  match: { expr: string; value: string }, cols: Col[],
+  opts: { touch?: string; report?: { log: CatalogChange[]; kind: CatalogChange['kind']; key: string }; before?: (row: Record<string, unknown>) => void } = {},
 ): Promise<string> {
   const names = cols.map((c) => `"${c[0]}"`);
   const params = cols.map(([, value, type]) => (type === 'jsonb' ? JSON.stringify(value) : value));
   const casts = (from: number) => cols.map(([, , type], i) => `$${i + from}::${type}`);
-  const found = await db.query<{ id: string; changed: boolean }>(
-    `select id::text as id, (${names.join(', ')}) is distinct from (${casts(3).join(', ')}) as changed
-     from ${table} where community_id = $1 and ${match.expr} = $2 for update`,
+  const fieldChanged = names.map((n, i) => `case when ${n} is distinct from ${casts(3)[i]} then '${cols[i][0]}' end`);
+  const found = await db.query<{ id: string; changed: boolean; fields: string[]; row: Record<string, unknown> }>(
+    `select id::text as id, (${names.join(', ')}) is distinct from (${casts(3).join(', ')}) as changed,
+       array_remove(array[${fieldChanged.join(', ')}]::text[], null) as fields, to_jsonb(t) as row
+     from ${table} t where community_id = $1 and ${match.expr} = $2 for update`,
     [communityId, match.value, ...params]);
   const row = found.rows[0];
   if (!row) {
@@ -309,9 +346,12 @@ async function upsert(
       `insert into ${table} (community_id, ${names.join(', ')})
        values ($1, ${casts(2).join(', ')}) returning id::text as id`,
       [communityId, ...params]);
+    opts.report?.log.push({ kind: opts.report.kind, key: opts.report.key, id: rows[0].id, action: 'created', fields: [] });
     return rows[0].id;
   }
+  opts.before?.(row.row);
   if (row.changed) {
+    opts.report?.log.push({ kind: opts.report.kind, key: opts.report.key, id: row.id, action: 'updated', fields: row.fields });
     const sets = names.map((n, i) => `${n} = ${casts(3)[i]}`);
     if (opts.touch) sets.push(`${opts.touch} = now()`);
     await db.query(
@@ -319,6 +359,14 @@ async function upsert(
       [communityId, row.id, ...params]);
   }
   return row.id;
+}
+
+/** Records that a listed row's `field` changed (its links or benefits), unless it was just created. */
+function noteChanged(out: CatalogResult, kind: CatalogChange['kind'], key: string, id: string | null, field: string) {
+  const entry = out.changes.find((c) => c.kind === kind && c.key === key);
+  if (entry?.action === 'created') return;
+  if (entry) { if (!entry.fields.includes(field)) entry.fields.push(field); return; }
+  out.changes.push({ kind, key, id, action: 'updated', fields: [field] });
 }
 
 async function existingKeys(db: Queryable, table: string, communityId: string): Promise<Map<string, string>> {
@@ -339,7 +387,7 @@ function sameStripeAccountLikely(before: string | null, after: string | null): b
   return before.includes('_live_') === after.includes('_live_');
 }
 
-async function applyPaymentProvider(db: Queryable, communityId: string, provider: CatalogFile['payment_provider'], opts: ApplyOptions) {
+async function applyPaymentProvider(db: Queryable, communityId: string, provider: CatalogFile['payment_provider'], opts: ApplyOptions, out: CatalogResult) {
   if (provider === undefined) return;
   const type = provider?.type ?? null;
   let config: Record<string, unknown> = {};
@@ -349,7 +397,9 @@ async function applyPaymentProvider(db: Queryable, communityId: string, provider
       const { secret_key: secretKey, webhook_secret: webhookSecret, ...settings } = rest as Record<string, unknown> & {
         secret_key?: string | null; webhook_secret?: string | null };
       config = settings;
-      await applyStripeSecrets(db, communityId, { secret_key: secretKey, webhook_secret: webhookSecret }, opts);
+      for (const name of await applyStripeSecrets(db, communityId, { secret_key: secretKey, webhook_secret: webhookSecret }, opts)) {
+        noteChanged(out, 'payment_provider', 'payment_provider', null, name);
+      }
     } else {
       config = rest;
     }
@@ -360,10 +410,11 @@ async function applyPaymentProvider(db: Queryable, communityId: string, provider
   if (!rows[0]?.changed) return;
   await db.query('update billing.communities set payment_provider = $2, payment_config = $3::jsonb where id = $1',
     [communityId, type, JSON.stringify(config)]);
+  noteChanged(out, 'payment_provider', 'payment_provider', null, 'type');
 }
 
-async function applyStripeSecrets(db: Queryable, communityId: string, secrets: { secret_key?: string | null; webhook_secret?: string | null }, opts: ApplyOptions) {
-  if (secrets.secret_key === undefined && secrets.webhook_secret === undefined) return;
+async function applyStripeSecrets(db: Queryable, communityId: string, secrets: { secret_key?: string | null; webhook_secret?: string | null }, opts: ApplyOptions): Promise<string[]> {
+  if (secrets.secret_key === undefined && secrets.webhook_secret === undefined) return [];
   let box: PaymentSecretBox | null = null;
   if (secrets.secret_key || secrets.webhook_secret) {
     if (!opts.encryptionKey) {
@@ -385,6 +436,7 @@ async function applyStripeSecrets(db: Queryable, communityId: string, secrets: {
   if (changed.includes('secret_key') && !sameStripeAccountLikely(before, secrets.secret_key ?? null)) {
     await db.query(`delete from billing.member_provider_customers where community_id = $1 and provider = 'stripe'`, [communityId]);
   }
+  return changed;
 }
 
 async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile, ids: Map<string, string>, out: CatalogResult) {
@@ -394,7 +446,7 @@ async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile
       ['platform', p.platform, 'text'],
       ['name', p.name ?? null, 'text'],
       ['settings', p.settings ?? {}, 'jsonb'],
-    ]);
+    ], { report: { log: out.changes, kind: 'platform', key: p.key } });
     ids.set(p.key, id);
     out.platforms[p.key] = id;
   }
@@ -410,7 +462,7 @@ async function applyEntitlements(db: Queryable, communityId: string, c: CatalogF
     const id = await upsert(db, 'billing.entitlements', communityId, { expr: 'key', value: e.key }, [
       ['key', e.key, 'text'],
       ['name', e.name, 'text'],
-    ]);
+    ], { report: { log: out.changes, kind: 'entitlement', key: e.key } });
     ids.set(e.key, id);
     out.entitlements[e.key] = id;
     // The entitlement's benefits become exactly the listed ones. Only the difference
@@ -420,6 +472,7 @@ async function applyEntitlements(db: Queryable, communityId: string, c: CatalogF
       `select platform_config_id, type, value from billing.entitlement_benefits
        where community_id = $1 and entitlement_id = $2`, [communityId, id]);
     const { add, remove } = difference(current, benefits, (b) => JSON.stringify([b.platform_config_id, b.type, b.value]));
+    if (add.length + remove.length > 0) noteChanged(out, 'entitlement', e.key, id, 'benefits');
     if (remove.length > 0) {
       await db.query(
         `delete from billing.entitlement_benefits b
@@ -464,13 +517,14 @@ async function applyTiers(db: Queryable, communityId: string, c: CatalogFile, en
       ['active', t.active ?? true, 'boolean'],
       ['features', t.features ?? [], 'text[]'],
       ['perks', (t.perks ?? []).map((p) => ({ title: p.title, detail: p.detail ?? null })), 'jsonb'],
-    ], { touch: 'updated_at' });
+    ], { touch: 'updated_at', report: { log: out.changes, kind: 'tier', key: t.key } });
     ids.set(t.key, id);
     out.tiers[t.key] = id;
     // The tier's entitlement links become exactly the listed ones (only the difference).
     const { rows: current } = await db.query<{ entitlement_id: string }>(
       'select entitlement_id from billing.tier_entitlements where community_id = $1 and tier_id = $2', [communityId, id]);
     const { add, remove } = difference(current.map((r) => r.entitlement_id), links, (e) => e);
+    if (add.length + remove.length > 0) noteChanged(out, 'tier', t.key, id, 'entitlements');
     if (remove.length > 0) {
       await db.query(
         'delete from billing.tier_entitlements where community_id = $1 and tier_id = $2 and entitlement_id = any ($3::text[])',
@@ -495,7 +549,18 @@ async function applyTiers(db: Queryable, communityId: string, c: CatalogFile, en
         ['active', p.active ?? true, 'boolean'],
       ];
       if (p.stripe_price_id !== undefined) cols.push(['stripe_price_id', p.stripe_price_id, 'text']);
-      out.plans[p.key] = await upsert(db, 'billing.plans', communityId, { expr: 'key', value: p.key }, cols);
+      let before: { amount_cents: number; currency: string } | null = null;
+      out.plans[p.key] = await upsert(db, 'billing.plans', communityId, { expr: 'key', value: p.key }, cols,
+        { report: { log: out.changes, kind: 'plan', key: p.key }, before: (row) => { before = row as typeof before; } });
+      const was = before as { amount_cents: number; currency: string } | null;
+      if (was && was.amount_cents !== p.amount_cents) {
+        // New buyers pay the new price; the plan's existing subscribers keep theirs (the
+        // database: subscriptions.price_cents). Named here, for a `billing plans migrate`.
+        const { rows } = await db.query<{ r: { subscriptions: number; pending_migration: number; subscription_ids: string[] } }>(
+          'select billing.plan_price_subscribers($1, $2, $3) as r', [communityId, out.plans[p.key], PRICE_CHANGE_IDS]);
+        out.price_changes.push({ plan: p.key, plan_id: out.plans[p.key], from_cents: was.amount_cents, to_cents: p.amount_cents,
+          currency: p.currency, ...rows[0].r });
+      }
     }
   }
 }
@@ -520,7 +585,7 @@ async function applyDiscounts(db: Queryable, communityId: string, c: CatalogFile
       ['is_active', d.is_active ?? true, 'boolean'],
       ['tier_ids', tiers, 'text[]'],
       ['members', (d.members ?? []).map((m) => ({ platform: m.platform, platform_uid: m.platform_uid, username: m.username ?? null })), 'jsonb'],
-    ]);
+    ], { report: { log: out.changes, kind: 'discount', key: d.code } });
   }
 }
 
@@ -536,7 +601,7 @@ export interface ApplyOptions {
 }
 
 export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: CatalogFile, opts: ApplyOptions = {}): Promise<CatalogResult> {
-  const out: CatalogResult = { tiers: {}, plans: {}, entitlements: {}, platforms: {}, discounts: {} };
+  const out: CatalogResult = { tiers: {}, plans: {}, entitlements: {}, platforms: {}, discounts: {}, changes: [], price_changes: [] };
   const db = await pool.connect();
   try {
     await db.query('begin');
@@ -545,10 +610,11 @@ export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: 
     // One apply at a time per community: lock its row (it may be updated below).
     const community = await db.query('select id from billing.communities where id = $1 for update', [communityId]);
     if (community.rowCount === 0) throw new Error(`no community ${communityId}`);
-    await applyPaymentProvider(db, communityId, catalog.payment_provider, opts);
+    await applyPaymentProvider(db, communityId, catalog.payment_provider, opts, out);
     if (catalog.dunning) {
-      await db.query('update billing.communities set dunning = $2::jsonb where id = $1 and dunning is distinct from $2::jsonb',
+      const dunning = await db.query('update billing.communities set dunning = $2::jsonb where id = $1 and dunning is distinct from $2::jsonb',
         [communityId, JSON.stringify(catalog.dunning)]);
+      if (dunning.rowCount) noteChanged(out, 'dunning', 'dunning', null, 'retry_days');
     }
     const platformIds = await existingKeys(db, 'billing.platform_configs', communityId);
     await applyPlatforms(db, communityId, catalog, platformIds, out);
