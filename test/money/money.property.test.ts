@@ -221,9 +221,13 @@ function modelOp(s: ModelSub, op: 'cancel' | 'reactivate' | PlanKey, now: number
   if (s.status !== 'active') return 409;
   if (op === s.plan) return 422;
   if (PLANS[op].rank < PLANS[s.plan].rank) { s.scheduled = op; return 200; }
-  // Immediate: the proration is charged now (a positive amount unless the period is over).
-  const charge = Math.round(prices[op] * Math.max(0, Math.min(1, (s.periodEnd - now) / (s.periodEnd - prevEnd(s)))));
-  if (s.declines && charge > 0) return 402;
+  // Immediate: the proration is charged now, less the credit for the unused time of what
+  // the subscriber paid; a card is asked only for a positive rest (a price edit can make
+  // a higher tier cost less than the subscriber's own price, and then nothing is due).
+  const frac = Math.max(0, Math.min(1, (s.periodEnd - now) / (s.periodEnd - prevEnd(s))));
+  const charge = Math.round(prices[op] * frac);
+  const credit = Math.round(s.price * frac);
+  if (s.declines && charge - Math.min(credit, charge) > 0) return 402;
   switchPrice(s, op, now, prices);
   s.plan = op;
   s.scheduled = null;
