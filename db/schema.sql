@@ -1,4 +1,4 @@
--- db/migrations sha256:f7e3146a405873158e35291a311e03e2448f98eb3bc2b0b0eee8caca5e9f09b5 (regenerate with npm run db:schema)
+-- db/migrations sha256:d4a37180a2022d4b47755391a629789d64a81823271c8251c26f88f741c9a76c (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -63,7 +63,9 @@ CREATE TYPE billing.renewal_terms AS (
 	period_end timestamp with time zone,
 	currency text,
 	lines jsonb,
-	credit_cents bigint
+	credit_cents bigint,
+	price_cents integer,
+	price_migration_id text
 );
 
 
@@ -527,6 +529,10 @@ begin
     cancel_at = case when p_state ? 'cancel_at' then (p_state->>'cancel_at')::timestamptz else s.cancel_at end,
     cancelled_at = case when p_state->>'status' = 'cancelled' then coalesce(s.cancelled_at, (p_state->>'ended_at')::timestamptz, v_at) else s.cancelled_at end,
     paused_until = case when p_state ? 'paused_until' then (p_state->>'paused_until')::timestamptz else s.paused_until end,
+    -- Paused from Stripe's side (pause_collection): the period then current stays paid.
+    paid_through = case when coalesce(p_state->>'status', s.status) <> 'paused' then null
+                        when s.status = 'paused' then s.paid_through
+                        when s.status in ('active', 'trialing') then s.current_period_end end,
     -- A scheduled switch is done once Stripe reports the new plan (its schedule moved on).
     scheduled_plan_id = case when v_plan is not null and v_plan = s.scheduled_plan_id then null else s.scheduled_plan_id end,
     scheduled_at = case when v_plan is not null and v_plan = s.scheduled_plan_id then null else s.scheduled_at end,
@@ -840,7 +846,8 @@ CREATE FUNCTION billing.checkout_json(p_cs billing.checkout_sessions) RETURNS js
     'provider', p_cs.provider, 'url', p_cs.url,
     'expires_at', billing.iso(p_cs.expires_at), 'expired', p_cs.status = 'expired' or (p_cs.status = 'open' and p_cs.expires_at <= billing.now()),
     'tier_id', t.id, 'tier_name', t.name, 'tier_kind', t.kind,
-    'plan_id', p.id, 'plan_name', p.name, 'interval', p.interval, 'trial_days', p.trial_days,
+    'plan_id', p.id, 'plan_name', p.name, 'interval', p.interval,
+    'trial_days', billing.member_trial_days(p_cs.community_id, p_cs.member_id, p, p_cs.id),
     'access_days', p.access_days, 'stripe_price_id', p.stripe_price_id,
     'amount_cents', p_cs.amount_cents, 'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
     'discount_code', d.code, 'discount', case when d.id is null then null else jsonb_build_object(
@@ -978,17 +985,21 @@ begin
     end if;
     if v_sub_id is null then
       v_trial_end := coalesce((p_details->>'trial_end')::timestamptz,
-        case when v_plan.trial_days > 0 and p_details->>'status' is null then v_now + make_interval(days => v_plan.trial_days) end);
+        case when billing.member_trial_days(v_cs.community_id, v_cs.member_id, v_plan) > 0 and p_details->>'status' is null
+          then v_now + make_interval(days => v_plan.trial_days) end);
       insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start,
         current_period_end, trial_end, cancel_at, client_reference_id, checkout_id, provider, provider_ref,
-        provider_customer_ref, provider_updated_at, billing_anchor, discount_id, created_at)
+        provider_customer_ref, provider_updated_at, billing_anchor, discount_id, created_at, trial_tier_id, price_cents)
       values (v_cs.community_id, v_cs.member_id, v_plan.id,
         coalesce(p_details->>'status', case when v_trial_end is not null then 'trialing' else 'active' end),
         coalesce((p_details->>'period_start')::timestamptz, v_now),
         coalesce((p_details->>'period_end')::timestamptz, v_trial_end, billing.add_utc(v_now, billing.plan_interval(v_plan.interval))),
         v_trial_end, (p_details->>'cancel_at')::timestamptz, v_cs.client_reference_id, v_cs.id, v_cs.provider,
         p_details->>'provider_ref', p_details->>'customer_ref', (p_details->>'provider_updated_at')::timestamptz,
-        coalesce(v_trial_end, (p_details->>'period_start')::timestamptz, v_now), v_cs.discount_id, v_now)
+        coalesce(v_trial_end, (p_details->>'period_start')::timestamptz, v_now), v_cs.discount_id, v_now,
+        case when v_trial_end is not null then v_plan.tier_id end,
+        -- the price its buyer was shown (docs/decisions/price-changes-keep-existing-subscribers.md)
+        v_cs.amount_cents)
       returning * into v_sub;
       v_sub_id := v_sub.id;
       if v_cs.provider = 'sandbox' then
@@ -1140,16 +1151,28 @@ CREATE FUNCTION billing.discount_json(p_d billing.discount_codes) RETURNS jsonb
     'duration', p_d.duration, 'duration_months', p_d.duration_months, 'use_limit', p_d.use_limit,
     'min_spend_cents', p_d.min_spend_cents, 'max_spend_cents', p_d.max_spend_cents,
     'starts_at', billing.iso(p_d.starts_at), 'expires_at', billing.iso(p_d.expires_at),
-    'is_active', p_d.is_active, 'tier_ids', to_jsonb(p_d.tier_ids),
+    'is_active', st.reason is null, 'inactive_reason', st.reason, 'tier_ids', to_jsonb(p_d.tier_ids),
     'members', coalesce((
       select jsonb_agg(jsonb_build_object('platform', m->>'platform', 'platform_uid', m->>'platform_uid',
         'username', m->>'username'))
       from jsonb_array_elements(p_d.members) m), '[]'),
-    'redeemed_count', (select count(*) from billing.discount_redemptions r
-      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'redeemed'),
-    'pending_count', (select count(*) from billing.discount_redemptions r
-      where r.community_id = p_d.community_id and r.discount_id = p_d.id and r.status = 'pending'),
+    'redeemed_count', c.redeemed,
+    'pending_count', c.pending,
     'created_at', billing.iso(p_d.created_at))
+  from (select billing.now() as now) t
+  cross join lateral (
+    select count(*) filter (where r.status = 'redeemed') as redeemed,
+      count(*) filter (where r.status = 'pending') as pending,
+      count(*) filter (where r.status = 'redeemed'
+        or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > t.now)) as held
+    from billing.discount_redemptions r
+    left join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
+    where r.community_id = p_d.community_id and r.discount_id = p_d.id) c
+  cross join lateral (select case
+      when not p_d.is_active or p_d.archived_at is not null then 'disabled'
+      when p_d.expires_at is not null and p_d.expires_at <= t.now then 'expired'
+      when p_d.use_limit is not null and c.held >= p_d.use_limit then 'exhausted'
+      when p_d.starts_at is not null and p_d.starts_at > t.now then 'not_started' end as reason) st
 $$;
 
 
@@ -1180,6 +1203,7 @@ CREATE TABLE billing.disputes (
     provider_ref text,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    closed_at timestamp with time zone,
     CONSTRAINT disputes_amount_cents_check CHECK ((amount_cents >= 0)),
     CONSTRAINT disputes_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
     CONSTRAINT disputes_status_check CHECK ((status = ANY (ARRAY['needs_response'::text, 'under_review'::text, 'won'::text, 'lost'::text])))
@@ -1196,7 +1220,8 @@ CREATE FUNCTION billing.dispute_json(p_dp billing.disputes) RETURNS jsonb
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
   select jsonb_build_object('id', p_dp.id, 'invoice_id', p_dp.invoice_id, 'amount_cents', p_dp.amount_cents,
-    'status', p_dp.status, 'reason', p_dp.reason, 'created_at', billing.iso(p_dp.created_at))
+    'status', p_dp.status, 'reason', p_dp.reason, 'created_at', billing.iso(p_dp.created_at),
+    'opened_at', billing.iso(p_dp.created_at), 'closed_at', billing.iso(p_dp.closed_at))
 $$;
 
 
@@ -1257,7 +1282,9 @@ $$;
 CREATE FUNCTION billing.encode_cursor(p_id text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
-  select translate(encode(convert_to(jsonb_build_object('id', p_id)::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
+  select translate(encode(convert_to(jsonb_build_object('id', p_id,
+    'list', nullif(current_setting('app.cursor_list', true), ''),
+    'filters', nullif(current_setting('app.cursor_filters', true), ''))::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
 $$;
 
 
@@ -1515,6 +1542,7 @@ CREATE TABLE billing.invoices (
     provider_updated_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    dispute jsonb,
     CONSTRAINT invoices_amount_paid_cents_check CHECK ((amount_paid_cents >= 0)),
     CONSTRAINT invoices_amount_refunded_cents_check CHECK ((amount_refunded_cents >= 0)),
     CONSTRAINT invoices_attempt_count_check CHECK ((attempt_count >= 0)),
@@ -1585,7 +1613,8 @@ CREATE FUNCTION billing.invoice_json(p_inv billing.invoices) RETURNS jsonb
     'attempt_count', p_inv.attempt_count,
     'next_attempt_at', billing.iso(p_inv.next_attempt_at),
     'paid_at', billing.iso(p_inv.paid_at),
-    'created_at', billing.iso(p_inv.created_at))
+    'created_at', billing.iso(p_inv.created_at),
+    'dispute', p_inv.dispute)
 $$;
 
 
@@ -1679,15 +1708,24 @@ begin
     perform billing.raise('BL409', 'Invoice ' || v_inv.id || ' is already disputed.');
   end if;
   if v_dp.id is not null then
-    -- Later news of the same dispute: its status only.
-    update billing.disputes d set status = coalesce(p_status, d.status), updated_at = now()
+    -- Later news of the same dispute: its status (closed when won or lost), shown on the invoice.
+    update billing.disputes d set status = coalesce(p_status, d.status),
+      closed_at = case when coalesce(p_status, d.status) in ('won', 'lost') then coalesce(d.closed_at, billing.now()) end,
+      updated_at = now()
     where d.community_id = v_dp.community_id and d.id = v_dp.id returning * into v_dp;
+    if v_dp.invoice_id = v_inv.id then
+      update billing.invoices i set dispute = billing.dispute_json(v_dp)
+      where i.community_id = v_inv.community_id and i.id = v_inv.id returning * into v_inv;
+    end if;
     return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp), 'duplicate', true);
   end if;
-  insert into billing.disputes (community_id, invoice_id, amount_cents, status, reason, provider, provider_ref, created_at)
+  insert into billing.disputes (community_id, invoice_id, amount_cents, status, reason, provider, provider_ref, created_at, closed_at)
   values (v_inv.community_id, v_inv.id, coalesce(p_amount, v_inv.amount_paid_cents), coalesce(p_status, 'needs_response'),
-    p_reason, v_inv.provider, p_provider_ref, billing.now())
+    p_reason, v_inv.provider, p_provider_ref, billing.now(),
+    case when p_status in ('won', 'lost') then billing.now() end)
   returning * into v_dp;
+  update billing.invoices i set dispute = billing.dispute_json(v_dp)
+  where i.community_id = v_inv.community_id and i.id = v_inv.id returning * into v_inv;
   perform billing.invoice_end_access(v_inv, 'disputed');
   perform billing.emit_event(v_inv.community_id, 'invoice.disputed', jsonb_build_object(
     'invoice', billing.invoice_json(v_inv), 'dispute', billing.dispute_json(v_dp)));
@@ -1740,6 +1778,27 @@ begin
   perform billing.emit_event(v_inv.community_id, 'invoice.refunded', jsonb_build_object(
     'invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re)));
   return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re), 'duplicate', false);
+end
+$$;
+
+
+--
+-- Name: invoice_refuse_disputed(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_refuse_disputed(p_invoice_id text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_dp billing.disputes;
+begin
+  select * into v_dp from billing.disputes d
+  where d.community_id = billing.current_community_id() and d.invoice_id = p_invoice_id
+  order by d.created_at desc, d.id desc limit 1;
+  if v_dp.id is not null then
+    perform billing.raise('BL409', 'Invoice ' || p_invoice_id || ' is disputed (' || v_dp.id || ', ' || v_dp.status
+      || '): a disputed payment cannot be refunded; the dispute decides where the money goes.');
+  end if;
 end
 $$;
 
@@ -1850,14 +1909,16 @@ CREATE FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_
     AS $$
   with src as (
     select 'subscription' as type, s.id, s.status, p.tier_id, s.plan_id, s.client_reference_id,
-      s.current_period_end as valid_until, s.status = 'cancelling' as lapses
+      case when s.status = 'paused' then s.paid_through else s.current_period_end end as valid_until,
+      s.status in ('cancelling', 'paused') as lapses
     from billing.subscriptions s
     join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
     where s.community_id = p_community_id and s.member_id = p_member_id
       and (s.status in ('active', 'trialing')
         or (s.status = 'past_due' and billing.subscription_retry_open(s.community_id, s.id))
         or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)
-            and not billing.subscription_unpaid(s.community_id, s.id)))
+            and not billing.subscription_unpaid(s.community_id, s.id))
+        or (s.status = 'paused' and s.paid_through > p_now))
     union all
     select 'grant', g.id, 'active', g.tier_id, null, null, g.expires_at, g.expires_at is not null
     from billing.grants g
@@ -1903,7 +1964,7 @@ CREATE FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids 
     select s.member_id from billing.subscriptions s
     join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
     where s.community_id = p_community_id and p.tier_id = any (p_tier_ids)
-      and s.status in ('active', 'trialing', 'past_due', 'cancelling')
+      and (s.status in ('active', 'trialing', 'past_due', 'cancelling') or s.status = 'paused' and s.paid_through is not null)
     union all
     select u.member_id from billing.purchases u
     join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
@@ -2245,8 +2306,13 @@ CREATE TABLE billing.subscriptions (
     cancellation_reason text,
     cancel_requested_at timestamp with time zone,
     credit_cents bigint DEFAULT 0 NOT NULL,
+    price_cents integer NOT NULL,
+    price_migration_id text COLLATE pg_catalog."C",
+    paid_through timestamp with time zone,
+    trial_tier_id text COLLATE pg_catalog."C",
     CONSTRAINT subscriptions_cancellation_reason_check CHECK ((cancellation_reason = ANY (ARRAY['cancellation_requested'::text, 'payment_failed'::text, 'refunded'::text, 'payment_disputed'::text]))),
     CONSTRAINT subscriptions_credit_cents_check CHECK ((credit_cents >= 0)),
+    CONSTRAINT subscriptions_price_cents_check CHECK ((price_cents >= 0)),
     CONSTRAINT subscriptions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
     CONSTRAINT subscriptions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text, 'cancelled'::text, 'paused'::text])))
 );
@@ -2259,6 +2325,13 @@ ALTER TABLE ONLY billing.subscriptions FORCE ROW LEVEL SECURITY;
 --
 
 COMMENT ON COLUMN billing.subscriptions.billing_anchor IS 'Start of the first paid period; every period end is billing_anchor + n intervals (31 Jan -> 28 Feb -> 31 Mar), as Stripe keeps its billing cycle anchor.';
+
+
+--
+-- Name: COLUMN subscriptions.price_cents; Type: COMMENT; Schema: billing; Owner: -
+--
+
+COMMENT ON COLUMN billing.subscriptions.price_cents IS 'What each period of this subscription is charged before discounts (minor units): the plan''s price when it started or moved to that plan; a plan price edit changes it only through a price migration (billing.price_migrations).';
 
 
 --
@@ -2431,6 +2504,27 @@ $$;
 
 
 --
+-- Name: member_trial_days(text, text, billing.plans, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_trial_days(p_community_id text, p_member_id text, p_plan billing.plans, p_except_checkout_id text DEFAULT NULL::text) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  if coalesce(p_plan.trial_days, 0) = 0 or p_member_id is null then
+    return coalesce(p_plan.trial_days, 0);
+  end if;
+  if exists (select 1 from billing.subscriptions s
+             where s.community_id = p_community_id and s.member_id = p_member_id and s.trial_tier_id = p_plan.tier_id
+               and s.checkout_id is distinct from p_except_checkout_id) then
+    return 0;
+  end if;
+  return p_plan.trial_days;
+end
+$$;
+
+
+--
 -- Name: next_period_end(timestamp with time zone, text, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -2510,6 +2604,108 @@ CREATE FUNCTION billing.plan_line(p_plan billing.plans, p_amount bigint, p_start
     'period_start', billing.iso(p_start), 'period_end', billing.iso(p_end))
   from (select 1) one
   left join billing.tiers t on t.community_id = p_plan.community_id and t.id = p_plan.tier_id
+$$;
+
+
+--
+-- Name: plan_price_migrate(text, text, integer); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.plan_price_migrate(p_community_id text, p_plan_id text, p_notice_days integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_plan billing.plans;
+  v_mig billing.price_migrations;
+  v_ids text[];
+  v_cleared integer;
+begin
+  perform set_config('app.community_id', p_community_id, true);
+  if p_notice_days is null or p_notice_days < 0 or p_notice_days > 3650 then
+    perform billing.raise('BL422', 'notice_days must be a whole number of days from 0 to 3650.', 'notice_days');
+  end if;
+  select * into v_plan from billing.plans p where p.community_id = p_community_id and (p.id = p_plan_id or p.key = p_plan_id)
+  order by (p.id = p_plan_id) desc limit 1 for update;
+  if v_plan.id is null then
+    perform billing.raise('BL404', 'No plan ' || coalesce(p_plan_id, '') || ' in community ' || p_community_id || '.');
+  end if;
+  if v_plan.interval is null then
+    perform billing.raise('BL409', 'Plan ' || v_plan.key || ' is one-time: it has no subscribers to migrate.');
+  end if;
+  insert into billing.price_migrations (community_id, plan_id, price_cents, currency, notice_days, notice_ends_at, created_at)
+  values (p_community_id, v_plan.id, v_plan.amount_cents, v_plan.currency, p_notice_days,
+    billing.now() + make_interval(days => p_notice_days), billing.now())
+  returning * into v_mig;
+  with moved as (
+    update billing.subscriptions s set price_migration_id = v_mig.id
+    where s.community_id = p_community_id and s.plan_id = v_plan.id and s.status <> 'cancelled'
+      and s.price_cents <> v_plan.amount_cents
+    returning s.id)
+  select coalesce(array_agg(m.id order by m.id), '{}') into v_ids from moved m;
+  update billing.subscriptions s set price_migration_id = null
+  where s.community_id = p_community_id and s.plan_id = v_plan.id and s.price_migration_id is not null
+    and s.price_migration_id <> v_mig.id;
+  get diagnostics v_cleared = row_count;
+  update billing.price_migrations m set subscriptions = cardinality(v_ids)
+  where m.community_id = p_community_id and m.id = v_mig.id returning * into v_mig;
+  return billing.price_migration_json(v_mig) || jsonb_build_object('plan_key', v_plan.key,
+    'subscription_ids', to_jsonb(v_ids), 'cleared_subscriptions', v_cleared);
+end
+$$;
+
+
+--
+-- Name: plan_price_subscribers(text, text, integer); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('subscriptions', count(*)::integer,
+    'pending_migration', count(*) filter (where s.price_migration_id is not null)::integer,
+    'subscription_ids', coalesce(to_jsonb((array_agg(s.id order by s.id))[1:p_limit]), '[]'))
+  from billing.subscriptions s
+  join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+  where s.community_id = p_community_id and s.plan_id = p_plan_id and s.status <> 'cancelled'
+    and s.price_cents <> p.amount_cents
+$$;
+
+
+--
+-- Name: price_migrations; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.price_migrations (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('pmig'::text) NOT NULL COLLATE pg_catalog."C",
+    plan_id text NOT NULL COLLATE pg_catalog."C",
+    price_cents integer NOT NULL,
+    currency text NOT NULL,
+    notice_days integer NOT NULL,
+    notice_ends_at timestamp with time zone NOT NULL,
+    subscriptions integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT price_migrations_notice_days_check CHECK (((notice_days >= 0) AND (notice_days <= 3650))),
+    CONSTRAINT price_migrations_price_cents_check CHECK ((price_cents >= 0)),
+    CONSTRAINT price_migrations_subscriptions_check CHECK ((subscriptions >= 0))
+);
+
+ALTER TABLE ONLY billing.price_migrations FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: price_migration_json(billing.price_migrations); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.price_migration_json(p_mig billing.price_migrations) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('id', p_mig.id, 'plan_id', p_mig.plan_id, 'price_cents', p_mig.price_cents,
+    'currency', p_mig.currency, 'notice_days', p_mig.notice_days, 'notice_ends_at', billing.iso(p_mig.notice_ends_at),
+    'subscriptions', p_mig.subscriptions,
+    'pending_subscriptions', (select count(*)::integer from billing.subscriptions s
+      where s.community_id = p_mig.community_id and s.price_migration_id = p_mig.id and s.status <> 'cancelled'),
+    'created_at', billing.iso(p_mig.created_at))
 $$;
 
 
@@ -2763,6 +2959,7 @@ begin
                       where s.community_id = v_community and s.id = b.subscription_id offset 0) p;
   update billing.subscriptions s set
     status = 'active', plan_id = (b.t).plan_id, scheduled_plan_id = null, scheduled_at = null,
+    price_cents = (b.t).price_cents, price_migration_id = (b.t).price_migration_id,
     current_period_start = b.at, current_period_end = (b.t).period_end, billing_anchor = (b.t).anchor,
     credit_cents = s.credit_cents - greatest((b.t).credit_cents, 0),
     trial_end = case when s.status = 'trialing' then coalesce(s.trial_end, b.at) else s.trial_end end,
@@ -2790,23 +2987,38 @@ declare
   v_t billing.renewal_terms;
   v_discount bigint;
   v_code text;
+  v_price bigint;
 begin
   select * into v_plan from billing.plans p
   where p.community_id = p_sub.community_id and p.id = coalesce(p_sub.scheduled_plan_id, p_sub.plan_id);
   v_t.plan_id := v_plan.id;
+  v_t.price_cents := p_sub.price_cents;
+  v_t.price_migration_id := p_sub.price_migration_id;
+  if v_plan.id <> p_sub.plan_id then
+    v_t.price_cents := v_plan.amount_cents;
+    v_t.price_migration_id := null;
+  elsif p_sub.price_migration_id is not null then
+    select m.price_cents into v_price from billing.price_migrations m
+    where m.community_id = p_sub.community_id and m.id = p_sub.price_migration_id and m.notice_ends_at <= p_at;
+    if v_price is not null then
+      v_t.price_cents := v_price;
+      v_t.price_migration_id := null;
+    end if;
+  end if;
+  v_price := v_t.price_cents;
   v_t.currency := v_plan.currency;
   v_t.anchor := case when p_sub.status = 'trialing' or p_sub.billing_anchor is null
                        or v_plan.id <> p_sub.plan_id and v_plan.interval is distinct from
                          (select p.interval from billing.plans p where p.community_id = p_sub.community_id and p.id = p_sub.plan_id)
                      then p_at else p_sub.billing_anchor end;
   v_t.period_end := billing.next_period_end(v_t.anchor, v_plan.interval, p_at);
-  v_discount := billing.subscription_discount_cents(p_sub, v_plan.amount_cents, p_at);
-  v_t.lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, p_at, v_t.period_end));
+  v_discount := billing.subscription_discount_cents(p_sub, v_price, p_at);
+  v_t.lines := jsonb_build_array(billing.plan_line(v_plan, v_price, p_at, v_t.period_end));
   if v_discount > 0 then
     select d.code into v_code from billing.discount_codes d where d.community_id = p_sub.community_id and d.id = p_sub.discount_id;
     v_t.lines := v_t.lines || billing.discount_line(v_code, v_discount, p_at, v_t.period_end);
   end if;
-  v_t.credit_cents := least(p_sub.credit_cents, v_plan.amount_cents - v_discount);
+  v_t.credit_cents := least(p_sub.credit_cents, v_price - v_discount);
   if v_t.credit_cents > 0 then
     v_t.lines := v_t.lines || jsonb_build_object('type', 'proration', 'description', 'Credit from an earlier plan change',
       'amount_cents', -v_t.credit_cents, 'period_start', billing.iso(p_at), 'period_end', billing.iso(v_t.period_end));
@@ -3043,6 +3255,7 @@ begin
         update billing.subscriptions s set
           status = case when v_inv.status = 'paid' then 'active' else 'past_due' end,
           plan_id = v_terms.plan_id, scheduled_plan_id = null, scheduled_at = null,
+          price_cents = v_terms.price_cents, price_migration_id = v_terms.price_migration_id,
           current_period_start = v_at, current_period_end = v_terms.period_end, billing_anchor = v_terms.anchor,
           credit_cents = s.credit_cents - greatest(v_terms.credit_cents, 0),
           trial_end = case when s.status = 'trialing' then coalesce(s.trial_end, v_at) else s.trial_end end,
@@ -3137,7 +3350,7 @@ CREATE FUNCTION billing.subscription_json(p_sub billing.subscriptions, p_plan bi
     'tier_id', p_plan.tier_id,
     'tier_name', p_tier.name,
     'member_id', p_sub.member_id,
-    'amount_cents', p_plan.amount_cents,
+    'amount_cents', p_sub.price_cents,
     'currency', p_plan.currency,
     'interval', p_plan.interval,
     'current_period_end', billing.iso(p_sub.current_period_end),
@@ -3185,11 +3398,18 @@ begin
   if v_sub.status <> 'paused' then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not paused: nothing to resume.');
   end if;
+  if v_sub.paid_through is not null and p_at < v_sub.paid_through then
+    update billing.subscriptions s set
+      status = case when s.trial_end is not null and s.trial_end > p_at then 'trialing' else 'active' end,
+      paused_until = null, paid_through = null, updated_at = now()
+    where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+    return v_sub;
+  end if;
   select * into v_plan from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
   v_end := billing.next_period_end(p_at, v_plan.interval, p_at);
   if v_sub.provider = 'sandbox' then
-    v_discount := billing.subscription_discount_cents(v_sub, v_plan.amount_cents, p_at);
-    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_plan.amount_cents, p_at, v_end));
+    v_discount := billing.subscription_discount_cents(v_sub, v_sub.price_cents, p_at);
+    v_lines := jsonb_build_array(billing.plan_line(v_plan, v_sub.price_cents, p_at, v_end));
     if v_discount > 0 then
       select d.code into v_code from billing.discount_codes d where d.community_id = v_sub.community_id and d.id = v_sub.discount_id;
       v_lines := v_lines || billing.discount_line(v_code, v_discount, p_at, v_end);
@@ -3200,7 +3420,7 @@ begin
   end if;
   update billing.subscriptions s set
     status = case when v_inv.id is null or v_inv.status = 'paid' then 'active' else 'past_due' end,
-    paused_until = null, current_period_start = p_at, current_period_end = v_end, billing_anchor = p_at, updated_at = now()
+    paused_until = null, paid_through = null, current_period_start = p_at, current_period_end = v_end, billing_anchor = p_at, updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
   return v_sub;
 end
@@ -3251,7 +3471,7 @@ CREATE FUNCTION billing.switch_options(p_sub billing.subscriptions) RETURNS json
   opts as (
     select jsonb_build_object('plan_id', p.id, 'plan_name', p.name, 'tier_id', p.tier_id,
              'amount_cents', p.amount_cents, 'currency', p.currency, 'interval', p.interval,
-             'trial_days', p.trial_days) as j,
+             'trial_days', billing.member_trial_days(p_sub.community_id, p_sub.member_id, p)) as j,
            case when t.id = cur.tier_id then 'same_tier' when t.rank >= cur.rank then 'upgrades' else 'downgrades' end as grp,
            t.rank, p.amount_cents, p.id
     from billing.plans p
@@ -3287,7 +3507,8 @@ begin
     credit_cents := 0;
   else
     charge_cents := case when new_period then p_new.amount_cents else round(p_new.amount_cents * v_frac)::bigint end;
-    credit_cents := round(p_old.amount_cents * v_frac)::bigint;
+    -- The credit is for what the subscriber paid (their price), not the plan's price now.
+    credit_cents := round(p_sub.price_cents * v_frac)::bigint;
   end if;
   applied_cents := least(credit_cents, charge_cents);
 end
@@ -3364,6 +3585,20 @@ begin
   perform billing.ledger_benefits_changed(t.community_id, array_agg(distinct t.entitlement_id))
   from new_rows t group by t.community_id;
   return null;
+end
+$$;
+
+
+--
+-- Name: tg_events__community_clock(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_events__community_clock() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  new.created_at := billing.community_now(new.community_id);
+  return new;
 end
 $$;
 
@@ -3799,6 +4034,26 @@ begin
     where x.m is not null;
   end if;
   return null;
+end
+$$;
+
+
+--
+-- Name: tg_subscriptions__price(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_subscriptions__price() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if tg_op = 'INSERT' or new.price_cents is not distinct from old.price_cents then
+    select p.amount_cents into new.price_cents from billing.plans p
+    where p.community_id = new.community_id and p.id = new.plan_id;
+  end if;
+  if tg_op = 'UPDATE' then
+    new.price_migration_id := null;
+  end if;
+  return new;
 end
 $$;
 
@@ -4501,6 +4756,8 @@ begin
   if v_inv.id is null then
     perform billing.raise('BL404', 'No invoice ' || (p_args->>'id') || '.');
   end if;
+  -- Refused before the provider is asked for the refund.
+  perform billing.invoice_refuse_disputed(v_inv.id);
   return jsonb_build_object('invoice_id', v_inv.id, 'provider', v_inv.provider, 'status', v_inv.status,
     'currency', v_inv.currency, 'left_cents', v_inv.amount_paid_cents - v_inv.amount_refunded_cents,
     'payment_ref', (select a.provider_ref from billing.payment_attempts a
@@ -5496,13 +5753,16 @@ begin
     with gone as (
       delete from billing_private.analytics_deltas d where d.community_id = v_community returning d.*
     ), folded as (
-      insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due, subscribers)
+      insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due,
+        subscribers, new_cents, expansion_cents, contraction_cents, churn_cents, reactivation_cents)
       select g.community_id, g.day, g.currency, sum(g.mrr_cents), sum(g.billing), sum(g.signups), sum(g.cancels),
-        sum(g.past_due), sum(g.subscribers)
+        sum(g.past_due), sum(g.subscribers), sum(g.new_cents), sum(g.expansion_cents), sum(g.contraction_cents),
+        sum(g.churn_cents), sum(g.reactivation_cents)
       from gone g
       group by g.community_id, g.day, g.currency
       having sum(g.mrr_cents) <> 0 or sum(g.billing) <> 0 or sum(g.signups) <> 0 or sum(g.cancels) <> 0
-        or sum(g.past_due) <> 0 or sum(g.subscribers) <> 0
+        or sum(g.past_due) <> 0 or sum(g.subscribers) <> 0 or sum(g.new_cents) <> 0 or sum(g.expansion_cents) <> 0
+        or sum(g.contraction_cents) <> 0 or sum(g.churn_cents) <> 0 or sum(g.reactivation_cents) <> 0
     )
     select count(*) into v_folded from gone;
     v_total := v_total + v_folded;
@@ -5528,13 +5788,16 @@ declare
   v_today date := billing.now()::date;
   v_recent date := billing.now()::date - 29;  -- the summary's window: today and the 29 days before
   v_first date := billing.now()::date - coalesce(p_days, 0) + 1;  -- the series' first day
+  v_first_month date := (date_trunc('month', billing.now()::date) - interval '11 months')::date;  -- the series' months: this one and 11 before
   v_out jsonb;
   v_fallback text;
 begin
   with d as materialized (
     -- the community's deltas summed per day and currency (the worker folds them to this)
     select x.day, x.currency, sum(x.mrr_cents) as mrr, sum(x.billing) as n, sum(x.signups) as signups,
-      sum(x.cancels) as cancels, sum(x.past_due) as past_due, sum(x.subscribers) as subscribers
+      sum(x.cancels) as cancels, sum(x.past_due) as past_due, sum(x.subscribers) as subscribers,
+      sum(x.new_cents) as new, sum(x.expansion_cents) as expansion, sum(x.contraction_cents) as contraction,
+      sum(x.churn_cents) as churn, sum(x.reactivation_cents) as reactivation
     from billing_private.analytics_deltas x
     where x.community_id = v_community
     group by x.day, x.currency),
@@ -5552,6 +5815,26 @@ begin
       coalesce(sum(d.mrr) filter (where d.day < v_first and d.currency = (select main.currency from main)), 0) as base_cents,
       coalesce(sum(d.n) filter (where d.day < v_first and d.currency = (select main.currency from main)), 0) as base_n
     from d),
+  recent_mv as (  -- the main currency's MRR movements in the summary's window
+    select jsonb_build_object(
+      'new_cents', round(coalesce(sum(d.new), 0))::bigint,
+      'expansion_cents', round(coalesce(sum(d.expansion), 0))::bigint,
+      'contraction_cents', round(coalesce(sum(d.contraction), 0))::bigint,
+      'churn_cents', round(coalesce(sum(d.churn), 0))::bigint,
+      'reactivation_cents', round(coalesce(sum(d.reactivation), 0))::bigint,
+      'net_cents', round(coalesce(sum(d.mrr), 0))::bigint) as j
+    from d where d.day between v_recent and v_today and d.currency = (select main.currency from main)),
+  months as (  -- analytics.mrr_movements_monthly, main currency, every month of the last 12
+    select x::date as month from generate_series(v_first_month, date_trunc('month', v_today), interval '1 month') x
+    where p_days is not null),
+  per_month as (
+    select m.month,
+      coalesce((select sum(d.mrr) from d where d.currency = (select main.currency from main) and d.day < m.month), 0) as opening,
+      coalesce(sum(d.new), 0) as new, coalesce(sum(d.expansion), 0) as expansion, coalesce(sum(d.contraction), 0) as contraction,
+      coalesce(sum(d.churn), 0) as churn, coalesce(sum(d.reactivation), 0) as reactivation, coalesce(sum(d.mrr), 0) as net
+    from months m
+    left join d on d.currency = (select main.currency from main) and date_trunc('month', d.day)::date = m.month
+    group by m.month),
   days as (
     select x::date as day from generate_series(v_first, v_today, interval '1 day') x
     where p_days is not null),
@@ -5564,7 +5847,10 @@ begin
     from days x left join per_day pd on pd.day <= x.day
     where x.day < v_today group by x.day),
   act as (  -- analytics.daily_activity
-    select d.day, d.signups, d.cancels from d where p_days is not null and d.currency = '' and d.day >= v_first)
+    select d.day, d.signups, d.cancels from d where p_days is not null and d.currency = '' and d.day >= v_first),
+  mvd as (  -- analytics.mrr_movements_daily, main currency
+    select d.day, d.new, d.expansion, d.contraction, d.churn, d.reactivation from d
+    where p_days is not null and d.day >= v_first and d.currency = (select main.currency from main))
   select jsonb_build_object(
     'summary', jsonb_build_object(
       'mrr_cents', coalesce((select main.mrr_cents from main), 0),
@@ -5574,7 +5860,8 @@ begin
       'recent_cancels', fig.recent_cancels,
       'window_start', billing.iso(v_recent::timestamp at time zone 'UTC'),
       'mrr_by_currency', coalesce((select jsonb_agg(jsonb_build_object('currency', cur.currency, 'mrr_cents', cur.mrr_cents)
-        order by cur.currency) from cur), '[]')),
+        order by cur.currency) from cur), '[]'),
+      'mrr_movements', (select recent_mv.j from recent_mv)),
     'series', case when p_days is not null then jsonb_build_object(
       'currency', (select main.currency from main),
       'past_due', fig.past_due,
@@ -5582,8 +5869,20 @@ begin
           'mrr_cents', case when x.day = v_today then coalesce((select main.mrr_cents from main where main.n > 0), 0)
                             else coalesce((select round(p.cents)::bigint from past p where p.day = x.day and p.n > 0), 0) end,
           'signups', coalesce(a.signups, 0)::bigint,
-          'cancels', coalesce(a.cancels, 0)::bigint) order by x.day)
-        from days x left join act a on a.day = x.day), '[]')) end)
+          'cancels', coalesce(a.cancels, 0)::bigint,
+          'new_cents', round(coalesce(v.new, 0))::bigint,
+          'expansion_cents', round(coalesce(v.expansion, 0))::bigint,
+          'contraction_cents', round(coalesce(v.contraction, 0))::bigint,
+          'churn_cents', round(coalesce(v.churn, 0))::bigint,
+          'reactivation_cents', round(coalesce(v.reactivation, 0))::bigint) order by x.day)
+        from days x left join act a on a.day = x.day left join mvd v on v.day = x.day), '[]'),
+      'months', coalesce((select jsonb_agg(jsonb_build_object('month', pm.month::text,
+          'opening_mrr_cents', round(pm.opening)::bigint,
+          'new_cents', round(pm.new)::bigint, 'expansion_cents', round(pm.expansion)::bigint,
+          'contraction_cents', round(pm.contraction)::bigint, 'churn_cents', round(pm.churn)::bigint,
+          'reactivation_cents', round(pm.reactivation)::bigint, 'net_cents', round(pm.net)::bigint,
+          'closing_mrr_cents', round(pm.opening + pm.net)::bigint) order by pm.month)
+        from per_month pm), '[]')) end)
   into v_out
   from fig;
   -- Nothing billing: the summary names the currency of the community's active plans.
@@ -5609,8 +5908,20 @@ CREATE FUNCTION billing_private.analytics_rebuild(p_community text) RETURNS void
 begin
   delete from billing_private.analytics_facts f where f.community_id = p_community;
   delete from billing_private.analytics_deltas d where d.community_id = p_community;
-  perform billing_private.analytics_refresh(array_agg(s.community_id), array_agg(s.id))
-  from billing.subscriptions s where s.community_id = p_community;
+  insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, new_cents, expansion_cents,
+    contraction_cents, churn_cents, reactivation_cents)
+  select m.community_id, m.day, m.currency, sum(m.to_cents - m.from_cents), sum(m.to_billing::int - m.from_billing::int),
+    coalesce(sum(m.to_cents - m.from_cents) filter (where m.kind = 'new'), 0),
+    coalesce(sum(m.to_cents - m.from_cents) filter (where m.kind = 'expansion'), 0),
+    coalesce(sum(m.to_cents - m.from_cents) filter (where m.kind = 'contraction'), 0),
+    coalesce(sum(m.to_cents - m.from_cents) filter (where m.kind = 'churn'), 0),
+    coalesce(sum(m.to_cents - m.from_cents) filter (where m.kind = 'reactivation'), 0)
+  from billing.mrr_movements m where m.community_id = p_community
+  group by m.community_id, m.day, m.currency;
+  perform billing_private.analytics_refresh(array_agg(x.community_id), array_agg(x.id))
+  from (select s.community_id, s.id from billing.subscriptions s where s.community_id = p_community
+        union
+        select m.community_id, m.subscription_id from billing.mrr_movements m where m.community_id = p_community) x;
   perform billing_private.analytics_compact(0, p_community);
 end
 $$;
@@ -5628,13 +5939,14 @@ CREATE FUNCTION billing_private.analytics_refresh(p_communities text[], p_ids te
 begin
   with keys as (
     select distinct k.c, k.id from unnest(p_communities, p_ids) k(c, id)
+  ), clock as materialized (
+    -- each community's clock, read once: the movements' date (none for a community being
+    -- deleted: its subscriptions go with it, and so do its movements)
+    select x.c, billing.community_now(x.c) as at from (select distinct keys.c from keys) x
+    where exists (select 1 from billing.communities c where c.id = x.c)
   ), nw as materialized (
     -- the facts as the views define them, one primary-key probe per subscription
-    select k.c, k.id, x.member_id, x.currency, x.monthly_cents,
-      case when x.billing_from < 'infinity' and (x.billing_until is null or x.billing_until > x.billing_from)
-        then ((x.billing_from - interval '1 microsecond') at time zone 'UTC')::date end as from_day,
-      case when x.billing_from < 'infinity' and x.billing_until > x.billing_from
-        then ((x.billing_until - interval '1 microsecond') at time zone 'UTC')::date end as until_day,
+    select k.c, k.id, x.member_id, x.plan_id, x.currency, x.monthly_cents, x.billing_now, x.billing_from, x.billing_until,
       (x.created_at at time zone 'UTC')::date as created_day, (x.cancel_counted_at at time zone 'UTC')::date as cancel_day,
       x.status = 'past_due' as past_due,
       x.status in ('active', 'trialing', 'past_due', 'cancelling') as subscriber
@@ -5644,32 +5956,87 @@ begin
   ), od as materialized (
     select f.* from keys k
     join billing_private.analytics_facts f on f.community_id = k.c and f.subscription_id = k.id
+  ), rec as materialized (
+    -- what each subscription's recorded movements add up to, per currency
+    select k.c, k.id, r.currency, r.cents, r.billing, r.member_id, r.plan_id
+    from keys k
+    cross join lateral (select m.currency, sum(m.to_cents - m.from_cents) as cents,
+        sum(m.to_billing::int - m.from_billing::int) > 0 as billing,
+        max(m.member_id) as member_id, max(m.plan_id) as plan_id
+      from billing.mrr_movements m where m.community_id = k.c and m.subscription_id = k.id
+      group by m.currency) r
+  ), states as (
+    -- recorded (from) against now (to), per subscription and currency, where they differ
+    select s.c, s.id, s.currency, sum(s.from_cents) as from_cents, bool_or(s.from_billing) as from_billing,
+      sum(s.to_cents) as to_cents, bool_or(s.to_billing) as to_billing
+    from (
+      select rec.c, rec.id, rec.currency, rec.cents as from_cents, rec.billing as from_billing,
+        0::numeric as to_cents, false as to_billing
+      from rec
+      union all
+      select nw.c, nw.id, nw.currency, 0, false, case when nw.billing_now then nw.monthly_cents else 0 end, nw.billing_now
+      from nw where exists (select 1 from rec where rec.c = nw.c and rec.id = nw.id)
+    ) s
+    group by s.c, s.id, s.currency
+    having (bool_or(s.from_billing), sum(s.from_cents)) is distinct from (bool_or(s.to_billing), sum(s.to_cents))
+  ), moves as (
+    select st.c, st.id, coalesce(n.member_id, (select max(r.member_id) from rec r where r.c = st.c and r.id = st.id)) as member_id,
+      coalesce(n.plan_id, (select max(r.plan_id) from rec r where r.c = st.c and r.id = st.id)) as plan_id,
+      cl.at, st.currency, st.from_cents, st.to_cents, st.from_billing, st.to_billing
+    from states st
+    join clock cl on cl.c = st.c
+    left join nw n on n.c = st.c and n.id = st.id
+    union all
+    -- no movement recorded yet: its first ones from its own dates
+    select n.c, n.id, n.member_id, n.plan_id, v.at, n.currency, v.from_cents, v.to_cents, v.from_billing, v.to_billing
+    from nw n
+    join clock cl on cl.c = n.c
+    cross join lateral (values
+      (least(n.billing_from, cl.at), 0::numeric, n.monthly_cents, false, true,
+       n.billing_from < 'infinity' and (n.billing_until is null or n.billing_until > n.billing_from)),
+      (least(n.billing_until, cl.at), n.monthly_cents, 0::numeric, true, false,
+       n.billing_from < 'infinity' and n.billing_until > n.billing_from)
+    ) v(at, from_cents, to_cents, from_billing, to_billing, applies)
+    where v.applies and not exists (select 1 from rec where rec.c = n.c and rec.id = n.id)
+  ), mv as materialized (
+    select mo.*, (mo.at at time zone 'UTC')::date as day,
+      case when not mo.from_billing then
+             case when exists (select 1 from billing.mrr_movements x
+                               where x.community_id = mo.c and x.member_id = mo.member_id and x.occurred_at <= mo.at)
+                  then 'reactivation' else 'new' end
+           when not mo.to_billing then 'churn'
+           when mo.to_cents > mo.from_cents then 'expansion'
+           else 'contraction' end as kind
+    from moves mo
+  ), recorded as (
+    insert into billing.mrr_movements (community_id, subscription_id, member_id, plan_id, occurred_at, day, currency, kind,
+      from_cents, to_cents, from_billing, to_billing)
+    select mv.c, mv.id, mv.member_id, mv.plan_id, mv.at, mv.day, mv.currency, mv.kind, mv.from_cents, mv.to_cents,
+      mv.from_billing, mv.to_billing
+    from mv
   ), chg as materialized (
     select coalesce(n.c, o.community_id) as c, coalesce(n.id, o.subscription_id) as id,
       o.subscription_id is not null as had, n.id is not null as has,
-      o.member_id as o_member, o.currency as o_currency, o.monthly_cents as o_cents, o.from_day as o_from,
-      o.until_day as o_until, o.created_day as o_created, o.cancel_day as o_cancel, o.past_due as o_past_due,
+      o.member_id as o_member, o.created_day as o_created, o.cancel_day as o_cancel, o.past_due as o_past_due,
       o.subscriber as o_subscriber,
-      n.member_id as n_member, n.currency as n_currency, n.monthly_cents as n_cents, n.from_day as n_from,
-      n.until_day as n_until, n.created_day as n_created, n.cancel_day as n_cancel, n.past_due as n_past_due,
-      n.subscriber as n_subscriber
+      n.member_id as n_member, n.currency as n_currency, n.monthly_cents as n_cents, n.created_day as n_created,
+      n.cancel_day as n_cancel, n.past_due as n_past_due, n.subscriber as n_subscriber
     from nw n
     full join od o on o.community_id = n.c and o.subscription_id = n.id
-    where (o.member_id, o.currency, o.monthly_cents, o.from_day, o.until_day, o.created_day, o.cancel_day, o.past_due, o.subscriber)
-      is distinct from (n.member_id, n.currency, n.monthly_cents, n.from_day, n.until_day, n.created_day, n.cancel_day, n.past_due, n.subscriber)
+    where (o.member_id, o.currency, o.monthly_cents, o.created_day, o.cancel_day, o.past_due, o.subscriber)
+      is distinct from (n.member_id, n.currency, n.monthly_cents, n.created_day, n.cancel_day, n.past_due, n.subscriber)
   ), gone as (
     delete from billing_private.analytics_facts f using chg
     where not chg.has and f.community_id = chg.c and f.subscription_id = chg.id
   ), kept as (
     insert into billing_private.analytics_facts (community_id, subscription_id, member_id, currency, monthly_cents,
-      from_day, until_day, created_day, cancel_day, past_due, subscriber)
-    select chg.c, chg.id, chg.n_member, chg.n_currency, chg.n_cents, chg.n_from, chg.n_until, chg.n_created,
-      chg.n_cancel, chg.n_past_due, chg.n_subscriber
+      created_day, cancel_day, past_due, subscriber)
+    select chg.c, chg.id, chg.n_member, chg.n_currency, chg.n_cents, chg.n_created, chg.n_cancel, chg.n_past_due,
+      chg.n_subscriber
     from chg where chg.has
     on conflict (community_id, subscription_id) do update set member_id = excluded.member_id,
-      currency = excluded.currency, monthly_cents = excluded.monthly_cents, from_day = excluded.from_day,
-      until_day = excluded.until_day, created_day = excluded.created_day, cancel_day = excluded.cancel_day,
-      past_due = excluded.past_due, subscriber = excluded.subscriber
+      currency = excluded.currency, monthly_cents = excluded.monthly_cents, created_day = excluded.created_day,
+      cancel_day = excluded.cancel_day, past_due = excluded.past_due, subscriber = excluded.subscriber
   ), mem as (
     -- members whose count of access-giving subscriptions changes, and by how much
     select x.c, x.m, sum(x.d) as d
@@ -5683,32 +6050,42 @@ begin
     cross join lateral (select count(*) as n from billing_private.analytics_facts f
                         where f.community_id = mem.c and f.member_id = mem.m and f.subscriber) b
   ), d as (
-    -- the old facts' figures taken back, the new ones' added: one row per figure that has a day
-    select chg.c, v.day, v.currency, v.mrr, v.billing, v.signups, v.cancels, v.past_due, 0 as subscribers
+    -- the old facts' figures taken back, the new ones' added, and the movements recorded:
+    -- one row per figure that has a day
+    select chg.c, v.day, ''::text as currency, 0::numeric as mrr, 0 as billing, v.signups, v.cancels, v.past_due,
+      0 as subscribers, 0::numeric as new, 0::numeric as expansion, 0::numeric as contraction, 0::numeric as churn,
+      0::numeric as reactivation
     from chg
     cross join lateral (values
-      (chg.had, chg.o_from,    chg.o_currency, -chg.o_cents, -1, 0, 0, 0),
-      (chg.had, chg.o_until,   chg.o_currency,  chg.o_cents,  1, 0, 0, 0),
-      (chg.had, chg.o_created, '',              0,            0, -1, 0, 0),
-      (chg.had, chg.o_cancel,  '',              0,            0, 0, -1, 0),
-      (chg.had and chg.o_past_due, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, -1),
-      (chg.has, chg.n_from,    chg.n_currency,  chg.n_cents,  1, 0, 0, 0),
-      (chg.has, chg.n_until,   chg.n_currency, -chg.n_cents, -1, 0, 0, 0),
-      (chg.has, chg.n_created, '',              0,            0, 1, 0, 0),
-      (chg.has, chg.n_cancel,  '',              0,            0, 0, 1, 0),
-      (chg.has and chg.n_past_due, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 1)
-    ) v(applies, day, currency, mrr, billing, signups, cancels, past_due)
+      (chg.had, chg.o_created, -1, 0, 0),
+      (chg.had, chg.o_cancel,  0, -1, 0),
+      (chg.had and chg.o_past_due, (now() at time zone 'UTC')::date, 0, 0, -1),
+      (chg.has, chg.n_created, 1, 0, 0),
+      (chg.has, chg.n_cancel,  0, 1, 0),
+      (chg.has and chg.n_past_due, (now() at time zone 'UTC')::date, 0, 0, 1)
+    ) v(applies, day, signups, cancels, past_due)
     where v.applies and v.day is not null
     union all
-    select members.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 0, members.subscribers
+    select mv.c, mv.day, mv.currency, mv.to_cents - mv.from_cents, mv.to_billing::int - mv.from_billing::int, 0, 0, 0, 0,
+      case when mv.kind = 'new' then mv.to_cents - mv.from_cents else 0 end,
+      case when mv.kind = 'expansion' then mv.to_cents - mv.from_cents else 0 end,
+      case when mv.kind = 'contraction' then mv.to_cents - mv.from_cents else 0 end,
+      case when mv.kind = 'churn' then mv.to_cents - mv.from_cents else 0 end,
+      case when mv.kind = 'reactivation' then mv.to_cents - mv.from_cents else 0 end
+    from mv
+    union all
+    select members.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 0, members.subscribers, 0, 0, 0, 0, 0
     from members where members.subscribers <> 0
   )
-  insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due, subscribers)
-  select d.c, d.day, d.currency, sum(d.mrr), sum(d.billing), sum(d.signups), sum(d.cancels), sum(d.past_due), sum(d.subscribers)
+  insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due,
+    subscribers, new_cents, expansion_cents, contraction_cents, churn_cents, reactivation_cents)
+  select d.c, d.day, d.currency, sum(d.mrr), sum(d.billing), sum(d.signups), sum(d.cancels), sum(d.past_due), sum(d.subscribers),
+    sum(d.new), sum(d.expansion), sum(d.contraction), sum(d.churn), sum(d.reactivation)
   from d
   group by d.c, d.day, d.currency
   having sum(d.mrr) <> 0 or sum(d.billing) <> 0 or sum(d.signups) <> 0 or sum(d.cancels) <> 0
-    or sum(d.past_due) <> 0 or sum(d.subscribers) <> 0;
+    or sum(d.past_due) <> 0 or sum(d.subscribers) <> 0 or sum(d.new) <> 0 or sum(d.expansion) <> 0
+    or sum(d.contraction) <> 0 or sum(d.churn) <> 0 or sum(d.reactivation) <> 0;
 end
 $$;
 
@@ -5920,6 +6297,46 @@ $$;
 
 
 --
+-- Name: charge_key_tokens(text, integer, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_per_minute double precision := coalesce((p_limits->>'key_per_minute')::float8, 300);
+  v_burst double precision := coalesce((p_limits->>'key_burst')::float8, 60);
+  v_rate double precision := v_per_minute / 60.0;
+  v_n integer := greatest(0, least(p_n, floor(v_burst)::integer));
+  v_now timestamptz := clock_timestamp();
+  v_tokens double precision;
+  v_ok boolean;
+begin
+  -- Refill as take_tokens does (never negatively, updated_at never moves back), then
+  -- take v_n only when all of them are there.
+  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, granted, updated_at)
+  values ('key:' || p_key_id, v_burst - v_n, true, v_n, v_now)
+  on conflict (bucket) do update set
+    tokens = least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
+      - case when least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
+          then v_n else 0 end,
+    granted = case when least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
+          then v_n else 0 end,
+    allowed = least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n,
+    updated_at = greatest(b.updated_at, v_now)
+  returning tokens, allowed into v_tokens, v_ok;
+  return jsonb_build_object(
+    'allowed', v_ok,
+    'limit', v_per_minute::bigint,
+    'remaining', floor(greatest(v_tokens, 0))::bigint,
+    'reset', ceil(greatest(v_burst - v_tokens, 0) / v_rate)::bigint,
+    'retry_after', greatest(ceil((v_n - v_tokens) / v_rate), 1)::bigint);
+end
+$$;
+
+
+--
 -- Name: grant_create(text, text, timestamp with time zone, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -5982,6 +6399,10 @@ CREATE FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigin
     AS $$
 begin
   perform billing.require_scope('invoices:write');
+  -- The invoice locked first: a dispute being recorded (which locks it too) is either
+  -- seen here or waits for this refund.
+  perform 1 from billing.invoices i where i.community_id = billing.current_community_id() and i.id = p_invoice_id for update;
+  perform billing.invoice_refuse_disputed(p_invoice_id);
   return billing.invoice_record_refund(p_invoice_id, p_amount, p_revoke, p_provider_ref);
 end
 $$;
@@ -6037,7 +6458,8 @@ CREATE FUNCTION billing_private.member_portal_info(p_token_sha256 text) RETURNS 
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
   select jsonb_build_object('community_id', m.community_id, 'community_name', c.name, 'member_id', m.member_id,
-    'provider', c.payment_provider, 'return_url', ps.return_url, 'expires_at', billing.iso(m.expires_at))
+    'provider', c.payment_provider, 'return_url', ps.return_url, 'expires_at', billing.iso(m.expires_at),
+    'portal_session_id', m.portal_session_id)
   from billing_private.member_portal_sessions m
   join billing.communities c on c.id = m.community_id
   join billing.portal_sessions ps on ps.community_id = m.community_id and ps.id = m.portal_session_id
@@ -6056,9 +6478,13 @@ CREATE FUNCTION billing_private.member_portal_open(p_portal_id text, p_access_sh
 declare
   v_ps billing.portal_sessions;
 begin
-  select * into v_ps from billing.portal_sessions ps where ps.id = p_portal_id and ps.access_token_sha256 = p_access_sha256;
+  select * into v_ps from billing.portal_sessions ps where ps.id = p_portal_id and ps.access_token_sha256 = p_access_sha256
+  for update;
   if v_ps.id is null then
     return null;
+  elsif exists (select 1 from billing_private.member_portal_sessions m
+                where m.community_id = v_ps.community_id and m.portal_session_id = v_ps.id) then
+    return jsonb_build_object('status', 'used');
   elsif v_ps.expires_at <= billing.community_now(v_ps.community_id) then
     return jsonb_build_object('status', 'expired');
   end if;
@@ -6086,6 +6512,10 @@ CREATE FUNCTION billing_private.op_dispatch(p_op text, p_args jsonb) RETURNS jso
     LANGUAGE plpgsql
     AS $$
 begin
+  if p_args ? 'cursor_list' then
+    perform set_config('app.cursor_list', p_args->>'cursor_list', true),
+      set_config('app.cursor_filters', p_args->>'cursor_filters', true);
+  end if;
   case p_op
     when 'analytics_overview' then return billing_api.analytics_overview(p_args);
     when 'analytics_series' then return billing_api.analytics_series(p_args);
@@ -6167,6 +6597,48 @@ $_$;
 
 
 --
+-- Name: operator_change_password(text, text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_change_password(p_token_sha256 text, p_current_derived text, p_password_hash text, p_ip text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_session billing_private.operator_sessions;
+  v_user billing_private.operator_users;
+  v_bucket text;
+  v_ended integer;
+begin
+  select s.* into v_session from billing_private.operator_sessions s
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now();
+  select u.* into v_user from billing_private.operator_users u
+  where u.community_id = v_session.community_id and u.id = v_session.user_id and u.disabled_at is null
+  for update;
+  if v_user.id is null or p_password_hash is null or p_password_hash not like 'scrypt$%' then
+    return jsonb_build_object('ok', false, 'reason', 'signed_out');
+  end if;
+  if v_user.password_hash is not null then
+    v_bucket := 'signin-fail:' || v_user.email || ' ' || coalesce(p_ip, '?');
+    if not (billing_private.take_token(v_bucket, 0.2, 5)->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'reason', 'rate_limited');
+    elsif p_current_derived is null
+       or substring(v_user.password_hash from '[^$]*$') <> encode(sha256(decode(p_current_derived, 'base64')), 'base64') then
+      return jsonb_build_object('ok', false, 'reason', 'wrong_password');
+    end if;
+    perform billing_private.take_tokens(v_bucket, 0.2, 5, 0, 1);
+  end if;
+  update billing_private.operator_users u set password_hash = p_password_hash
+  where u.community_id = v_user.community_id and u.id = v_user.id;
+  update billing_private.operator_sessions s set revoked_at = now()
+  where s.community_id = v_user.community_id and s.user_id = v_user.id and s.id <> v_session.id and s.revoked_at is null;
+  get diagnostics v_ended = row_count;
+  return jsonb_build_object('ok', true, 'ended', v_ended);
+end
+$_$;
+
+
+--
 -- Name: operator_community_id(); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -6174,6 +6646,126 @@ CREATE FUNCTION billing_private.operator_community_id() RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select o.community_id::text from billing_private.operator_roles o where o.role_name = session_user $$;
+
+
+--
+-- Name: operator_fence(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_fence() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_owner text := (select n.nspowner::regrole::text from pg_namespace n where n.nspname = 'billing');
+  v_super boolean := (select r.rolsuper from pg_roles r where r.rolname = current_user);
+  v_db_owner boolean := v_super or pg_has_role((select d.datdba from pg_database d where d.datname = current_database()), 'USAGE');
+  v_keep text;
+  r record;
+begin
+  v_keep := 'billing_api, billing_writer, billing_worker, billing_app, ' || v_owner;
+  if v_db_owner then
+    execute format('revoke temporary on database %I from public', current_database());
+    execute format('grant temporary on database %I to %s', current_database(), v_keep);
+  end if;
+  if v_super then
+    for r in select c.oid::regclass::text as rel from pg_class c
+             where c.relnamespace = 'pg_catalog'::regnamespace and c.relkind = 'v'
+               and (c.relname like 'pg\_stat\_%' or c.relname like 'pg\_statio\_%')
+               and c.relname not in ('pg_stat_activity', 'pg_stat_ssl', 'pg_stat_gssapi') loop
+      execute format('revoke select on %s from public', r.rel);
+      execute format('grant select on %s to %s, pg_read_all_stats', r.rel, v_keep);
+    end loop;
+    for r in select p.oid::regprocedure::text as fn, p.proname::text as name from pg_proc p
+             where p.pronamespace = 'pg_catalog'::regnamespace
+               and ((p.proname like 'pg\_stat\_get\_%' and p.proname <> 'pg_stat_get_activity')
+                 or p.proname in ('pg_stat_have_stats', 'pg_relation_size', 'pg_total_relation_size', 'pg_table_size',
+                                  'pg_indexes_size', 'pg_database_size', 'pg_tablespace_size',
+                                  'lo_create', 'lo_creat', 'lo_from_bytea', 'lo_import')) loop
+      execute format('revoke execute on function %s from public', r.fn);
+      if r.name not like 'lo\_%' then
+        execute format('grant execute on function %s to %s, pg_read_all_stats', r.fn, v_keep);
+      end if;
+    end loop;
+    revoke select on pg_catalog.pg_class from public;
+    execute format('grant select (%s) on pg_catalog.pg_class to public',
+      (select string_agg(quote_ident(a.attname), ', ' order by a.attnum) from pg_attribute a
+       where a.attrelid = 'pg_catalog.pg_class'::regclass and a.attnum > 0 and not a.attisdropped
+         and a.attname not in ('reltuples', 'relpages', 'relallvisible')));
+    execute format('grant select on pg_catalog.pg_class to %s, pg_read_all_stats', v_keep);
+  end if;
+  return jsonb_build_object('gaps', to_jsonb(billing_private.operator_fence_gaps()));
+end
+$$;
+
+
+--
+-- Name: operator_fence_gaps(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_fence_gaps() RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select array(select g from (values
+    ('pg_stat_user_tables', has_table_privilege('billing_operator', 'pg_catalog.pg_stat_user_tables', 'select')),
+    ('pg_statio_user_tables', has_table_privilege('billing_operator', 'pg_catalog.pg_statio_user_tables', 'select')),
+    ('pg_stat_database', has_table_privilege('billing_operator', 'pg_catalog.pg_stat_database', 'select')),
+    ('pg_class.reltuples', has_column_privilege('billing_operator', 'pg_catalog.pg_class', 'reltuples', 'select')),
+    ('pg_class.relpages', has_column_privilege('billing_operator', 'pg_catalog.pg_class', 'relpages', 'select')),
+    ('pg_stat_get_live_tuples', has_function_privilege('billing_operator', 'pg_catalog.pg_stat_get_live_tuples(oid)', 'execute')),
+    ('pg_relation_size', has_function_privilege('billing_operator', 'pg_catalog.pg_relation_size(regclass)', 'execute')),
+    ('pg_total_relation_size', has_function_privilege('billing_operator', 'pg_catalog.pg_total_relation_size(regclass)', 'execute')),
+    ('lo_create', has_function_privilege('billing_operator', 'pg_catalog.lo_create(oid)', 'execute')),
+    ('temporary', has_database_privilege('billing_operator', current_database(), 'temporary'))) v(g, open)
+  where open)
+$$;
+
+
+--
+-- Name: operator_grant_reads(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_grant_reads() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  r record;
+  v_hidden text[];
+  v_cols text;
+begin
+  for r in select c.oid, c.oid::regclass::text as rel, c.relname::text as name from pg_class c
+           where c.relnamespace = 'billing'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f') loop
+    v_hidden := array(select jsonb_array_elements_text(billing_private.operator_hidden_columns() -> r.name));
+    if cardinality(v_hidden) = 0 then
+      execute format('grant select on %s to billing_operator', r.rel);
+      continue;
+    end if;
+    select string_agg(quote_ident(a.attname), ', ' order by a.attnum) into v_cols from pg_attribute a
+    where a.attrelid = r.oid and a.attnum > 0 and not a.attisdropped and not (a.attname::text = any (v_hidden));
+    execute format('revoke select on %s from billing_operator', r.rel);
+    execute format('revoke select (%s) on %s from billing_operator',
+      (select string_agg(quote_ident(a.attname), ', ') from pg_attribute a
+       where a.attrelid = r.oid and a.attnum > 0 and not a.attisdropped), r.rel);
+    execute format('grant select (%s) on %s to billing_operator', v_cols, r.rel);
+  end loop;
+end
+$$;
+
+
+--
+-- Name: operator_hidden_columns(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_hidden_columns() RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select '{"idempotency_keys": ["response_body"],
+           "link_codes": ["code"],
+           "checkout_sessions": ["url", "access_token", "access_token_sha256", "provider_ref"],
+           "portal_sessions": ["url", "access_token", "access_token_sha256"]}'::jsonb
+$$;
 
 
 --
@@ -6351,19 +6943,48 @@ $$;
 
 
 --
--- Name: operator_set_password(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+-- Name: operator_session_password_params(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
-CREATE FUNCTION billing_private.operator_set_password(p_token_sha256 text, p_password_hash text) RETURNS boolean
-    LANGUAGE sql SECURITY DEFINER
+CREATE FUNCTION billing_private.operator_session_password_params(p_token_sha256 text) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+  select regexp_replace(u.password_hash, '\$[^$]*$', '')
+  from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and u.disabled_at is null
+$_$;
+
+
+--
+-- Name: operator_sign_in_succeeded(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_sign_in_succeeded(p_session_id text, p_ip text, p_email text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  with me as (
-    select s.community_id, s.user_id from billing_private.operator_sessions s
-    where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now())
-  update billing_private.operator_users u set password_hash = p_password_hash
-  from me where u.community_id = me.community_id and u.id = me.user_id
-  returning true
+declare
+  v_user billing_private.operator_users;
+begin
+  select u.* into v_user from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.id = p_session_id and s.revoked_at is null and s.created_at > now() - interval '1 minute';
+  if v_user.id is null or p_ip is null then
+    return;
+  end if;
+  insert into billing_private.operator_known_addresses as k (user_id, ip) values (v_user.id, p_ip)
+  on conflict (user_id, ip) do update set last_seen_at = now();
+  delete from billing_private.operator_known_addresses k
+  where k.user_id = v_user.id and k.last_seen_at < now() - interval '90 days';
+  if p_email is not null and lower(trim(p_email)) = v_user.email then
+    -- The address proved itself: its earlier typos are forgiven. The account's budget,
+    -- shared with whoever else is guessing, only gets this attempt's token back.
+    delete from billing_private.rate_buckets b where b.bucket = 'signin-fail:' || v_user.email || ' ' || p_ip;
+    perform billing_private.take_tokens('signin-fail:' || v_user.email, 2, 30, 0, 1);
+  end if;
+end
 $$;
 
 
@@ -6377,11 +6998,28 @@ CREATE FUNCTION billing_private.operator_sign_in_throttle(p_ip text, p_email tex
     AS $$
 declare
   v_ip jsonb := billing_private.take_token('signin-ip:' || coalesce(p_ip, '?'), 10, 10);
-  v_email jsonb := case when p_email is not null
-    then billing_private.take_token('signin-email:' || lower(p_email), 5, 5) end;
+  v_email text := lower(trim(p_email));
+  v_pair jsonb;
+  v_account jsonb;
 begin
-  return jsonb_build_object('allowed', (v_ip->>'allowed')::boolean and coalesce((v_email->>'allowed')::boolean, true),
-    'retry_after', greatest((v_ip->>'retry_after')::bigint, (v_email->>'retry_after')::bigint));
+  if not (v_ip->>'allowed')::boolean then
+    return jsonb_build_object('allowed', false, 'reason', 'rate_limited', 'retry_after', (v_ip->>'retry_after')::bigint);
+  elsif v_email is null then
+    return jsonb_build_object('allowed', true, 'retry_after', 0);
+  end if;
+  v_pair := billing_private.take_token('signin-fail:' || v_email || ' ' || coalesce(p_ip, '?'), 0.2, 5);
+  if not (v_pair->>'allowed')::boolean then
+    return jsonb_build_object('allowed', false, 'reason', 'rate_limited', 'retry_after', (v_pair->>'retry_after')::bigint);
+  end if;
+  v_account := billing_private.take_token('signin-fail:' || v_email, 2, 30);
+  if not (v_account->>'allowed')::boolean and not exists (
+      select 1 from billing_private.operator_known_addresses k
+      join billing_private.operator_users u on u.id = k.user_id
+      where u.email = v_email and k.ip = p_ip and k.last_seen_at > now() - interval '90 days') then
+    perform billing_private.take_tokens('signin-fail:' || v_email || ' ' || coalesce(p_ip, '?'), 0.2, 5, 0, 1);
+    return jsonb_build_object('allowed', false, 'reason', 'link_required', 'retry_after', (v_account->>'retry_after')::bigint);
+  end if;
+  return jsonb_build_object('allowed', true, 'retry_after', 0);
 end
 $$;
 
@@ -6614,7 +7252,9 @@ declare
 begin
   perform billing.require_scope('subscriptions:write');
   update billing.subscriptions s set status = 'paused', paused_until = p_until, scheduled_plan_id = null,
-    scheduled_at = null, updated_at = now()
+    scheduled_at = null, updated_at = now(),
+    -- The period already paid (or given as a trial) is kept; a second pause changes only paused_until.
+    paid_through = case when s.status = 'paused' then s.paid_through else s.current_period_end end
   where s.community_id = billing.current_community_id() and s.id = p_subscription_id
     and s.status in ('active', 'trialing', 'paused')
   returning * into v_sub;
@@ -6887,8 +7527,8 @@ begin
   select array_agg(n.community_id), array_agg(n.id) into v_communities, v_ids
   from new_rows n
   join old_rows o on o.community_id = n.community_id and o.id = n.id
-  where (n.status, n.plan_id, n.member_id, n.discount_id, n.created_at, n.trial_end, n.cancelled_at, n.cancel_requested_at)
-        is distinct from (o.status, o.plan_id, o.member_id, o.discount_id, o.created_at, o.trial_end, o.cancelled_at, o.cancel_requested_at)
+  where (n.status, n.plan_id, n.member_id, n.discount_id, n.created_at, n.trial_end, n.cancelled_at, n.cancel_requested_at, n.price_cents)
+        is distinct from (o.status, o.plan_id, o.member_id, o.discount_id, o.created_at, o.trial_end, o.cancelled_at, o.cancel_requested_at, o.price_cents)
      or n.status in ('paused', 'cancelled', 'cancelling') and n.updated_at is distinct from o.updated_at
      or n.discount_id is not null and n.current_period_end is distinct from o.current_period_end;
   if v_ids is not null then
@@ -7263,8 +7903,8 @@ CREATE VIEW analytics.subscription_mrr WITH (security_invoker='true') AS
     p.tier_id,
     p.currency,
         CASE
-            WHEN (p."interval" = 'year'::text) THEN (((p.amount_cents - d.cents))::numeric / 12.0)
-            ELSE ((p.amount_cents - d.cents))::numeric
+            WHEN (p."interval" = 'year'::text) THEN (((s.price_cents - d.cents))::numeric / 12.0)
+            ELSE ((s.price_cents - d.cents))::numeric
         END AS monthly_cents,
     (s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text])) AS billing_now,
         CASE
@@ -7286,7 +7926,7 @@ CREATE VIEW analytics.subscription_mrr WITH (security_invoker='true') AS
      CROSS JOIN LATERAL ( SELECT
                 CASE
                     WHEN (s.discount_id IS NULL) THEN (0)::bigint
-                    ELSE billing.subscription_discount_cents(s.*, (p.amount_cents)::bigint, s.current_period_end)
+                    ELSE billing.subscription_discount_cents(s.*, (s.price_cents)::bigint, s.current_period_end)
                 END AS cents) d);
 
 
@@ -7423,87 +8063,120 @@ CREATE VIEW analytics.mrr_by_tier WITH (security_invoker='true') AS
 
 
 --
+-- Name: mrr_movements; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.mrr_movements (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('mrm'::text) NOT NULL COLLATE pg_catalog."C",
+    subscription_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    plan_id text COLLATE pg_catalog."C",
+    occurred_at timestamp with time zone NOT NULL,
+    day date NOT NULL,
+    currency text NOT NULL,
+    kind text NOT NULL,
+    from_cents numeric NOT NULL,
+    to_cents numeric NOT NULL,
+    from_billing boolean NOT NULL,
+    to_billing boolean NOT NULL,
+    CONSTRAINT mrr_movements_kind_check CHECK ((kind = ANY (ARRAY['new'::text, 'expansion'::text, 'contraction'::text, 'churn'::text, 'reactivation'::text])))
+);
+
+ALTER TABLE ONLY billing.mrr_movements FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: mrr_daily; Type: VIEW; Schema: analytics; Owner: -
 --
 
 CREATE VIEW analytics.mrr_daily WITH (security_invoker='true') AS
- WITH m AS MATERIALIZED (
-         SELECT subscription_mrr.community_id,
-            subscription_mrr.currency,
-            subscription_mrr.monthly_cents,
-            subscription_mrr.billing_now,
-            subscription_mrr.billing_from,
-            subscription_mrr.billing_until
-           FROM analytics.subscription_mrr
-        ), dd AS MATERIALIZED (
+ WITH dd AS MATERIALIZED (
          SELECT days.community_id,
             days.day,
             days.today
            FROM analytics.days
-        ), changes AS (
-         SELECT m.community_id,
-            m.currency,
-            (((m.billing_from - '00:00:00.000001'::interval) AT TIME ZONE 'UTC'::text))::date AS bucket,
-            m.monthly_cents AS delta,
-            1 AS n
-           FROM m
-          WHERE ((m.billing_from < 'infinity'::timestamp with time zone) AND ((m.billing_until IS NULL) OR (m.billing_until > m.billing_from)))
-        UNION ALL
-         SELECT m.community_id,
-            m.currency,
-            (((m.billing_until - '00:00:00.000001'::interval) AT TIME ZONE 'UTC'::text))::date AS timezone,
-            (- m.monthly_cents),
-            '-1'::integer
-           FROM m
-          WHERE ((m.billing_from < 'infinity'::timestamp with time zone) AND (m.billing_until > m.billing_from))
         ), per_day AS MATERIALIZED (
-         SELECT changes.community_id,
-            changes.currency,
-            changes.bucket,
-            sum(changes.delta) AS delta,
-            sum(changes.n) AS n
-           FROM changes
-          GROUP BY changes.community_id, changes.currency, changes.bucket
-        ), past AS (
-         SELECT dy.community_id,
-            dy.day,
-            pd.currency,
-            sum(pd.delta) AS cents,
-            sum(pd.n) AS n
-           FROM (dd dy
-             JOIN per_day pd ON (((pd.community_id = dy.community_id) AND (pd.bucket <= dy.day))))
-          WHERE (NOT dy.today)
-          GROUP BY dy.community_id, dy.day, pd.currency
-        ), today AS (
-         SELECT dy.community_id,
-            dy.day,
+         SELECT m.community_id,
             m.currency,
-            sum(m.monthly_cents) AS cents,
-            count(*) AS n
-           FROM (dd dy
-             JOIN m ON (((m.community_id = dy.community_id) AND m.billing_now)))
-          WHERE dy.today
-          GROUP BY dy.community_id, dy.day, m.currency
+            m.day AS bucket,
+            sum((m.to_cents - m.from_cents)) AS delta,
+            sum(((m.to_billing)::integer - (m.from_billing)::integer)) AS n
+           FROM billing.mrr_movements m
+          GROUP BY m.community_id, m.currency, m.day
         )
+ SELECT dy.community_id,
+    dy.day,
+    pd.currency,
+    (round(sum(pd.delta)))::bigint AS mrr_cents,
+    (sum(pd.n))::bigint AS billing_subscriptions
+   FROM (dd dy
+     JOIN per_day pd ON (((pd.community_id = dy.community_id) AND ((pd.bucket <= dy.day) OR dy.today))))
+  GROUP BY dy.community_id, dy.day, pd.currency
+ HAVING (sum(pd.n) > (0)::numeric);
+
+
+--
+-- Name: mrr_movements_daily; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.mrr_movements_daily WITH (security_invoker='true') AS
+ SELECT m.community_id,
+    m.day,
+    m.currency,
+    (round(COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'new'::text)), (0)::numeric)))::bigint AS new_cents,
+    (round(COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'expansion'::text)), (0)::numeric)))::bigint AS expansion_cents,
+    (round(COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'contraction'::text)), (0)::numeric)))::bigint AS contraction_cents,
+    (round(COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'churn'::text)), (0)::numeric)))::bigint AS churn_cents,
+    (round(COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'reactivation'::text)), (0)::numeric)))::bigint AS reactivation_cents,
+    (round(sum((m.to_cents - m.from_cents))))::bigint AS net_cents,
+    count(*) FILTER (WHERE (m.kind = 'new'::text)) AS new_count,
+    count(*) FILTER (WHERE (m.kind = 'expansion'::text)) AS expansion_count,
+    count(*) FILTER (WHERE (m.kind = 'contraction'::text)) AS contraction_count,
+    count(*) FILTER (WHERE (m.kind = 'churn'::text)) AS churn_count,
+    count(*) FILTER (WHERE (m.kind = 'reactivation'::text)) AS reactivation_count
+   FROM billing.mrr_movements m
+  GROUP BY m.community_id, m.day, m.currency;
+
+
+--
+-- Name: mrr_movements_monthly; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.mrr_movements_monthly WITH (security_invoker='true') AS
  SELECT x.community_id,
-    x.day,
+    x.month,
     x.currency,
-    (round(x.cents))::bigint AS mrr_cents,
-    (x.n)::bigint AS billing_subscriptions
-   FROM ( SELECT past.community_id,
-            past.day,
-            past.currency,
-            past.cents,
-            past.n
-           FROM past
-        UNION ALL
-         SELECT today.community_id,
-            today.day,
-            today.currency,
-            today.cents,
-            today.n
-           FROM today) x
-  WHERE (x.n > (0)::numeric);
+    (round((sum(x.net) OVER w - x.net)))::bigint AS opening_mrr_cents,
+    (round(x.new))::bigint AS new_cents,
+    (round(x.expansion))::bigint AS expansion_cents,
+    (round(x.contraction))::bigint AS contraction_cents,
+    (round(x.churn))::bigint AS churn_cents,
+    (round(x.reactivation))::bigint AS reactivation_cents,
+    (round(x.net))::bigint AS net_cents,
+    (round(sum(x.net) OVER w))::bigint AS closing_mrr_cents,
+    x.new_count,
+    x.expansion_count,
+    x.contraction_count,
+    x.churn_count,
+    x.reactivation_count
+   FROM ( SELECT m.community_id,
+            (date_trunc('month'::text, (m.day)::timestamp with time zone))::date AS month,
+            m.currency,
+            COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'new'::text)), (0)::numeric) AS new,
+            COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'expansion'::text)), (0)::numeric) AS expansion,
+            COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'contraction'::text)), (0)::numeric) AS contraction,
+            COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'churn'::text)), (0)::numeric) AS churn,
+            COALESCE(sum((m.to_cents - m.from_cents)) FILTER (WHERE (m.kind = 'reactivation'::text)), (0)::numeric) AS reactivation,
+            sum((m.to_cents - m.from_cents)) AS net,
+            count(*) FILTER (WHERE (m.kind = 'new'::text)) AS new_count,
+            count(*) FILTER (WHERE (m.kind = 'expansion'::text)) AS expansion_count,
+            count(*) FILTER (WHERE (m.kind = 'contraction'::text)) AS contraction_count,
+            count(*) FILTER (WHERE (m.kind = 'churn'::text)) AS churn_count,
+            count(*) FILTER (WHERE (m.kind = 'reactivation'::text)) AS reactivation_count
+           FROM billing.mrr_movements m
+          GROUP BY m.community_id, ((date_trunc('month'::text, (m.day)::timestamp with time zone))::date), m.currency) x
+  WINDOW w AS (PARTITION BY x.community_id, x.currency ORDER BY x.month);
 
 
 --
@@ -7880,6 +8553,7 @@ CREATE VIEW billing_graphql.churn WITH (security_invoker='true', security_barrie
 --
 
 COMMENT ON VIEW billing_graphql.churn IS '@primaryKey window_start
+@scope analytics:read
 @behavior -insert -update -delete
 Churn over the last 30 days. Needs analytics:read.';
 
@@ -7902,6 +8576,7 @@ CREATE VIEW billing_graphql.daily_activity WITH (security_invoker='true', securi
 --
 
 COMMENT ON VIEW billing_graphql.daily_activity IS '@primaryKey day
+@scope analytics:read
 @behavior -insert -update -delete
 Signups, cancels and ended subscriptions per day. Needs analytics:read.';
 
@@ -7937,8 +8612,58 @@ CREATE VIEW billing_graphql.discounts WITH (security_invoker='true', security_ba
 --
 
 COMMENT ON VIEW billing_graphql.discounts IS '@primaryKey id
+@scope discounts:read
 @behavior -insert -update -delete
 Unarchived discount codes. Needs discounts:read.';
+
+
+--
+-- Name: COLUMN discounts.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.id IS '@notNull';
+
+
+--
+-- Name: COLUMN discounts.code; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.code IS '@notNull';
+
+
+--
+-- Name: COLUMN discounts.value_type; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.value_type IS '@notNull';
+
+
+--
+-- Name: COLUMN discounts.duration; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.duration IS '@notNull';
+
+
+--
+-- Name: COLUMN discounts.is_active; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.is_active IS '@notNull';
+
+
+--
+-- Name: COLUMN discounts.tier_ids; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.tier_ids IS '@notNull';
+
+
+--
+-- Name: COLUMN discounts.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.created_at IS '@notNull';
 
 
 --
@@ -7958,6 +8683,7 @@ CREATE VIEW billing_graphql.entitlement_activity_daily WITH (security_invoker='t
 --
 
 COMMENT ON VIEW billing_graphql.entitlement_activity_daily IS '@primaryKey day
+@scope analytics:read
 @behavior -insert -update -delete
 Entitlement grants and revokes per day. Needs analytics:read.';
 
@@ -7980,8 +8706,37 @@ CREATE VIEW billing_graphql.entitlements WITH (security_invoker='true', security
 --
 
 COMMENT ON VIEW billing_graphql.entitlements IS '@primaryKey id
+@scope plans:read
 @behavior -insert -update -delete
 Entitlements of the catalog (logical permissions). Needs plans:read.';
+
+
+--
+-- Name: COLUMN entitlements.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.entitlements.id IS '@notNull';
+
+
+--
+-- Name: COLUMN entitlements.key; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.entitlements.key IS '@notNull';
+
+
+--
+-- Name: COLUMN entitlements.name; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.entitlements.name IS '@notNull';
+
+
+--
+-- Name: COLUMN entitlements.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.entitlements.created_at IS '@notNull';
 
 
 --
@@ -8003,8 +8758,44 @@ CREATE VIEW billing_graphql.events WITH (security_invoker='true', security_barri
 --
 
 COMMENT ON VIEW billing_graphql.events IS '@primaryKey id
+@scope events:read
 @behavior -insert -update -delete
 The event outbox (the envelopes of GET /v1/events). Needs events:read.';
+
+
+--
+-- Name: COLUMN events.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.events.id IS '@notNull';
+
+
+--
+-- Name: COLUMN events.type; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.events.type IS '@notNull';
+
+
+--
+-- Name: COLUMN events.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.events.created_at IS '@notNull';
+
+
+--
+-- Name: COLUMN events.api_version; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.events.api_version IS '@notNull';
+
+
+--
+-- Name: COLUMN events.data; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.events.data IS '@notNull';
 
 
 --
@@ -8026,8 +8817,37 @@ CREATE VIEW billing_graphql.external_subjects WITH (security_invoker='true', sec
 
 COMMENT ON VIEW billing_graphql.external_subjects IS '@primaryKey namespace,external_user_id
 @foreignKey (member_id) references billing_graphql.members (id)
+@scope members:read
 @behavior -insert -update -delete
 Operator-owned identities mapped to members. Needs members:read.';
+
+
+--
+-- Name: COLUMN external_subjects.namespace; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.external_subjects.namespace IS '@notNull';
+
+
+--
+-- Name: COLUMN external_subjects.external_user_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.external_subjects.external_user_id IS '@notNull';
+
+
+--
+-- Name: COLUMN external_subjects.member_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.external_subjects.member_id IS '@notNull';
+
+
+--
+-- Name: COLUMN external_subjects.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.external_subjects.created_at IS '@notNull';
 
 
 --
@@ -8067,8 +8887,108 @@ COMMENT ON VIEW billing_graphql.invoices IS '@primaryKey id
 @foreignKey (member_id) references billing_graphql.members (id)
 @foreignKey (subscription_id) references billing_graphql.subscriptions (id)
 @foreignKey (purchase_id) references billing_graphql.purchases (id)
+@scope invoices:read
 @behavior -insert -update -delete
 Invoices. Needs invoices:read.';
+
+
+--
+-- Name: COLUMN invoices.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.id IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.member_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.member_id IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.status; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.status IS '@notNull
+@enumValues draft open paid void uncollectible';
+
+
+--
+-- Name: COLUMN invoices.billing_reason; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.billing_reason IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.currency; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.currency IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.lines; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.lines IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.subtotal_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.subtotal_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.discount_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.discount_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.total_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.total_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.amount_paid_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.amount_paid_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.amount_refunded_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.amount_refunded_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.attempt_count; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.attempt_count IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.created_at IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.updated_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.updated_at IS '@notNull';
 
 
 --
@@ -8097,8 +9017,66 @@ CREATE VIEW billing_graphql.member_entitlements WITH (security_invoker='true', s
 COMMENT ON VIEW billing_graphql.member_entitlements IS '@primaryKey id
 @foreignKey (member_id) references billing_graphql.members (id)
 @foreignKey (entitlement_id) references billing_graphql.entitlements (id)
+@scope members:read
 @behavior -insert -update -delete
 The entitlement ledger: one row per member and entitlement. Needs members:read.';
+
+
+--
+-- Name: COLUMN member_entitlements.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.id IS '@notNull';
+
+
+--
+-- Name: COLUMN member_entitlements.member_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.member_id IS '@notNull';
+
+
+--
+-- Name: COLUMN member_entitlements.entitlement_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.entitlement_id IS '@notNull';
+
+
+--
+-- Name: COLUMN member_entitlements.status; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.status IS '@notNull
+@enumValues active inactive';
+
+
+--
+-- Name: COLUMN member_entitlements.revision; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.revision IS '@notNull';
+
+
+--
+-- Name: COLUMN member_entitlements.sources; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.sources IS '@notNull';
+
+
+--
+-- Name: COLUMN member_entitlements.benefits; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.benefits IS '@notNull';
+
+
+--
+-- Name: COLUMN member_entitlements.updated_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_entitlements.updated_at IS '@notNull';
 
 
 --
@@ -8121,8 +9099,37 @@ CREATE VIEW billing_graphql.member_identities WITH (security_invoker='true', sec
 
 COMMENT ON VIEW billing_graphql.member_identities IS '@primaryKey platform,platform_uid
 @foreignKey (member_id) references billing_graphql.members (id)
+@scope members:read
 @behavior -insert -update -delete
 Platform identities linked to members. Needs members:read.';
+
+
+--
+-- Name: COLUMN member_identities.platform; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_identities.platform IS '@notNull';
+
+
+--
+-- Name: COLUMN member_identities.platform_uid; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_identities.platform_uid IS '@notNull';
+
+
+--
+-- Name: COLUMN member_identities.member_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_identities.member_id IS '@notNull';
+
+
+--
+-- Name: COLUMN member_identities.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.member_identities.created_at IS '@notNull';
 
 
 --
@@ -8142,8 +9149,30 @@ CREATE VIEW billing_graphql.members WITH (security_invoker='true', security_barr
 --
 
 COMMENT ON VIEW billing_graphql.members IS '@primaryKey id
+@scope members:read
 @behavior -insert -update -delete
 Members. Needs members:read.';
+
+
+--
+-- Name: COLUMN members.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.members.id IS '@notNull';
+
+
+--
+-- Name: COLUMN members.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.members.created_at IS '@notNull';
+
+
+--
+-- Name: COLUMN members.updated_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.members.updated_at IS '@notNull';
 
 
 --
@@ -8163,6 +9192,7 @@ CREATE VIEW billing_graphql.mrr WITH (security_invoker='true', security_barrier=
 --
 
 COMMENT ON VIEW billing_graphql.mrr IS '@primaryKey currency
+@scope analytics:read
 @behavior -insert -update -delete
 Monthly recurring revenue now, per currency. Needs analytics:read.';
 
@@ -8187,6 +9217,7 @@ CREATE VIEW billing_graphql.mrr_by_tier WITH (security_invoker='true', security_
 
 COMMENT ON VIEW billing_graphql.mrr_by_tier IS '@primaryKey tier_id,currency
 @foreignKey (tier_id) references billing_graphql.tiers (id)
+@scope analytics:read
 @behavior -insert -update -delete
 MRR now per tier and currency. Needs analytics:read.';
 
@@ -8209,8 +9240,75 @@ CREATE VIEW billing_graphql.mrr_daily WITH (security_invoker='true', security_ba
 --
 
 COMMENT ON VIEW billing_graphql.mrr_daily IS '@primaryKey day,currency
+@scope analytics:read
 @behavior -insert -update -delete
-MRR by day (last 90 days) and currency. Needs analytics:read.';
+MRR by day (last 90 days) and currency, as it was at each day''s end (the recorded MRR movements). Needs analytics:read.';
+
+
+--
+-- Name: mrr_movements_daily; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.mrr_movements_daily WITH (security_invoker='true', security_barrier='false') AS
+ SELECT m.day,
+    m.currency,
+    m.new_cents,
+    m.expansion_cents,
+    m.contraction_cents,
+    m.churn_cents,
+    m.reactivation_cents,
+    m.net_cents,
+    m.new_count,
+    m.expansion_count,
+    m.contraction_count,
+    m.churn_count,
+    m.reactivation_count
+   FROM analytics.mrr_movements_daily m
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW mrr_movements_daily; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.mrr_movements_daily IS '@primaryKey day,currency
+@scope analytics:read
+@behavior -insert -update -delete
+MRR movements (new, expansion, contraction, churn, reactivation) per day and currency, as recorded when they happened. Needs analytics:read.';
+
+
+--
+-- Name: mrr_movements_monthly; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.mrr_movements_monthly WITH (security_invoker='true', security_barrier='false') AS
+ SELECT m.month,
+    m.currency,
+    m.opening_mrr_cents,
+    m.new_cents,
+    m.expansion_cents,
+    m.contraction_cents,
+    m.churn_cents,
+    m.reactivation_cents,
+    m.net_cents,
+    m.closing_mrr_cents,
+    m.new_count,
+    m.expansion_count,
+    m.contraction_count,
+    m.churn_count,
+    m.reactivation_count
+   FROM analytics.mrr_movements_monthly m
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW mrr_movements_monthly; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.mrr_movements_monthly IS '@primaryKey month,currency
+@scope analytics:read
+@behavior -insert -update -delete
+MRR movements per calendar month and currency, with the MRR at the month''s start and end. Needs analytics:read.';
 
 
 --
@@ -8232,6 +9330,7 @@ CREATE VIEW billing_graphql.paid_invoices_daily WITH (security_invoker='true', s
 --
 
 COMMENT ON VIEW billing_graphql.paid_invoices_daily IS '@primaryKey day,currency
+@scope analytics:read
 @behavior -insert -update -delete
 Paid invoices by day and currency. Needs analytics:read.';
 
@@ -8258,8 +9357,52 @@ CREATE VIEW billing_graphql.payment_attempts WITH (security_invoker='true', secu
 
 COMMENT ON VIEW billing_graphql.payment_attempts IS '@primaryKey id
 @foreignKey (invoice_id) references billing_graphql.invoices (id)
+@scope invoices:read
 @behavior -insert -update -delete
 Attempts to collect invoices. Needs invoices:read.';
+
+
+--
+-- Name: COLUMN payment_attempts.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.payment_attempts.id IS '@notNull';
+
+
+--
+-- Name: COLUMN payment_attempts.invoice_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.payment_attempts.invoice_id IS '@notNull';
+
+
+--
+-- Name: COLUMN payment_attempts.status; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.payment_attempts.status IS '@notNull
+@enumValues succeeded failed';
+
+
+--
+-- Name: COLUMN payment_attempts.amount_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.payment_attempts.amount_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN payment_attempts.attempted_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.payment_attempts.attempted_at IS '@notNull';
+
+
+--
+-- Name: COLUMN payment_attempts.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.payment_attempts.created_at IS '@notNull';
 
 
 --
@@ -8288,8 +9431,65 @@ CREATE VIEW billing_graphql.plans WITH (security_invoker='true', security_barrie
 
 COMMENT ON VIEW billing_graphql.plans IS '@primaryKey id
 @foreignKey (tier_id) references billing_graphql.tiers (id)
+@scope plans:read
 @behavior -insert -update -delete
 Billing plans (priced options of a tier). Needs plans:read.';
+
+
+--
+-- Name: COLUMN plans.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.id IS '@notNull';
+
+
+--
+-- Name: COLUMN plans.tier_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.tier_id IS '@notNull';
+
+
+--
+-- Name: COLUMN plans.key; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.key IS '@notNull';
+
+
+--
+-- Name: COLUMN plans.amount_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.amount_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN plans.currency; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.currency IS '@notNull';
+
+
+--
+-- Name: COLUMN plans.trial_days; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.trial_days IS '@notNull';
+
+
+--
+-- Name: COLUMN plans.active; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.active IS '@notNull';
+
+
+--
+-- Name: COLUMN plans.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.plans.created_at IS '@notNull';
 
 
 --
@@ -8318,8 +9518,66 @@ CREATE VIEW billing_graphql.purchases WITH (security_invoker='true', security_ba
 COMMENT ON VIEW billing_graphql.purchases IS '@primaryKey id
 @foreignKey (member_id) references billing_graphql.members (id)
 @foreignKey (plan_id) references billing_graphql.plans (id)
+@scope purchases:read
 @behavior -insert -update -delete
 One-time purchases. Needs purchases:read.';
+
+
+--
+-- Name: COLUMN purchases.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.id IS '@notNull';
+
+
+--
+-- Name: COLUMN purchases.member_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.member_id IS '@notNull';
+
+
+--
+-- Name: COLUMN purchases.plan_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.plan_id IS '@notNull';
+
+
+--
+-- Name: COLUMN purchases.status; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.status IS '@notNull
+@enumValues completed refunded disputed';
+
+
+--
+-- Name: COLUMN purchases.amount_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.amount_cents IS '@notNull';
+
+
+--
+-- Name: COLUMN purchases.currency; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.currency IS '@notNull';
+
+
+--
+-- Name: COLUMN purchases.paid_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.paid_at IS '@notNull';
+
+
+--
+-- Name: COLUMN purchases.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.purchases.created_at IS '@notNull';
 
 
 --
@@ -8341,6 +9599,7 @@ CREATE VIEW billing_graphql.revenue_daily WITH (security_invoker='true', securit
 --
 
 COMMENT ON VIEW billing_graphql.revenue_daily IS '@primaryKey day,currency
+@scope analytics:read
 @behavior -insert -update -delete
 Revenue from subscriptions (paid invoices) and purchases by day. Needs analytics:read.';
 
@@ -8361,6 +9620,7 @@ CREATE VIEW billing_graphql.subscribers WITH (security_invoker='true', security_
 --
 
 COMMENT ON VIEW billing_graphql.subscribers IS '@primaryKey id
+@scope analytics:read
 @behavior -insert -update -delete
 Members with access through a subscription now. Needs analytics:read.';
 
@@ -8398,8 +9658,52 @@ CREATE VIEW billing_graphql.subscriptions WITH (security_invoker='true', securit
 COMMENT ON VIEW billing_graphql.subscriptions IS '@primaryKey id
 @foreignKey (member_id) references billing_graphql.members (id)
 @foreignKey (plan_id) references billing_graphql.plans (id)
+@scope subscriptions:read
 @behavior -insert -update -delete
 Subscriptions. Needs subscriptions:read.';
+
+
+--
+-- Name: COLUMN subscriptions.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.subscriptions.id IS '@notNull';
+
+
+--
+-- Name: COLUMN subscriptions.member_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.subscriptions.member_id IS '@notNull';
+
+
+--
+-- Name: COLUMN subscriptions.plan_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.subscriptions.plan_id IS '@notNull';
+
+
+--
+-- Name: COLUMN subscriptions.status; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.subscriptions.status IS '@notNull
+@enumValues active trialing past_due cancelling cancelled paused';
+
+
+--
+-- Name: COLUMN subscriptions.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.subscriptions.created_at IS '@notNull';
+
+
+--
+-- Name: COLUMN subscriptions.updated_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.subscriptions.updated_at IS '@notNull';
 
 
 --
@@ -8428,8 +9732,86 @@ CREATE VIEW billing_graphql.tiers WITH (security_invoker='true', security_barrie
 --
 
 COMMENT ON VIEW billing_graphql.tiers IS '@primaryKey id
+@scope plans:read
 @behavior -insert -update -delete
 Plan tiers (customer-facing offerings). Needs plans:read.';
+
+
+--
+-- Name: COLUMN tiers.id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.id IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.key; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.key IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.name; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.name IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.kind; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.kind IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.billing_mode; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.billing_mode IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.rank; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.rank IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.active; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.active IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.features; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.features IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.perks; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.perks IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.created_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.created_at IS '@notNull';
+
+
+--
+-- Name: COLUMN tiers.updated_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.tiers.updated_at IS '@notNull';
 
 
 --
@@ -8451,6 +9833,7 @@ CREATE VIEW billing_graphql.trial_conversion WITH (security_invoker='true', secu
 --
 
 COMMENT ON VIEW billing_graphql.trial_conversion IS '@primaryKey id
+@scope analytics:read
 @behavior -insert -update -delete
 Trials started, ended and converted. Needs analytics:read.';
 
@@ -8468,7 +9851,12 @@ CREATE TABLE billing_private.analytics_deltas (
     signups integer DEFAULT 0 NOT NULL,
     cancels integer DEFAULT 0 NOT NULL,
     past_due integer DEFAULT 0 NOT NULL,
-    subscribers integer DEFAULT 0 NOT NULL
+    subscribers integer DEFAULT 0 NOT NULL,
+    new_cents numeric DEFAULT 0 NOT NULL,
+    expansion_cents numeric DEFAULT 0 NOT NULL,
+    contraction_cents numeric DEFAULT 0 NOT NULL,
+    churn_cents numeric DEFAULT 0 NOT NULL,
+    reactivation_cents numeric DEFAULT 0 NOT NULL
 );
 
 ALTER TABLE ONLY billing_private.analytics_deltas FORCE ROW LEVEL SECURITY;
@@ -8484,8 +9872,6 @@ CREATE TABLE billing_private.analytics_facts (
     member_id text NOT NULL COLLATE pg_catalog."C",
     currency text NOT NULL COLLATE pg_catalog."C",
     monthly_cents numeric NOT NULL,
-    from_day date,
-    until_day date,
     created_day date NOT NULL,
     cancel_day date,
     past_due boolean NOT NULL,
@@ -8535,6 +9921,19 @@ CREATE TABLE billing_private.member_portal_sessions (
 );
 
 ALTER TABLE ONLY billing_private.member_portal_sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: operator_known_addresses; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_known_addresses (
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    ip text NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.operator_known_addresses FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -8820,6 +10219,14 @@ ALTER TABLE ONLY billing.members
 
 
 --
+-- Name: mrr_movements mrr_movements_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mrr_movements
+    ADD CONSTRAINT mrr_movements_pkey PRIMARY KEY (community_id, id);
+
+
+--
 -- Name: payment_attempts payment_attempts_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -8865,6 +10272,14 @@ ALTER TABLE ONLY billing.platform_configs
 
 ALTER TABLE ONLY billing.portal_sessions
     ADD CONSTRAINT portal_sessions_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: price_migrations price_migrations_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.price_migrations
+    ADD CONSTRAINT price_migrations_pkey PRIMARY KEY (community_id, id);
 
 
 --
@@ -8993,6 +10408,14 @@ ALTER TABLE ONLY billing_private.event_types
 
 ALTER TABLE ONLY billing_private.member_portal_sessions
     ADD CONSTRAINT member_portal_sessions_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: operator_known_addresses operator_known_addresses_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_known_addresses
+    ADD CONSTRAINT operator_known_addresses_pkey PRIMARY KEY (user_id, ip);
 
 
 --
@@ -9193,6 +10616,27 @@ CREATE INDEX member_entitlements_next_check ON billing.member_entitlements USING
 
 
 --
+-- Name: mrr_movements_day; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX mrr_movements_day ON billing.mrr_movements USING btree (community_id, day);
+
+
+--
+-- Name: mrr_movements_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX mrr_movements_member ON billing.mrr_movements USING btree (community_id, member_id);
+
+
+--
+-- Name: mrr_movements_subscription; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX mrr_movements_subscription ON billing.mrr_movements USING btree (community_id, subscription_id);
+
+
+--
 -- Name: payment_attempts_invoice; Type: INDEX; Schema: billing; Owner: -
 --
 
@@ -9211,6 +10655,13 @@ CREATE UNIQUE INDEX payment_attempts_one_success ON billing.payment_attempts USI
 --
 
 CREATE INDEX plans_tier ON billing.plans USING btree (community_id, tier_id);
+
+
+--
+-- Name: price_migrations_plan; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX price_migrations_plan ON billing.price_migrations USING btree (community_id, plan_id, id);
 
 
 --
@@ -9260,6 +10711,13 @@ CREATE INDEX subscriptions_period_end ON billing.subscriptions USING btree (curr
 --
 
 CREATE INDEX subscriptions_plan ON billing.subscriptions USING btree (community_id, plan_id, id);
+
+
+--
+-- Name: subscriptions_price_migration; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX subscriptions_price_migration ON billing.subscriptions USING btree (community_id, price_migration_id) WHERE (price_migration_id IS NOT NULL);
 
 
 --
@@ -9326,6 +10784,13 @@ CREATE UNIQUE INDEX api_keys_id ON billing_private.api_keys USING btree (id);
 
 
 --
+-- Name: member_portal_sessions_portal; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE INDEX member_portal_sessions_portal ON billing_private.member_portal_sessions USING btree (community_id, portal_session_id);
+
+
+--
 -- Name: member_portal_sessions_token; Type: INDEX; Schema: billing_private; Owner: -
 --
 
@@ -9365,6 +10830,27 @@ CREATE UNIQUE INDEX operator_users_email ON billing_private.operator_users USING
 --
 
 CREATE UNIQUE INDEX operator_users_id ON billing_private.operator_users USING btree (id);
+
+
+--
+-- Name: events _010_community_clock; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _010_community_clock BEFORE INSERT ON billing.events FOR EACH ROW EXECUTE FUNCTION billing.tg_events__community_clock();
+
+
+--
+-- Name: subscriptions _050_price_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_price_insert BEFORE INSERT ON billing.subscriptions FOR EACH ROW WHEN ((new.price_cents IS NULL)) EXECUTE FUNCTION billing.tg_subscriptions__price();
+
+
+--
+-- Name: subscriptions _050_price_plan; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_price_plan BEFORE UPDATE OF plan_id ON billing.subscriptions FOR EACH ROW WHEN ((old.plan_id IS DISTINCT FROM new.plan_id)) EXECUTE FUNCTION billing.tg_subscriptions__price();
 
 
 --
@@ -9792,6 +11278,14 @@ ALTER TABLE ONLY billing.members
 
 
 --
+-- Name: mrr_movements mrr_movements_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mrr_movements
+    ADD CONSTRAINT mrr_movements_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
 -- Name: payment_attempts payment_attempts_community_id_invoice_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -9821,6 +11315,14 @@ ALTER TABLE ONLY billing.platform_configs
 
 ALTER TABLE ONLY billing.portal_sessions
     ADD CONSTRAINT portal_sessions_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: price_migrations price_migrations_community_id_plan_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.price_migrations
+    ADD CONSTRAINT price_migrations_community_id_plan_id_fkey FOREIGN KEY (community_id, plan_id) REFERENCES billing.plans(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -9885,6 +11387,14 @@ ALTER TABLE ONLY billing.subscriptions
 
 ALTER TABLE ONLY billing.subscriptions
     ADD CONSTRAINT subscriptions_community_id_scheduled_plan_id_fkey FOREIGN KEY (community_id, scheduled_plan_id) REFERENCES billing.plans(community_id, id) ON DELETE SET NULL (scheduled_plan_id);
+
+
+--
+-- Name: subscriptions subscriptions_price_migration_fk; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.subscriptions
+    ADD CONSTRAINT subscriptions_price_migration_fk FOREIGN KEY (community_id, price_migration_id) REFERENCES billing.price_migrations(community_id, id) ON DELETE SET NULL (price_migration_id);
 
 
 --
@@ -9965,6 +11475,14 @@ ALTER TABLE ONLY billing_private.member_portal_sessions
 
 ALTER TABLE ONLY billing_private.member_portal_sessions
     ADD CONSTRAINT member_portal_sessions_community_id_portal_session_id_fkey FOREIGN KEY (community_id, portal_session_id) REFERENCES billing.portal_sessions(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_known_addresses operator_known_addresses_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_known_addresses
+    ADD CONSTRAINT operator_known_addresses_user_id_fkey FOREIGN KEY (user_id) REFERENCES billing_private.operator_users(id) ON DELETE CASCADE;
 
 
 --
@@ -10211,6 +11729,12 @@ ALTER TABLE billing.member_provider_customers ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.members ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: mrr_movements; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.mrr_movements ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: checkout_sessions owner_access; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -10330,6 +11854,13 @@ CREATE POLICY owner_access ON billing.members TO postgres USING (true) WITH CHEC
 
 
 --
+-- Name: mrr_movements owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.mrr_movements TO postgres USING (true) WITH CHECK (true);
+
+
+--
 -- Name: payment_attempts owner_access; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -10355,6 +11886,13 @@ CREATE POLICY owner_access ON billing.platform_configs TO postgres USING (true) 
 --
 
 CREATE POLICY owner_access ON billing.portal_sessions TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: price_migrations owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.price_migrations TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -10450,6 +11988,12 @@ ALTER TABLE billing.platform_configs ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.portal_sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: price_migrations; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.price_migrations ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: provider_events; Type: ROW SECURITY; Schema: billing; Owner: -
@@ -10601,6 +12145,13 @@ CREATE POLICY tenant ON billing.members USING ((community_id = ( SELECT billing.
 
 
 --
+-- Name: mrr_movements tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.mrr_movements USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
 -- Name: payment_attempts tenant; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -10626,6 +12177,13 @@ CREATE POLICY tenant ON billing.platform_configs USING ((community_id = ( SELECT
 --
 
 CREATE POLICY tenant ON billing.portal_sessions USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: price_migrations tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.price_migrations USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -10759,6 +12317,12 @@ ALTER TABLE billing_private.event_types ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_private.member_portal_sessions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: operator_known_addresses; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_known_addresses ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: operator_links; Type: ROW SECURITY; Schema: billing_private; Owner: -
 --
 
@@ -10815,6 +12379,13 @@ CREATE POLICY owner_only ON billing_private.event_types USING (true);
 --
 
 CREATE POLICY owner_only ON billing_private.member_portal_sessions USING (true);
+
+
+--
+-- Name: operator_known_addresses owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_known_addresses USING (true);
 
 
 --
@@ -11086,8 +12657,140 @@ GRANT ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p
 --
 
 GRANT SELECT ON TABLE billing.checkout_sessions TO billing_api;
-GRANT SELECT ON TABLE billing.checkout_sessions TO billing_operator;
 GRANT SELECT,INSERT,UPDATE ON TABLE billing.checkout_sessions TO billing_writer;
+
+
+--
+-- Name: COLUMN checkout_sessions.community_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(community_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.member_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(member_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.tier_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(tier_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.plan_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(plan_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.discount_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(discount_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.amount_cents; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(amount_cents) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.discount_cents; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(discount_cents) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.currency; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(currency) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.client_reference_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(client_reference_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.return_url; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(return_url) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.subject_kind; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(subject_kind) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.status; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(status) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.provider; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(provider) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.expires_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.completed_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(completed_at) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.created_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.subscription_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(subscription_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.purchase_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(purchase_id) ON TABLE billing.checkout_sessions TO billing_operator;
 
 
 --
@@ -11387,6 +13090,14 @@ REVOKE ALL ON FUNCTION billing.invoice_record_refund(p_invoice_id text, p_amount
 
 
 --
+-- Name: FUNCTION invoice_refuse_disputed(p_invoice_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_refuse_disputed(p_invoice_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_refuse_disputed(p_invoice_id text) TO billing_api;
+
+
+--
 -- Name: FUNCTION invoices_ledger_refresh(p_changed billing.invoices[], p_event_ids text[]); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -11553,6 +13264,14 @@ GRANT ALL ON FUNCTION billing.member_object(p_community_id text, p_member_id tex
 
 
 --
+-- Name: FUNCTION member_trial_days(p_community_id text, p_member_id text, p_plan billing.plans, p_except_checkout_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_trial_days(p_community_id text, p_member_id text, p_plan billing.plans, p_except_checkout_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_trial_days(p_community_id text, p_member_id text, p_plan billing.plans, p_except_checkout_id text) TO billing_api;
+
+
+--
 -- Name: FUNCTION next_period_end(p_anchor timestamp with time zone, p_interval text, p_end timestamp with time zone); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -11589,6 +13308,35 @@ GRANT ALL ON FUNCTION billing.plan_interval(p_interval text) TO billing_api;
 --
 
 REVOKE ALL ON FUNCTION billing.plan_line(p_plan billing.plans, p_amount bigint, p_start timestamp with time zone, p_end timestamp with time zone, p_description text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION plan_price_migrate(p_community_id text, p_plan_id text, p_notice_days integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.plan_price_migrate(p_community_id text, p_plan_id text, p_notice_days integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer) FROM PUBLIC;
+
+
+--
+-- Name: TABLE price_migrations; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.price_migrations TO billing_operator;
+GRANT SELECT ON TABLE billing.price_migrations TO billing_api;
+
+
+--
+-- Name: FUNCTION price_migration_json(p_mig billing.price_migrations); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.price_migration_json(p_mig billing.price_migrations) FROM PUBLIC;
 
 
 --
@@ -11858,6 +13606,13 @@ REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__ledger_insert() FROM PUB
 
 
 --
+-- Name: FUNCTION tg_events__community_clock(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_events__community_clock() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION tg_external_subjects__outbox_and_ledger(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -11960,6 +13715,13 @@ REVOKE ALL ON FUNCTION billing.tg_subscriptions__outbox_and_ledger_insert() FROM
 --
 
 REVOKE ALL ON FUNCTION billing.tg_subscriptions__outbox_and_ledger_update() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_subscriptions__price(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_subscriptions__price() FROM PUBLIC;
 
 
 --
@@ -12589,6 +14351,14 @@ GRANT ALL ON FUNCTION billing_private.authenticate_key(p_key_hash text) TO billi
 
 
 --
+-- Name: FUNCTION charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION grant_create(p_member_id text, p_tier_id text, p_expires_at timestamp with time zone, p_note text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -12669,12 +14439,48 @@ GRANT ALL ON FUNCTION billing_private.op_dispatch_dynamic(p_op text, p_args json
 
 
 --
+-- Name: FUNCTION operator_change_password(p_token_sha256 text, p_current_derived text, p_password_hash text, p_ip text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_change_password(p_token_sha256 text, p_current_derived text, p_password_hash text, p_ip text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_change_password(p_token_sha256 text, p_current_derived text, p_password_hash text, p_ip text) TO billing_api;
+
+
+--
 -- Name: FUNCTION operator_community_id(); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.operator_community_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_api;
 GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_operator;
+
+
+--
+-- Name: FUNCTION operator_fence(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_fence() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_fence_gaps(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_fence_gaps() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_grant_reads(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_grant_reads() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_hidden_columns(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_hidden_columns() FROM PUBLIC;
 
 
 --
@@ -12747,11 +14553,19 @@ REVOKE ALL ON FUNCTION billing_private.operator_session_open(p_user_id text, p_t
 
 
 --
--- Name: FUNCTION operator_set_password(p_token_sha256 text, p_password_hash text); Type: ACL; Schema: billing_private; Owner: -
+-- Name: FUNCTION operator_session_password_params(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing_private.operator_set_password(p_token_sha256 text, p_password_hash text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.operator_set_password(p_token_sha256 text, p_password_hash text) TO billing_api;
+REVOKE ALL ON FUNCTION billing_private.operator_session_password_params(p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_session_password_params(p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_sign_in_succeeded(p_session_id text, p_ip text, p_email text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_sign_in_succeeded(p_session_id text, p_ip text, p_email text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_sign_in_succeeded(p_session_id text, p_ip text, p_email text) TO billing_api;
 
 
 --
@@ -13023,6 +14837,1358 @@ GRANT ALL ON FUNCTION billing_private.worker_heartbeat_stop(p_worker_ids text[])
 
 
 --
+-- Name: FUNCTION lo_creat(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.lo_creat(integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION lo_create(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.lo_create(oid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION lo_from_bytea(oid, bytea); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.lo_from_bytea(oid, bytea) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION pg_database_size(name); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_database_size(name) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(name) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(name) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(name) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(name) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(name) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_database_size(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_database_size(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_database_size(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_indexes_size(regclass); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_indexes_size(regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_indexes_size(regclass) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_indexes_size(regclass) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_indexes_size(regclass) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_indexes_size(regclass) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_indexes_size(regclass) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_relation_size(regclass); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_relation_size(regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_relation_size(regclass, text); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_relation_size(regclass, text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass, text) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass, text) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass, text) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass, text) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_relation_size(regclass, text) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_analyze_count(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_analyze_count(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_analyze_count(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_analyze_count(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_analyze_count(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_analyze_count(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_analyze_count(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_archiver(OUT archived_count bigint, OUT last_archived_wal text, OUT last_archived_time timestamp with time zone, OUT failed_count bigint, OUT last_failed_wal text, OUT last_failed_time timestamp with time zone, OUT stats_reset timestamp with time zone); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_archiver(OUT archived_count bigint, OUT last_archived_wal text, OUT last_archived_time timestamp with time zone, OUT failed_count bigint, OUT last_failed_wal text, OUT last_failed_time timestamp with time zone, OUT stats_reset timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_archiver(OUT archived_count bigint, OUT last_archived_wal text, OUT last_archived_time timestamp with time zone, OUT failed_count bigint, OUT last_failed_wal text, OUT last_failed_time timestamp with time zone, OUT stats_reset timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_archiver(OUT archived_count bigint, OUT last_archived_wal text, OUT last_archived_time timestamp with time zone, OUT failed_count bigint, OUT last_failed_wal text, OUT last_failed_time timestamp with time zone, OUT stats_reset timestamp with time zone) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_archiver(OUT archived_count bigint, OUT last_archived_wal text, OUT last_archived_time timestamp with time zone, OUT failed_count bigint, OUT last_failed_wal text, OUT last_failed_time timestamp with time zone, OUT stats_reset timestamp with time zone) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_archiver(OUT archived_count bigint, OUT last_archived_wal text, OUT last_archived_time timestamp with time zone, OUT failed_count bigint, OUT last_failed_wal text, OUT last_failed_time timestamp with time zone, OUT stats_reset timestamp with time zone) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_archiver(OUT archived_count bigint, OUT last_archived_wal text, OUT last_archived_time timestamp with time zone, OUT failed_count bigint, OUT last_failed_wal text, OUT last_failed_time timestamp with time zone, OUT stats_reset timestamp with time zone) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_autoanalyze_count(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_autoanalyze_count(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autoanalyze_count(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autoanalyze_count(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autoanalyze_count(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autoanalyze_count(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autoanalyze_count(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_autovacuum_count(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_autovacuum_count(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autovacuum_count(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autovacuum_count(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autovacuum_count(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autovacuum_count(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_autovacuum_count(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_activity(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_activity_start(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity_start(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity_start(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity_start(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity_start(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity_start(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_activity_start(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_client_addr(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_addr(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_addr(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_addr(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_addr(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_addr(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_addr(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_client_port(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_port(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_port(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_port(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_port(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_port(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_client_port(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_dbid(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_dbid(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_dbid(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_dbid(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_dbid(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_dbid(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_dbid(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_idset(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_idset() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_idset() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_idset() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_idset() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_idset() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_idset() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_pid(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_pid(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_pid(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_pid(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_pid(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_pid(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_pid(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_start(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_start(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_start(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_start(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_start(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_start(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_start(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_userid(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_userid(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_userid(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_userid(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_userid(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_userid(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_userid(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_wait_event(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_wait_event_type(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event_type(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event_type(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event_type(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event_type(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event_type(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_wait_event_type(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_backend_xact_start(integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_backend_xact_start(integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_xact_start(integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_xact_start(integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_xact_start(integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_xact_start(integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_backend_xact_start(integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_bgwriter_buf_written_checkpoints(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_checkpoints() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_checkpoints() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_checkpoints() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_checkpoints() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_checkpoints() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_checkpoints() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_bgwriter_buf_written_clean(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_clean() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_clean() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_clean() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_clean() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_clean() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_buf_written_clean() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_bgwriter_maxwritten_clean(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_maxwritten_clean() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_maxwritten_clean() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_maxwritten_clean() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_maxwritten_clean() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_maxwritten_clean() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_maxwritten_clean() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_bgwriter_requested_checkpoints(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_requested_checkpoints() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_requested_checkpoints() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_requested_checkpoints() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_requested_checkpoints() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_requested_checkpoints() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_requested_checkpoints() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_bgwriter_stat_reset_time(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_stat_reset_time() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_stat_reset_time() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_stat_reset_time() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_stat_reset_time() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_stat_reset_time() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_stat_reset_time() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_bgwriter_timed_checkpoints(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_timed_checkpoints() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_timed_checkpoints() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_timed_checkpoints() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_timed_checkpoints() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_timed_checkpoints() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_bgwriter_timed_checkpoints() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_blocks_fetched(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_fetched(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_fetched(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_fetched(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_fetched(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_fetched(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_fetched(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_blocks_hit(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_hit(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_hit(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_hit(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_hit(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_hit(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_blocks_hit(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_buf_alloc(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_buf_alloc() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_alloc() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_alloc() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_alloc() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_alloc() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_alloc() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_buf_fsync_backend(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_buf_fsync_backend() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_fsync_backend() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_fsync_backend() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_fsync_backend() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_fsync_backend() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_fsync_backend() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_buf_written_backend(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_buf_written_backend() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_written_backend() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_written_backend() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_written_backend() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_written_backend() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_buf_written_backend() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_checkpoint_sync_time(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_sync_time() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_sync_time() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_sync_time() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_sync_time() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_sync_time() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_sync_time() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_checkpoint_write_time(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_write_time() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_write_time() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_write_time() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_write_time() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_write_time() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_checkpoint_write_time() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_active_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_active_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_active_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_active_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_active_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_active_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_active_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_blk_read_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_read_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_read_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_read_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_read_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_read_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_read_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_blk_write_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_write_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_write_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_write_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_write_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_write_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blk_write_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_blocks_fetched(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_fetched(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_fetched(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_fetched(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_fetched(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_fetched(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_fetched(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_blocks_hit(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_hit(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_hit(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_hit(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_hit(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_hit(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_blocks_hit(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_checksum_failures(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_failures(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_failures(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_failures(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_failures(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_failures(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_failures(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_checksum_last_failure(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_last_failure(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_last_failure(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_last_failure(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_last_failure(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_last_failure(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_checksum_last_failure(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_conflict_all(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_all(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_all(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_all(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_all(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_all(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_all(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_conflict_bufferpin(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_bufferpin(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_bufferpin(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_bufferpin(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_bufferpin(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_bufferpin(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_bufferpin(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_conflict_lock(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_lock(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_lock(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_lock(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_lock(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_lock(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_lock(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_conflict_snapshot(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_snapshot(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_snapshot(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_snapshot(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_snapshot(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_snapshot(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_snapshot(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_conflict_startup_deadlock(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_startup_deadlock(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_startup_deadlock(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_startup_deadlock(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_startup_deadlock(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_startup_deadlock(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_startup_deadlock(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_conflict_tablespace(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_tablespace(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_tablespace(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_tablespace(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_tablespace(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_tablespace(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_conflict_tablespace(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_deadlocks(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_deadlocks(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_deadlocks(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_deadlocks(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_deadlocks(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_deadlocks(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_deadlocks(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_idle_in_transaction_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_idle_in_transaction_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_idle_in_transaction_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_idle_in_transaction_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_idle_in_transaction_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_idle_in_transaction_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_idle_in_transaction_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_numbackends(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_numbackends(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_numbackends(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_numbackends(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_numbackends(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_numbackends(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_numbackends(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_session_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_session_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_session_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_session_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_session_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_session_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_session_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_sessions(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_sessions_abandoned(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_abandoned(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_abandoned(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_abandoned(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_abandoned(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_abandoned(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_abandoned(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_sessions_fatal(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_fatal(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_fatal(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_fatal(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_fatal(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_fatal(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_fatal(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_sessions_killed(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_killed(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_killed(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_killed(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_killed(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_killed(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_sessions_killed(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_stat_reset_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_stat_reset_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_stat_reset_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_stat_reset_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_stat_reset_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_stat_reset_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_stat_reset_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_temp_bytes(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_bytes(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_bytes(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_bytes(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_bytes(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_bytes(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_bytes(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_temp_files(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_files(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_files(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_files(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_files(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_files(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_temp_files(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_tuples_deleted(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_deleted(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_deleted(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_deleted(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_deleted(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_deleted(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_deleted(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_tuples_fetched(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_fetched(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_fetched(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_fetched(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_fetched(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_fetched(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_fetched(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_tuples_inserted(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_inserted(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_inserted(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_inserted(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_inserted(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_inserted(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_inserted(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_tuples_returned(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_returned(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_returned(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_returned(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_returned(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_returned(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_returned(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_tuples_updated(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_updated(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_updated(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_updated(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_updated(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_updated(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_tuples_updated(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_xact_commit(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_commit(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_commit(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_commit(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_commit(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_commit(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_commit(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_db_xact_rollback(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_rollback(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_rollback(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_rollback(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_rollback(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_rollback(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_db_xact_rollback(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_dead_tuples(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_dead_tuples(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_dead_tuples(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_dead_tuples(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_dead_tuples(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_dead_tuples(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_dead_tuples(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_function_calls(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_function_calls(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_calls(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_calls(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_calls(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_calls(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_calls(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_function_self_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_function_self_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_self_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_self_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_self_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_self_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_self_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_function_total_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_function_total_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_total_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_total_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_total_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_total_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_function_total_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_ins_since_vacuum(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_ins_since_vacuum(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_ins_since_vacuum(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_ins_since_vacuum(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_ins_since_vacuum(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_ins_since_vacuum(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_ins_since_vacuum(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_last_analyze_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_last_analyze_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_analyze_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_analyze_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_analyze_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_analyze_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_analyze_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_last_autoanalyze_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_last_autoanalyze_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autoanalyze_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autoanalyze_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autoanalyze_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autoanalyze_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autoanalyze_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_last_autovacuum_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_last_autovacuum_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autovacuum_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autovacuum_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autovacuum_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autovacuum_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_autovacuum_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_last_vacuum_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_last_vacuum_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_vacuum_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_vacuum_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_vacuum_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_vacuum_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_last_vacuum_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_live_tuples(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_live_tuples(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_live_tuples(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_live_tuples(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_live_tuples(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_live_tuples(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_live_tuples(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_mod_since_analyze(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_mod_since_analyze(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_mod_since_analyze(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_mod_since_analyze(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_mod_since_analyze(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_mod_since_analyze(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_mod_since_analyze(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_numscans(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_numscans(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_numscans(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_numscans(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_numscans(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_numscans(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_numscans(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_progress_info(cmdtype text, OUT pid integer, OUT datid oid, OUT relid oid, OUT param1 bigint, OUT param2 bigint, OUT param3 bigint, OUT param4 bigint, OUT param5 bigint, OUT param6 bigint, OUT param7 bigint, OUT param8 bigint, OUT param9 bigint, OUT param10 bigint, OUT param11 bigint, OUT param12 bigint, OUT param13 bigint, OUT param14 bigint, OUT param15 bigint, OUT param16 bigint, OUT param17 bigint, OUT param18 bigint, OUT param19 bigint, OUT param20 bigint); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_progress_info(cmdtype text, OUT pid integer, OUT datid oid, OUT relid oid, OUT param1 bigint, OUT param2 bigint, OUT param3 bigint, OUT param4 bigint, OUT param5 bigint, OUT param6 bigint, OUT param7 bigint, OUT param8 bigint, OUT param9 bigint, OUT param10 bigint, OUT param11 bigint, OUT param12 bigint, OUT param13 bigint, OUT param14 bigint, OUT param15 bigint, OUT param16 bigint, OUT param17 bigint, OUT param18 bigint, OUT param19 bigint, OUT param20 bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_progress_info(cmdtype text, OUT pid integer, OUT datid oid, OUT relid oid, OUT param1 bigint, OUT param2 bigint, OUT param3 bigint, OUT param4 bigint, OUT param5 bigint, OUT param6 bigint, OUT param7 bigint, OUT param8 bigint, OUT param9 bigint, OUT param10 bigint, OUT param11 bigint, OUT param12 bigint, OUT param13 bigint, OUT param14 bigint, OUT param15 bigint, OUT param16 bigint, OUT param17 bigint, OUT param18 bigint, OUT param19 bigint, OUT param20 bigint) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_progress_info(cmdtype text, OUT pid integer, OUT datid oid, OUT relid oid, OUT param1 bigint, OUT param2 bigint, OUT param3 bigint, OUT param4 bigint, OUT param5 bigint, OUT param6 bigint, OUT param7 bigint, OUT param8 bigint, OUT param9 bigint, OUT param10 bigint, OUT param11 bigint, OUT param12 bigint, OUT param13 bigint, OUT param14 bigint, OUT param15 bigint, OUT param16 bigint, OUT param17 bigint, OUT param18 bigint, OUT param19 bigint, OUT param20 bigint) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_progress_info(cmdtype text, OUT pid integer, OUT datid oid, OUT relid oid, OUT param1 bigint, OUT param2 bigint, OUT param3 bigint, OUT param4 bigint, OUT param5 bigint, OUT param6 bigint, OUT param7 bigint, OUT param8 bigint, OUT param9 bigint, OUT param10 bigint, OUT param11 bigint, OUT param12 bigint, OUT param13 bigint, OUT param14 bigint, OUT param15 bigint, OUT param16 bigint, OUT param17 bigint, OUT param18 bigint, OUT param19 bigint, OUT param20 bigint) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_progress_info(cmdtype text, OUT pid integer, OUT datid oid, OUT relid oid, OUT param1 bigint, OUT param2 bigint, OUT param3 bigint, OUT param4 bigint, OUT param5 bigint, OUT param6 bigint, OUT param7 bigint, OUT param8 bigint, OUT param9 bigint, OUT param10 bigint, OUT param11 bigint, OUT param12 bigint, OUT param13 bigint, OUT param14 bigint, OUT param15 bigint, OUT param16 bigint, OUT param17 bigint, OUT param18 bigint, OUT param19 bigint, OUT param20 bigint) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_progress_info(cmdtype text, OUT pid integer, OUT datid oid, OUT relid oid, OUT param1 bigint, OUT param2 bigint, OUT param3 bigint, OUT param4 bigint, OUT param5 bigint, OUT param6 bigint, OUT param7 bigint, OUT param8 bigint, OUT param9 bigint, OUT param10 bigint, OUT param11 bigint, OUT param12 bigint, OUT param13 bigint, OUT param14 bigint, OUT param15 bigint, OUT param16 bigint, OUT param17 bigint, OUT param18 bigint, OUT param19 bigint, OUT param20 bigint) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_recovery_prefetch(OUT stats_reset timestamp with time zone, OUT prefetch bigint, OUT hit bigint, OUT skip_init bigint, OUT skip_new bigint, OUT skip_fpw bigint, OUT skip_rep bigint, OUT wal_distance integer, OUT block_distance integer, OUT io_depth integer); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_recovery_prefetch(OUT stats_reset timestamp with time zone, OUT prefetch bigint, OUT hit bigint, OUT skip_init bigint, OUT skip_new bigint, OUT skip_fpw bigint, OUT skip_rep bigint, OUT wal_distance integer, OUT block_distance integer, OUT io_depth integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_recovery_prefetch(OUT stats_reset timestamp with time zone, OUT prefetch bigint, OUT hit bigint, OUT skip_init bigint, OUT skip_new bigint, OUT skip_fpw bigint, OUT skip_rep bigint, OUT wal_distance integer, OUT block_distance integer, OUT io_depth integer) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_recovery_prefetch(OUT stats_reset timestamp with time zone, OUT prefetch bigint, OUT hit bigint, OUT skip_init bigint, OUT skip_new bigint, OUT skip_fpw bigint, OUT skip_rep bigint, OUT wal_distance integer, OUT block_distance integer, OUT io_depth integer) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_recovery_prefetch(OUT stats_reset timestamp with time zone, OUT prefetch bigint, OUT hit bigint, OUT skip_init bigint, OUT skip_new bigint, OUT skip_fpw bigint, OUT skip_rep bigint, OUT wal_distance integer, OUT block_distance integer, OUT io_depth integer) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_recovery_prefetch(OUT stats_reset timestamp with time zone, OUT prefetch bigint, OUT hit bigint, OUT skip_init bigint, OUT skip_new bigint, OUT skip_fpw bigint, OUT skip_rep bigint, OUT wal_distance integer, OUT block_distance integer, OUT io_depth integer) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_recovery_prefetch(OUT stats_reset timestamp with time zone, OUT prefetch bigint, OUT hit bigint, OUT skip_init bigint, OUT skip_new bigint, OUT skip_fpw bigint, OUT skip_rep bigint, OUT wal_distance integer, OUT block_distance integer, OUT io_depth integer) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_replication_slot(slot_name text, OUT slot_name text, OUT spill_txns bigint, OUT spill_count bigint, OUT spill_bytes bigint, OUT stream_txns bigint, OUT stream_count bigint, OUT stream_bytes bigint, OUT total_txns bigint, OUT total_bytes bigint, OUT stats_reset timestamp with time zone); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_replication_slot(slot_name text, OUT slot_name text, OUT spill_txns bigint, OUT spill_count bigint, OUT spill_bytes bigint, OUT stream_txns bigint, OUT stream_count bigint, OUT stream_bytes bigint, OUT total_txns bigint, OUT total_bytes bigint, OUT stats_reset timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_replication_slot(slot_name text, OUT slot_name text, OUT spill_txns bigint, OUT spill_count bigint, OUT spill_bytes bigint, OUT stream_txns bigint, OUT stream_count bigint, OUT stream_bytes bigint, OUT total_txns bigint, OUT total_bytes bigint, OUT stats_reset timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_replication_slot(slot_name text, OUT slot_name text, OUT spill_txns bigint, OUT spill_count bigint, OUT spill_bytes bigint, OUT stream_txns bigint, OUT stream_count bigint, OUT stream_bytes bigint, OUT total_txns bigint, OUT total_bytes bigint, OUT stats_reset timestamp with time zone) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_replication_slot(slot_name text, OUT slot_name text, OUT spill_txns bigint, OUT spill_count bigint, OUT spill_bytes bigint, OUT stream_txns bigint, OUT stream_count bigint, OUT stream_bytes bigint, OUT total_txns bigint, OUT total_bytes bigint, OUT stats_reset timestamp with time zone) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_replication_slot(slot_name text, OUT slot_name text, OUT spill_txns bigint, OUT spill_count bigint, OUT spill_bytes bigint, OUT stream_txns bigint, OUT stream_count bigint, OUT stream_bytes bigint, OUT total_txns bigint, OUT total_bytes bigint, OUT stats_reset timestamp with time zone) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_replication_slot(slot_name text, OUT slot_name text, OUT spill_txns bigint, OUT spill_count bigint, OUT spill_bytes bigint, OUT stream_txns bigint, OUT stream_count bigint, OUT stream_bytes bigint, OUT total_txns bigint, OUT total_bytes bigint, OUT stats_reset timestamp with time zone) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_slru(OUT name text, OUT blks_zeroed bigint, OUT blks_hit bigint, OUT blks_read bigint, OUT blks_written bigint, OUT blks_exists bigint, OUT flushes bigint, OUT truncates bigint, OUT stats_reset timestamp with time zone); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_slru(OUT name text, OUT blks_zeroed bigint, OUT blks_hit bigint, OUT blks_read bigint, OUT blks_written bigint, OUT blks_exists bigint, OUT flushes bigint, OUT truncates bigint, OUT stats_reset timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_slru(OUT name text, OUT blks_zeroed bigint, OUT blks_hit bigint, OUT blks_read bigint, OUT blks_written bigint, OUT blks_exists bigint, OUT flushes bigint, OUT truncates bigint, OUT stats_reset timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_slru(OUT name text, OUT blks_zeroed bigint, OUT blks_hit bigint, OUT blks_read bigint, OUT blks_written bigint, OUT blks_exists bigint, OUT flushes bigint, OUT truncates bigint, OUT stats_reset timestamp with time zone) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_slru(OUT name text, OUT blks_zeroed bigint, OUT blks_hit bigint, OUT blks_read bigint, OUT blks_written bigint, OUT blks_exists bigint, OUT flushes bigint, OUT truncates bigint, OUT stats_reset timestamp with time zone) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_slru(OUT name text, OUT blks_zeroed bigint, OUT blks_hit bigint, OUT blks_read bigint, OUT blks_written bigint, OUT blks_exists bigint, OUT flushes bigint, OUT truncates bigint, OUT stats_reset timestamp with time zone) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_slru(OUT name text, OUT blks_zeroed bigint, OUT blks_hit bigint, OUT blks_read bigint, OUT blks_written bigint, OUT blks_exists bigint, OUT flushes bigint, OUT truncates bigint, OUT stats_reset timestamp with time zone) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_snapshot_timestamp(); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_snapshot_timestamp() FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_snapshot_timestamp() TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_snapshot_timestamp() TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_snapshot_timestamp() TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_snapshot_timestamp() TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_snapshot_timestamp() TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_subscription(subid oid, OUT subid oid, OUT relid oid, OUT pid integer, OUT received_lsn pg_lsn, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_subscription(subid oid, OUT subid oid, OUT relid oid, OUT pid integer, OUT received_lsn pg_lsn, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription(subid oid, OUT subid oid, OUT relid oid, OUT pid integer, OUT received_lsn pg_lsn, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription(subid oid, OUT subid oid, OUT relid oid, OUT pid integer, OUT received_lsn pg_lsn, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription(subid oid, OUT subid oid, OUT relid oid, OUT pid integer, OUT received_lsn pg_lsn, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription(subid oid, OUT subid oid, OUT relid oid, OUT pid integer, OUT received_lsn pg_lsn, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription(subid oid, OUT subid oid, OUT relid oid, OUT pid integer, OUT received_lsn pg_lsn, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_subscription_stats(subid oid, OUT subid oid, OUT apply_error_count bigint, OUT sync_error_count bigint, OUT stats_reset timestamp with time zone); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_subscription_stats(subid oid, OUT subid oid, OUT apply_error_count bigint, OUT sync_error_count bigint, OUT stats_reset timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription_stats(subid oid, OUT subid oid, OUT apply_error_count bigint, OUT sync_error_count bigint, OUT stats_reset timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription_stats(subid oid, OUT subid oid, OUT apply_error_count bigint, OUT sync_error_count bigint, OUT stats_reset timestamp with time zone) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription_stats(subid oid, OUT subid oid, OUT apply_error_count bigint, OUT sync_error_count bigint, OUT stats_reset timestamp with time zone) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription_stats(subid oid, OUT subid oid, OUT apply_error_count bigint, OUT sync_error_count bigint, OUT stats_reset timestamp with time zone) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_subscription_stats(subid oid, OUT subid oid, OUT apply_error_count bigint, OUT sync_error_count bigint, OUT stats_reset timestamp with time zone) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_tuples_deleted(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_deleted(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_deleted(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_deleted(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_deleted(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_deleted(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_deleted(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_tuples_fetched(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_fetched(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_fetched(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_fetched(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_fetched(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_fetched(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_fetched(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_tuples_hot_updated(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_hot_updated(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_hot_updated(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_hot_updated(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_hot_updated(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_hot_updated(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_hot_updated(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_tuples_inserted(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_inserted(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_inserted(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_inserted(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_inserted(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_inserted(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_inserted(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_tuples_returned(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_returned(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_returned(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_returned(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_returned(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_returned(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_returned(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_tuples_updated(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_updated(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_updated(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_updated(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_updated(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_updated(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_tuples_updated(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_vacuum_count(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_vacuum_count(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_vacuum_count(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_vacuum_count(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_vacuum_count(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_vacuum_count(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_vacuum_count(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_wal(OUT wal_records bigint, OUT wal_fpi bigint, OUT wal_bytes numeric, OUT wal_buffers_full bigint, OUT wal_write bigint, OUT wal_sync bigint, OUT wal_write_time double precision, OUT wal_sync_time double precision, OUT stats_reset timestamp with time zone); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_wal(OUT wal_records bigint, OUT wal_fpi bigint, OUT wal_bytes numeric, OUT wal_buffers_full bigint, OUT wal_write bigint, OUT wal_sync bigint, OUT wal_write_time double precision, OUT wal_sync_time double precision, OUT stats_reset timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal(OUT wal_records bigint, OUT wal_fpi bigint, OUT wal_bytes numeric, OUT wal_buffers_full bigint, OUT wal_write bigint, OUT wal_sync bigint, OUT wal_write_time double precision, OUT wal_sync_time double precision, OUT stats_reset timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal(OUT wal_records bigint, OUT wal_fpi bigint, OUT wal_bytes numeric, OUT wal_buffers_full bigint, OUT wal_write bigint, OUT wal_sync bigint, OUT wal_write_time double precision, OUT wal_sync_time double precision, OUT stats_reset timestamp with time zone) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal(OUT wal_records bigint, OUT wal_fpi bigint, OUT wal_bytes numeric, OUT wal_buffers_full bigint, OUT wal_write bigint, OUT wal_sync bigint, OUT wal_write_time double precision, OUT wal_sync_time double precision, OUT stats_reset timestamp with time zone) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal(OUT wal_records bigint, OUT wal_fpi bigint, OUT wal_bytes numeric, OUT wal_buffers_full bigint, OUT wal_write bigint, OUT wal_sync bigint, OUT wal_write_time double precision, OUT wal_sync_time double precision, OUT stats_reset timestamp with time zone) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal(OUT wal_records bigint, OUT wal_fpi bigint, OUT wal_bytes numeric, OUT wal_buffers_full bigint, OUT wal_write bigint, OUT wal_sync bigint, OUT wal_write_time double precision, OUT wal_sync_time double precision, OUT stats_reset timestamp with time zone) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_wal_receiver(OUT pid integer, OUT status text, OUT receive_start_lsn pg_lsn, OUT receive_start_tli integer, OUT written_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT received_tli integer, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone, OUT slot_name text, OUT sender_host text, OUT sender_port integer, OUT conninfo text); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_wal_receiver(OUT pid integer, OUT status text, OUT receive_start_lsn pg_lsn, OUT receive_start_tli integer, OUT written_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT received_tli integer, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone, OUT slot_name text, OUT sender_host text, OUT sender_port integer, OUT conninfo text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_receiver(OUT pid integer, OUT status text, OUT receive_start_lsn pg_lsn, OUT receive_start_tli integer, OUT written_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT received_tli integer, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone, OUT slot_name text, OUT sender_host text, OUT sender_port integer, OUT conninfo text) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_receiver(OUT pid integer, OUT status text, OUT receive_start_lsn pg_lsn, OUT receive_start_tli integer, OUT written_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT received_tli integer, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone, OUT slot_name text, OUT sender_host text, OUT sender_port integer, OUT conninfo text) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_receiver(OUT pid integer, OUT status text, OUT receive_start_lsn pg_lsn, OUT receive_start_tli integer, OUT written_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT received_tli integer, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone, OUT slot_name text, OUT sender_host text, OUT sender_port integer, OUT conninfo text) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_receiver(OUT pid integer, OUT status text, OUT receive_start_lsn pg_lsn, OUT receive_start_tli integer, OUT written_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT received_tli integer, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone, OUT slot_name text, OUT sender_host text, OUT sender_port integer, OUT conninfo text) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_receiver(OUT pid integer, OUT status text, OUT receive_start_lsn pg_lsn, OUT receive_start_tli integer, OUT written_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT received_tli integer, OUT last_msg_send_time timestamp with time zone, OUT last_msg_receipt_time timestamp with time zone, OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamp with time zone, OUT slot_name text, OUT sender_host text, OUT sender_port integer, OUT conninfo text) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_wal_senders(OUT pid integer, OUT state text, OUT sent_lsn pg_lsn, OUT write_lsn pg_lsn, OUT flush_lsn pg_lsn, OUT replay_lsn pg_lsn, OUT write_lag interval, OUT flush_lag interval, OUT replay_lag interval, OUT sync_priority integer, OUT sync_state text, OUT reply_time timestamp with time zone); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_wal_senders(OUT pid integer, OUT state text, OUT sent_lsn pg_lsn, OUT write_lsn pg_lsn, OUT flush_lsn pg_lsn, OUT replay_lsn pg_lsn, OUT write_lag interval, OUT flush_lag interval, OUT replay_lag interval, OUT sync_priority integer, OUT sync_state text, OUT reply_time timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_senders(OUT pid integer, OUT state text, OUT sent_lsn pg_lsn, OUT write_lsn pg_lsn, OUT flush_lsn pg_lsn, OUT replay_lsn pg_lsn, OUT write_lag interval, OUT flush_lag interval, OUT replay_lag interval, OUT sync_priority integer, OUT sync_state text, OUT reply_time timestamp with time zone) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_senders(OUT pid integer, OUT state text, OUT sent_lsn pg_lsn, OUT write_lsn pg_lsn, OUT flush_lsn pg_lsn, OUT replay_lsn pg_lsn, OUT write_lag interval, OUT flush_lag interval, OUT replay_lag interval, OUT sync_priority integer, OUT sync_state text, OUT reply_time timestamp with time zone) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_senders(OUT pid integer, OUT state text, OUT sent_lsn pg_lsn, OUT write_lsn pg_lsn, OUT flush_lsn pg_lsn, OUT replay_lsn pg_lsn, OUT write_lag interval, OUT flush_lag interval, OUT replay_lag interval, OUT sync_priority integer, OUT sync_state text, OUT reply_time timestamp with time zone) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_senders(OUT pid integer, OUT state text, OUT sent_lsn pg_lsn, OUT write_lsn pg_lsn, OUT flush_lsn pg_lsn, OUT replay_lsn pg_lsn, OUT write_lag interval, OUT flush_lag interval, OUT replay_lag interval, OUT sync_priority integer, OUT sync_state text, OUT reply_time timestamp with time zone) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_wal_senders(OUT pid integer, OUT state text, OUT sent_lsn pg_lsn, OUT write_lsn pg_lsn, OUT flush_lsn pg_lsn, OUT replay_lsn pg_lsn, OUT write_lag interval, OUT flush_lag interval, OUT replay_lag interval, OUT sync_priority integer, OUT sync_state text, OUT reply_time timestamp with time zone) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_blocks_fetched(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_fetched(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_fetched(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_fetched(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_fetched(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_fetched(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_fetched(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_blocks_hit(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_hit(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_hit(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_hit(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_hit(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_hit(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_blocks_hit(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_function_calls(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_calls(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_calls(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_calls(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_calls(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_calls(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_calls(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_function_self_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_self_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_self_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_self_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_self_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_self_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_self_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_function_total_time(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_total_time(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_total_time(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_total_time(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_total_time(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_total_time(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_function_total_time(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_numscans(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_numscans(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_numscans(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_numscans(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_numscans(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_numscans(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_numscans(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_tuples_deleted(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_deleted(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_deleted(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_deleted(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_deleted(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_deleted(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_deleted(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_tuples_fetched(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_fetched(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_fetched(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_fetched(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_fetched(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_fetched(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_fetched(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_tuples_hot_updated(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_hot_updated(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_hot_updated(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_hot_updated(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_hot_updated(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_hot_updated(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_hot_updated(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_tuples_inserted(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_inserted(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_inserted(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_inserted(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_inserted(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_inserted(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_inserted(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_tuples_returned(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_returned(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_returned(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_returned(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_returned(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_returned(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_returned(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_get_xact_tuples_updated(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_updated(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_updated(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_updated(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_updated(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_updated(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_get_xact_tuples_updated(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_stat_have_stats(text, oid, oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_have_stats(text, oid, oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_have_stats(text, oid, oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_have_stats(text, oid, oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_have_stats(text, oid, oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_stat_have_stats(text, oid, oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_table_size(regclass); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_table_size(regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_table_size(regclass) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_table_size(regclass) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_table_size(regclass) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_table_size(regclass) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_table_size(regclass) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_tablespace_size(name); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_tablespace_size(name) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(name) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(name) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(name) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(name) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(name) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_tablespace_size(oid); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_tablespace_size(oid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(oid) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(oid) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(oid) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(oid) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_tablespace_size(oid) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION pg_total_relation_size(regclass); Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO billing_api;
+GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO billing_writer;
+GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO billing_worker;
+GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO billing_app;
+GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO pg_read_all_stats;
+
+
+--
 -- Name: TABLE subscription_mrr; Type: ACL; Schema: analytics; Owner: -
 --
 
@@ -13087,11 +16253,35 @@ GRANT SELECT ON TABLE analytics.mrr_by_tier TO billing_operator;
 
 
 --
+-- Name: TABLE mrr_movements; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.mrr_movements TO billing_operator;
+GRANT SELECT ON TABLE billing.mrr_movements TO billing_api;
+
+
+--
 -- Name: TABLE mrr_daily; Type: ACL; Schema: analytics; Owner: -
 --
 
 GRANT SELECT ON TABLE analytics.mrr_daily TO billing_api;
 GRANT SELECT ON TABLE analytics.mrr_daily TO billing_operator;
+
+
+--
+-- Name: TABLE mrr_movements_daily; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.mrr_movements_daily TO billing_api;
+GRANT SELECT ON TABLE analytics.mrr_movements_daily TO billing_operator;
+
+
+--
+-- Name: TABLE mrr_movements_monthly; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.mrr_movements_monthly TO billing_api;
+GRANT SELECT ON TABLE analytics.mrr_movements_monthly TO billing_operator;
 
 
 --
@@ -13165,8 +16355,56 @@ GRANT SELECT,INSERT ON TABLE billing.external_subjects TO billing_writer;
 --
 
 GRANT SELECT ON TABLE billing.idempotency_keys TO billing_api;
-GRANT SELECT ON TABLE billing.idempotency_keys TO billing_operator;
 GRANT SELECT,INSERT,UPDATE ON TABLE billing.idempotency_keys TO billing_writer;
+
+
+--
+-- Name: COLUMN idempotency_keys.community_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(community_id) ON TABLE billing.idempotency_keys TO billing_operator;
+
+
+--
+-- Name: COLUMN idempotency_keys.endpoint; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(endpoint) ON TABLE billing.idempotency_keys TO billing_operator;
+
+
+--
+-- Name: COLUMN idempotency_keys.key; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(key) ON TABLE billing.idempotency_keys TO billing_operator;
+
+
+--
+-- Name: COLUMN idempotency_keys.request_hash; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(request_hash) ON TABLE billing.idempotency_keys TO billing_operator;
+
+
+--
+-- Name: COLUMN idempotency_keys.response_status; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(response_status) ON TABLE billing.idempotency_keys TO billing_operator;
+
+
+--
+-- Name: COLUMN idempotency_keys.created_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE billing.idempotency_keys TO billing_operator;
+
+
+--
+-- Name: COLUMN idempotency_keys.expires_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE billing.idempotency_keys TO billing_operator;
 
 
 --
@@ -13174,8 +16412,63 @@ GRANT SELECT,INSERT,UPDATE ON TABLE billing.idempotency_keys TO billing_writer;
 --
 
 GRANT SELECT ON TABLE billing.link_codes TO billing_api;
-GRANT SELECT ON TABLE billing.link_codes TO billing_operator;
 GRANT SELECT,INSERT,UPDATE ON TABLE billing.link_codes TO billing_writer;
+
+
+--
+-- Name: COLUMN link_codes.community_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(community_id) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: COLUMN link_codes.id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: COLUMN link_codes.member_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(member_id) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: COLUMN link_codes.intended_platform; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(intended_platform) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: COLUMN link_codes.expires_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: COLUMN link_codes.redeemed_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(redeemed_at) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: COLUMN link_codes.invalidated_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(invalidated_at) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: COLUMN link_codes.created_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE billing.link_codes TO billing_operator;
 
 
 --
@@ -13225,8 +16518,49 @@ GRANT SELECT ON TABLE billing.platform_configs TO billing_operator;
 --
 
 GRANT SELECT ON TABLE billing.portal_sessions TO billing_api;
-GRANT SELECT ON TABLE billing.portal_sessions TO billing_operator;
 GRANT SELECT,INSERT,UPDATE ON TABLE billing.portal_sessions TO billing_writer;
+
+
+--
+-- Name: COLUMN portal_sessions.community_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(community_id) ON TABLE billing.portal_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN portal_sessions.id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE billing.portal_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN portal_sessions.member_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(member_id) ON TABLE billing.portal_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN portal_sessions.return_url; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(return_url) ON TABLE billing.portal_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN portal_sessions.expires_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(expires_at) ON TABLE billing.portal_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN portal_sessions.created_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE billing.portal_sessions TO billing_operator;
 
 
 --
@@ -13360,6 +16694,20 @@ GRANT SELECT ON TABLE billing_graphql.mrr_daily TO billing_api;
 
 
 --
+-- Name: TABLE mrr_movements_daily; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.mrr_movements_daily TO billing_api;
+
+
+--
+-- Name: TABLE mrr_movements_monthly; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.mrr_movements_monthly TO billing_api;
+
+
+--
 -- Name: TABLE paid_invoices_daily; Type: ACL; Schema: billing_graphql; Owner: -
 --
 
@@ -13427,6 +16775,684 @@ GRANT SELECT ON TABLE billing_graphql.trial_conversion TO billing_api;
 --
 
 GRANT USAGE ON SEQUENCE billing_private.id_seq TO billing_api;
+
+
+--
+-- Name: TABLE pg_class; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_class FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_class TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_class TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_class TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_class TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_class TO pg_read_all_stats;
+
+
+--
+-- Name: COLUMN pg_class.oid; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(oid) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relname; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relname) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relnamespace; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relnamespace) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.reltype; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(reltype) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.reloftype; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(reloftype) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relowner; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relowner) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relam; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relam) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relfilenode; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relfilenode) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.reltablespace; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(reltablespace) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.reltoastrelid; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(reltoastrelid) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relhasindex; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relhasindex) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relisshared; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relisshared) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relpersistence; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relpersistence) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relkind; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relkind) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relnatts; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relnatts) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relchecks; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relchecks) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relhasrules; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relhasrules) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relhastriggers; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relhastriggers) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relhassubclass; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relhassubclass) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relrowsecurity; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relrowsecurity) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relforcerowsecurity; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relforcerowsecurity) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relispopulated; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relispopulated) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relreplident; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relreplident) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relispartition; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relispartition) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relrewrite; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relrewrite) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relfrozenxid; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relfrozenxid) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relminmxid; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relminmxid) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relacl; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relacl) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.reloptions; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(reloptions) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: COLUMN pg_class.relpartbound; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+GRANT SELECT(relpartbound) ON TABLE pg_catalog.pg_class TO PUBLIC;
+
+
+--
+-- Name: TABLE pg_stat_all_indexes; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_all_indexes FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_indexes TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_indexes TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_indexes TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_indexes TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_indexes TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_all_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_all_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_all_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_archiver; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_archiver FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_archiver TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_archiver TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_archiver TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_archiver TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_archiver TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_bgwriter; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_bgwriter FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_bgwriter TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_bgwriter TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_bgwriter TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_bgwriter TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_bgwriter TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_database; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_database FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_database_conflicts; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_database_conflicts FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database_conflicts TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database_conflicts TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database_conflicts TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database_conflicts TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_database_conflicts TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_progress_analyze; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_progress_analyze FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_analyze TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_analyze TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_analyze TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_analyze TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_analyze TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_progress_basebackup; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_progress_basebackup FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_basebackup TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_basebackup TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_basebackup TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_basebackup TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_basebackup TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_progress_cluster; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_progress_cluster FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_cluster TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_cluster TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_cluster TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_cluster TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_cluster TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_progress_copy; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_progress_copy FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_copy TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_copy TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_copy TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_copy TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_copy TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_progress_create_index; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_progress_create_index FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_create_index TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_create_index TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_create_index TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_create_index TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_create_index TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_progress_vacuum; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_progress_vacuum FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_vacuum TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_vacuum TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_vacuum TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_vacuum TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_progress_vacuum TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_recovery_prefetch; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_recovery_prefetch FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_recovery_prefetch TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_recovery_prefetch TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_recovery_prefetch TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_recovery_prefetch TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_recovery_prefetch TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_replication; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_replication FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_replication_slots; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_replication_slots FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication_slots TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication_slots TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication_slots TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication_slots TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_replication_slots TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_slru; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_slru FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_slru TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_slru TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_slru TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_slru TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_slru TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_subscription; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_subscription FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_subscription_stats; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_subscription_stats FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription_stats TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription_stats TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription_stats TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription_stats TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_subscription_stats TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_sys_indexes; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_sys_indexes FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_indexes TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_indexes TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_indexes TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_indexes TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_indexes TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_sys_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_sys_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_sys_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_user_functions; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_user_functions FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_functions TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_functions TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_functions TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_functions TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_functions TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_user_indexes; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_user_indexes FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_indexes TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_indexes TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_indexes TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_indexes TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_indexes TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_user_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_user_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_user_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_wal; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_wal FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_wal_receiver; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_wal_receiver FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal_receiver TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal_receiver TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal_receiver TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal_receiver TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_wal_receiver TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_xact_all_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_xact_all_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_all_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_all_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_all_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_all_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_all_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_xact_sys_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_xact_sys_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_sys_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_sys_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_sys_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_sys_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_sys_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_xact_user_functions; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_xact_user_functions FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_functions TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_functions TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_functions TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_functions TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_functions TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_stat_xact_user_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_stat_xact_user_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_stat_xact_user_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_all_indexes; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_all_indexes FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_indexes TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_indexes TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_indexes TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_indexes TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_indexes TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_all_sequences; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_all_sequences FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_sequences TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_sequences TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_sequences TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_sequences TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_sequences TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_all_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_all_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_all_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_sys_indexes; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_sys_indexes FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_indexes TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_indexes TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_indexes TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_indexes TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_indexes TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_sys_sequences; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_sys_sequences FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_sequences TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_sequences TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_sequences TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_sequences TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_sequences TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_sys_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_sys_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_sys_tables TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_user_indexes; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_user_indexes FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_indexes TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_indexes TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_indexes TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_indexes TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_indexes TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_user_sequences; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_user_sequences FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_sequences TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_sequences TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_sequences TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_sequences TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_sequences TO pg_read_all_stats;
+
+
+--
+-- Name: TABLE pg_statio_user_tables; Type: ACL; Schema: pg_catalog; Owner: -
+--
+
+REVOKE SELECT ON TABLE pg_catalog.pg_statio_user_tables FROM PUBLIC;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_tables TO billing_api;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_tables TO billing_writer;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_tables TO billing_worker;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_tables TO billing_app;
+GRANT SELECT ON TABLE pg_catalog.pg_statio_user_tables TO pg_read_all_stats;
 
 
 --

@@ -1,3 +1,11 @@
+--! Previous: sha1:520880ebc0a8320190ebe92d2f73264589c5eccd
+--! Hash: sha1:52c6061dd47632ff7f992801437f7ebbfd24bdb5
+--! Message: Operator logins see no credential
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 50-secrets.sql
 -- Issue 26 item 9, issue 27 items 5, 6 and 8 (branch secrets): operator SQL logins read
 -- no live credential and no other community's volumes, and write nothing whatever their
 -- session settings; operator passwords checked and throttled without lock-out; portal

@@ -1,3 +1,11 @@
+--! Previous: sha1:52c6061dd47632ff7f992801437f7ebbfd24bdb5
+--! Hash: sha1:8d7371b05b48841cc1c68b403d776bd6911bf0ef
+--! Message: GraphQL cost and schema truth
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 70-graphql.sql
 -- GraphQL that tells the truth and pays for what it reads (issues 26.12, 27.1).
 -- The definitions live in fixtures/95-graphql.sql; this is the delta.
 

@@ -1,3 +1,11 @@
+--! Previous: sha1:05540d58af76807cf91d649cdd863072ee4e444b
+--! Hash: sha1:030c71cabad094d0d59c99e6c2da3f87ceb410c0
+--! Message: Subscribers keep their price
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 10-price-changes.sql
 -- Issue 26 item 1: a price edit never re-prices existing subscribers
 -- (docs/decisions/price-changes-keep-existing-subscribers.md). The delta of
 -- 40-subscriptions.sql (price_cents, price_migration_id, billing.price_migrations, the

@@ -1,3 +1,11 @@
+--! Previous: sha1:ffdc6d12e3d946d91d2e96669ceea73841e965b3
+--! Hash: sha1:8da94e417421a73a85f4b88edeb5c7b0b33a5e08
+--! Message: MRR history recorded
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 30-mrr-history.sql
 -- Issue 26 item 5: MRR history that is true (docs/decisions/mrr-history-recorded.md).
 -- The delta of 48-analytics.sql (billing.mrr_movements, the rollup that records them,
 -- analytics.mrr_daily from them, analytics.mrr_movements_daily/_monthly), 95-graphql.sql

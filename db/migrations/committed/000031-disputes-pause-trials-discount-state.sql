@@ -1,3 +1,11 @@
+--! Previous: sha1:030c71cabad094d0d59c99e6c2da3f87ceb410c0
+--! Hash: sha1:ffdc6d12e3d946d91d2e96669ceea73841e965b3
+--! Message: Disputes pause trials discount state
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 20-money.sql
 -- Issue 26, items 2, 3, 4 and 6 (branch money): disputes refuse refunds and show on the
 -- invoice, a pause keeps the paid period, a trial is given once per tier, discount state
 -- that is true. The delta of the fixtures named in each part; idempotent.
