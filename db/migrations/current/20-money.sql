@@ -153,7 +153,7 @@ $$;
 -- 46-invoices.sql
 -- A dispute opened against an invoice's payment (Stripe charge.dispute.created;
 -- billing sandbox dispute): the covered access ends at once (reason disputed). A
--- dispute that is later won restores nothing by itself (see docs/decisions.md).
+-- dispute that is later won restores nothing by itself (docs/decisions/dispute-ends-access.md).
 create or replace function billing.invoice_record_dispute(p_invoice_id text, p_amount bigint, p_status text,
   p_reason text, p_provider_ref text) returns jsonb
   language plpgsql volatile
