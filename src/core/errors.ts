@@ -9,7 +9,7 @@ export type ErrorCode =
   | 'payment_config_inactive' | 'not_eligible' | 'request_in_flight' | 'plan_required'
   | 'platform_not_connected' | 'idempotency_key_reuse' | 'endpoint_limit' | 'discount_invalid'
   | 'rate_limited' | 'internal_error' | 'service_unavailable' | 'payment_failed'
-  // Additive codes of the HTTP edge (docs/decisions.md, "Hardening the HTTP edge").
+  // Additive codes of the HTTP edge (docs/decisions/http-edge-answers.md).
   | 'method_not_allowed' | 'payload_too_large' | 'request_header_too_large';
 
 export const TITLES: Readonly<Record<ErrorCode, string>> = {

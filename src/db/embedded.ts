@@ -8,7 +8,7 @@
 // to <shared>/postgres-<version>-<platform> and the data lives in
 // <shared>/data/<name>-<id>/postgres, with <dataDir>/postgres a symlink to it (so the
 // data survives restarts, and deleting <dataDir> starts afresh). <shared> is
-// /var/lib/community-billing. See docs/decisions.md ("Embedded PostgreSQL as root").
+// /var/lib/community-billing. See docs/decisions/embedded-postgres-as-root.md.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -5,7 +5,7 @@
 // 2026-07-28 requests (per-request `_meta` envelope, server/discover) go to the SDK's
 // createMcpHandler; 2025-era requests (initialize handshake, up to 2025-11-25) go to
 // a stateless Streamable HTTP transport with JSON responses, as before. See
-// docs/decisions.md.
+// docs/decisions/mcp-stateless-endpoint.md.
 import express, { Request, Response } from 'express';
 import {
   createMcpHandler, isLegacyRequest, McpRequestContext, WebStandardStreamableHTTPServerTransport,

@@ -4,7 +4,7 @@
 //
 // The bucket stays in the database (billing_private.take_tokens), shared by every
 // process, and a token is taken from it before it is spent. What a lease changes, per
-// process (docs/decisions.md, Leased rate tokens):
+// process (docs/decisions/leased-rate-tokens.md):
 // - up to size - 1 tokens taken but not yet spent are invisible to the other
 //   processes until the lease expires (1 s by default); the next lease of the key puts
 //   them back (they are lost only if the process stops first);

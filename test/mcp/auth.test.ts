@@ -1,6 +1,6 @@
 // Spec: "MCP tool endpoint" (same bearer keys, scope-denial tool errors),
 // "Authentication" (identical 401 for missing, malformed, unknown, revoked keys),
-// "Limits" (per-key and per-IP buckets). Decisions: docs/decisions.md, "MCP".
+// "Limits" (per-key and per-IP buckets). Decisions: docs/decisions/mcp-key-first.md.
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { revokeKey } from '../../src/domain/communities/community-admin';

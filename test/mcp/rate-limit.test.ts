@@ -1,5 +1,5 @@
 // Spec "Limits": MCP requests draw on the same per-key and per-IP buckets as REST.
-// Accounting (docs/decisions.md, "MCP"): one token per HTTP request, like REST; a
+// Accounting (docs/decisions/mcp-rate-accounting.md): one token per HTTP request, like REST; a
 // tools/call request's token is the one its operation takes, not a second one.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { initializeMessage, rpc, toolCallMessage } from './client';

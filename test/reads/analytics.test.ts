@@ -1,4 +1,4 @@
-// Spec: GET /v1/analytics/summary. Decisions (docs/decisions.md): MRR counts active,
+// Spec: GET /v1/analytics/summary. Decisions (docs/decisions/analytics-summary.md): MRR counts active,
 // past_due and cancelling subscriptions (not trialing), annual plans as amount/12;
 // the summary's currency is the most used one; recent_* cover the last 30 days by
 // billing.now(). The analytics.* views give operators' SQL sessions the same figures.

@@ -1,7 +1,7 @@
 // Leased rate tokens (src/operations/token-leases.ts): an API instance takes a key's
 // tokens a few at a time; a SQL operation run on a leased token writes nothing to the
 // bucket. The key's limits still hold across API processes (four of them in the last
-// test, within the tolerance docs/decisions.md states), the headers still count down
+// test, within the tolerance docs/decisions/leased-rate-tokens.md states), the headers still count down
 // one per request, and a revoked key is refused on the very next request.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';

@@ -149,9 +149,9 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       // Fetched in the instant before the endpoint's share filled up (several idle
       // slots take jobs at once): put it back, flagged, due at once. This process leaves
       // it in the queue while the endpoint holds its share (forbiddenFlags) and takes it
-      // as soon as a slot frees; another process may take it now. A delay here (it was
-      // 200 ms) held the last jobs of a backlog back: a fifth of a backlog's jobs meet
-      // this race, and the drain ran at 72% of the pre-house rate (bench/RESULTS.md).
+      // as soon as a slot frees; another process may take it now. No delay: under a
+      // backlog many jobs meet this race, and a delay holds the backlog's last jobs back
+      // (docs/decisions/webhook-endpoint-gate.md).
       webhookJobsPutBack.inc();
       await helpers.addJob('webhook_deliveries__send', payload, { flags: [endpointId] });
       return;

@@ -15,7 +15,7 @@ export const httpsUrl = z.string().max(2000).refine((value) => {
   }
 }, { message: 'must be an absolute https:// URL' });
 
-/** Exactly one buyer form (documented in docs/decisions.md). */
+/** Exactly one buyer form (docs/decisions/checkout-subject-forms.md). */
 export const checkoutSubject = z.union([
   z.strictObject({ member_id: id.describe('An existing member of the community') }),
   z.strictObject({
