@@ -124,7 +124,7 @@ async function measure(mode: Mode): Promise<Figures> {
     const read: number[] = [];
     for (let i = 0; i < 5; i++) {
       help.push(cli(mode, dataDir, ['--help']).ms);
-      const r = cli(mode, dataDir, ['sql-access', 'list', '--community', community, '--json']);
+      const r = cli(mode, dataDir, ['sql-access', 'list', '--json']);
       if (!r.ok) throw new Error(`billing sql-access list failed:\n${r.stderr}`);
       read.push(r.ms);
     }
