@@ -114,22 +114,25 @@ async function measure(mode: Mode): Promise<Figures> {
 
     process.stderr.write(`${mode.name}: restart with the existing database ...\n`);
     const again = await start(mode, dataDir);
-    await warmUp(again.url, key);
-    await sleep(10_000);
-    const rss = rssMb(again.child.pid!);
+    try {
+      await warmUp(again.url, key);
+      await sleep(10_000);
+      const rss = rssMb(again.child.pid!);
 
-    process.stderr.write(`${mode.name}: CLI ...\n`);
-    cli(mode, dataDir, ['--help']); // warm: the OS file cache, the compile cache
-    const help: number[] = [];
-    const read: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      help.push(cli(mode, dataDir, ['--help']).ms);
-      const r = cli(mode, dataDir, ['sql-access', 'list', '--json']);
-      if (!r.ok) throw new Error(`billing sql-access list failed:\n${r.stderr}`);
-      read.push(r.ms);
+      process.stderr.write(`${mode.name}: CLI ...\n`);
+      cli(mode, dataDir, ['--help']); // warm: the OS file cache, the compile cache
+      const help: number[] = [];
+      const read: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        help.push(cli(mode, dataDir, ['--help']).ms);
+        const r = cli(mode, dataDir, ['sql-access', 'list', '--json']);
+        if (!r.ok) throw new Error(`billing sql-access list failed:\n${r.stderr}`);
+        read.push(r.ms);
+      }
+      return { mode: mode.name, firstMs: first.readyMs, restartMs: again.readyMs, rss, help, read };
+    } finally {
+      await stop(again); // also after a failure: no service or embedded PostgreSQL left behind
     }
-    await stop(again);
-    return { mode: mode.name, firstMs: first.readyMs, restartMs: again.readyMs, rss, help, read };
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
@@ -156,7 +159,8 @@ async function main() {
     + `Node ${process.version}; load average (1, 5, 15 min) ${loadBefore} before, ${load()} after.\n\n`
     + 'Each mode in a data directory of its own with the embedded PostgreSQL (what `npm install && npm start` runs). '
     + 'The warm-up before the RSS reading: 20 times GET /v1/plans and /v1/subscriptions, a GraphQL introspection, an MCP initialize and the dashboard sign-in page. '
-    + 'Wall-clock times: on a loaded machine they measure the load as much as the code.\n\n'
+    + 'Wall-clock times: on a loaded machine (2 vCPU shared by eight engineers building and testing at once) they measure the load as much as the code. '
+    + 'What held the memory and where the start-up time goes: docs/decisions/compiled-build.md.\n\n'
     + '| mode | measure | figure | target | |\n|---|---|---:|---:|---|\n' + rows;
   writeResultsSection('## Start-up and footprint (issue 28)', body);
 }
