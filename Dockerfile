@@ -1,19 +1,29 @@
 # The billing service (API + worker in one process). Needs DATABASE_URL; see
 # docker-compose.yml and docs/operations.md.
-FROM node:24-bookworm-slim
 
+# Build stage: the full (dev) install compiles src/ and worker/ into dist/ (npm's
+# `prepare` runs bin/build.js; docs/decisions/compiled-build.md).
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY bin ./bin
+COPY src ./src
+COPY worker ./worker
+RUN npm ci --no-audit --no-fund
+
+# The image: production dependencies, the compiled dist/ and the migrations; no
+# TypeScript sources, no compiler.
+FROM node:24-bookworm-slim
 WORKDIR /app
 # Production: committed migrations only, stricter defaults (docs/operations.md).
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-# Production dependencies only (tsx runs the TypeScript sources; no build step).
+COPY bin ./bin
+# Production dependencies only (`prepare` finds no TypeScript here and builds nothing).
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-COPY src ./src
-COPY worker ./worker
+COPY --from=build /app/dist ./dist
 COPY db ./db
-COPY bin ./bin
-COPY tsconfig.json ./
 
 # .data holds the generated webhook encryption key when WEBHOOK_ENCRYPTION_KEY is unset.
 RUN mkdir -p .data && chown node:node .data
@@ -24,8 +34,7 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 
-# One node process with tsx loaded as a hook: SIGTERM reaches it directly and drains
-# requests. Not `npm start`, nor the tsx command, which relays signals to a child and
-# kills it (exit 130/143, no drain) when the child does not acknowledge within 30 ms,
-# as happens on a loaded machine.
-CMD ["node", "--import", "tsx", "src/main.ts"]
+# One plain node process: SIGTERM reaches it directly and drains requests. Not `npm
+# start` (npm relays signals). A small young generation keeps the idle RSS low
+# (bench/RESULTS.md, "Start-up and footprint").
+CMD ["node", "--max-semi-space-size=4", "dist/src/main.js"]

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // The Dockerfile's build and start, without Docker (CI has no daemon):
-//   1. a clean copy of the tracked files; the Dockerfile's COPY steps into an app
-//      directory, with `npm ci --omit=dev` after package*.json as in the image;
+//   1. a clean copy of the tracked files; each stage of the Dockerfile replayed in a
+//      directory of its own: the build stage compiles dist/ (npm's prepare, with the
+//      repository's dev install), the image stage runs `npm ci --omit=dev` and copies
+//      dist/ from the build stage (COPY --from);
 //   2. a PostgreSQL: the machine's on 127.0.0.1:5432 when it answers (a scratch owner
 //      role and database, dropped afterwards), else an embedded one from the dev install;
 //   3. the documented production procedure (docs/operations.md): `billing migrate` as
@@ -37,28 +39,77 @@ function run(cmd, args, opts = {}) {
   });
 }
 
-/** COPY, ENV and CMD of the Dockerfile (the only instructions it needs beyond RUN npm ci). */
+/**
+ * The Dockerfile's stages (FROM ... [AS name]), each with its COPY (also --from=<stage>)
+ * and RUN steps in order, and the last stage's ENV and CMD.
+ */
 function readDockerfile(file) {
   const lines = fs.readFileSync(file, 'utf8').replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-  const copies = [];
-  const env = {};
+  const stages = [];
+  let env = {};
   let cmd = null;
   for (const line of lines) {
     const [instr, ...rest] = line.split(/\s+/);
     const args = line.slice(instr.length).trim();
-    if (instr === 'COPY') {
-      if (rest.some((r) => r.startsWith('--'))) throw new Error(`COPY with flags is not reproduced: ${line}`);
-      copies.push({ sources: rest.slice(0, -1), dest: rest[rest.length - 1] });
+    const stage = stages[stages.length - 1];
+    if (instr === 'FROM') {
+      stages.push({ name: /\bAS\s+(\S+)/i.exec(args)?.[1] ?? String(stages.length), workdir: '/', steps: [] });
+      env = {};
+      cmd = null;
+    } else if (instr === 'WORKDIR') {
+      stage.workdir = args;
+    } else if (instr === 'COPY') {
+      const flags = rest.filter((r) => r.startsWith('--'));
+      const paths = rest.filter((r) => !r.startsWith('--'));
+      const from = flags.map((f) => /^--from=(.+)$/.exec(f)?.[1]).find(Boolean) ?? null;
+      if (flags.length !== (from ? 1 : 0)) throw new Error(`COPY with flags other than --from is not reproduced: ${line}`);
+      stage.steps.push({ copy: { from, sources: paths.slice(0, -1), dest: paths[paths.length - 1] } });
+    } else if (instr === 'RUN') {
+      stage.steps.push({ run: args });
     } else if (instr === 'ENV') {
       for (const m of args.matchAll(/(\w+)=("[^"]*"|\S+)/g)) env[m[1]] = m[2].replace(/^"|"$/g, '');
     } else if (instr === 'CMD') {
       cmd = JSON.parse(args);
-    } else if (instr === 'RUN' && /npm ci/.test(args) && !/--omit=dev/.test(args)) {
-      throw new Error(`expected the image to install with npm ci --omit=dev: ${line}`);
     }
   }
   if (!cmd) throw new Error('the Dockerfile has no CMD');
-  return { copies, env, cmd };
+  const final = stages[stages.length - 1];
+  if (!final.steps.some((st) => st.run && /npm ci/.test(st.run) && /--omit=dev/.test(st.run))) {
+    throw new Error('expected the image to install with npm ci --omit=dev');
+  }
+  return { stages, env, cmd };
+}
+
+/**
+ * Replays one stage in its own directory (its WORKDIR). `npm ci --omit=dev` runs as in
+ * the image; a full `npm ci` (a build stage) uses the repository's dev install, the
+ * same lock file, and runs what npm ci runs after installing: the `prepare` script.
+ * Other RUN steps (mkdir, chown) are not needed outside a container.
+ */
+async function replayStage(stage, dirs, context) {
+  const dir = dirs.get(stage.name);
+  fs.mkdirSync(dir, { recursive: true });
+  const inStage = (p, base) => path.join(base, path.posix.relative(stage.workdir, path.posix.resolve(stage.workdir, p)));
+  for (const st of stage.steps) {
+    if (st.copy) {
+      const { from, sources, dest } = st.copy;
+      const target = inStage(dest, dir);
+      for (const source of sources) {
+        const src = from ? inStage(source, dirs.get(from)) : path.join(context, source);
+        if (!fs.existsSync(src)) throw new Error(`COPY ${from ? `--from=${from} ` : ''}${source}: not there`);
+        const to = dest.endsWith('/') || sources.length > 1 ? path.join(target, path.basename(source)) : target;
+        fs.cpSync(src, to, { recursive: true });
+      }
+    } else if (/npm ci/.test(st.run) && /--omit=dev/.test(st.run)) {
+      step(`stage ${stage.name}: npm ci --omit=dev`);
+      await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir });
+    } else if (/npm ci/.test(st.run)) {
+      step(`stage ${stage.name}: npm ci (the repository's dev install), then npm run prepare`);
+      fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'));
+      const nodeBin = path.dirname(fs.realpathSync(path.join(REPO, 'node_modules/.bin/node')));
+      await run('npm', ['run', 'prepare'], { cwd: dir, env: { ...process.env, PATH: `${path.join(REPO, 'node_modules/.bin')}:${nodeBin}:${process.env.PATH}` } });
+    }
+  }
 }
 
 async function postgres() {
@@ -93,7 +144,7 @@ function request(url, { method = 'GET', headers = {} } = {}) {
 }
 
 async function main() {
-  const timer = setTimeout(() => { step('timed out after 5 minutes'); process.exit(1); }, 5 * 60_000);
+  const timer = setTimeout(() => { step('timed out after 10 minutes'); process.exit(1); }, 10 * 60_000);
   timer.unref();
 
   // 1. The build.
@@ -107,22 +158,15 @@ async function main() {
     fs.chmodSync(path.join(context, f), fs.statSync(path.join(REPO, f)).mode);
   }
   const docker = readDockerfile(path.join(context, 'Dockerfile'));
-  const app = path.join(tmp, 'app');
-  fs.mkdirSync(app);
-  for (const { sources, dest } of docker.copies) {
-    const target = path.resolve(app, dest);
-    for (const source of sources) {
-      const from = path.join(context, source);
-      const to = dest.endsWith('/') || sources.length > 1 ? path.join(target, path.basename(source)) : target;
-      fs.cpSync(from, to, { recursive: true });
-    }
-    if (sources.includes('package-lock.json')) {
-      step('npm ci --omit=dev');
-      await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: app });
-    }
-  }
+  const dirs = new Map(docker.stages.map((st, i) => [st.name, path.join(tmp, `stage-${i}`)]));
+  for (const stage of docker.stages) await replayStage(stage, dirs, context);
+  const app = dirs.get(docker.stages[docker.stages.length - 1].name);
   if (!fs.existsSync(path.join(app, 'node_modules'))) throw new Error('the Dockerfile never copies package-lock.json: no npm ci');
   if (fs.existsSync(path.join(app, 'node_modules/jest'))) throw new Error('dev dependencies were installed');
+  // (node_modules/typescript is there: the lock file marks it a production package, as
+  // the optional peer of cosmiconfig, which graphile-migrate uses.)
+  if (fs.existsSync(path.join(app, 'src'))) throw new Error('the image holds the TypeScript sources');
+  if (!fs.existsSync(path.join(app, 'dist/src/main.js'))) throw new Error('the image has no compiled dist/src/main.js');
 
   // The image runs Node 24 (node:24-bookworm-slim); here that is the dev install's.
   const nodeDir = path.join(tmp, 'node-bin');

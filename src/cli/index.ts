@@ -140,7 +140,8 @@ function exit(code: number) {
   process.stdout.write('', () => process.exit(code));
 }
 
-if (require.main === module) {
+/** The process entry: bin/billing (the build) or `tsx src/cli/index.ts` (tests). */
+export function runFromCommandLine() {
   // stdout carries only the command's result: anything a library logs goes to stderr.
   console.log = console.info = console.debug = (...a: unknown[]) => console.error(...a);
   for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
@@ -154,3 +155,5 @@ if (require.main === module) {
     exit(1);
   });
 }
+
+if (require.main === module) runFromCommandLine();

@@ -1,4 +1,5 @@
 // Configuration, read once from the environment into a typed object.
+import fs from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 
@@ -189,8 +190,12 @@ export function webhookPortsSetting(value: string | undefined, production: boole
   });
 }
 
-/** The package directory: the default data directory lives here whatever the cwd. */
-export const packageRoot = path.resolve(__dirname, '../..');
+/**
+ * The package directory (the one with package.json): the default data directory lives
+ * here whatever the cwd. This file runs from src/core (tests, tsx) or from the build's
+ * dist/src/core (npm start, the CLI).
+ */
+export const packageRoot = ((up: string) => (fs.existsSync(path.join(up, 'package.json')) ? up : path.dirname(up)))(path.resolve(__dirname, '../..'));
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const production = env.NODE_ENV === 'production';

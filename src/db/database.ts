@@ -89,8 +89,12 @@ export async function openDatabase(config: Config, log: (line: string) => void):
  * stops the database. The server process also stops the database if this one dies.
  */
 async function startEmbeddedServer(dataDir: string): Promise<{ port: number; stop(): Promise<void> }> {
-  const script = path.join(__dirname, 'embedded-server.ts');
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), script, dataDir], {
+  // From the build (dist/src/db) plain node runs the compiled script; from the sources
+  // (tests, tsx) tsx runs the .ts beside this file.
+  const compiled = __filename.endsWith('.js');
+  const script = path.join(__dirname, `embedded-server.${compiled ? 'js' : 'ts'}`);
+  const args = compiled ? [script, dataDir] : [require.resolve('tsx/cli'), script, dataDir];
+  const child = spawn(process.execPath, args, {
     detached: true,
     stdio: ['pipe', 'pipe', 'inherit'],
   });

@@ -3,9 +3,10 @@
 import path from 'node:path';
 import { migrate, watch, Settings } from 'graphile-migrate';
 import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+import { packageRoot } from '../core/config';
 import { log } from '../core/log';
 
-export const migrationsFolder = path.resolve(__dirname, '../../db/migrations');
+export const migrationsFolder = path.join(packageRoot, 'db/migrations');
 
 export function migrationSettings(connectionString: string): Settings {
   return {

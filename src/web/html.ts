@@ -1,8 +1,13 @@
-import * as echarts from 'echarts';
+import type * as Echarts from 'echarts';
 import { decimalOf } from '../core/money';
 // Server-rendered HTML shared by the pages this service serves (the operator
 // dashboard, the sandbox checkout and portal): escaping, money, a page shell, and an
 // inline SVG chart. Presentation only: no rule, no data access.
+
+// ECharts (about 16 MB of a process's memory) loads with the first chart drawn, not at
+// start: a process that never serves a dashboard chart never holds it.
+let echartsModule: typeof Echarts | undefined;
+const echarts = (): typeof Echarts => (echartsModule ??= require('echarts') as typeof Echarts);
 
 export function esc(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -74,7 +79,7 @@ export function lineChart(title: string, points: SeriesPoint[], format: (v: numb
   const max = Math.max(0, ...points.map((p) => p.value));
   const first = points[0], last = points[points.length - 1];
   const desc = points.length ? `From ${first.label} (${format(first.value)}) to ${last.label} (${format(last.value)}); highest ${format(max)}.` : 'No data.';
-  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: w, height: h });
+  const chart = echarts().init(null, null, { renderer: 'svg', ssr: true, width: w, height: h });
   let svg: string;
   try {
     chart.setOption({
