@@ -12,7 +12,7 @@
 import { sandboxDispute } from '../../src/domain/checkout/checkout-completion';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, externalSubject, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -8,8 +8,8 @@ import path from 'node:path';
 import { applyCatalog, CatalogError } from '../../src/domain/catalog/catalog-file';
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, SECRET_KEY, startStripeMock, StripeMock, unflatten, WEBHOOK_SECRET } from '../support/stripe-mock';
-import { runCli } from '../cli/run';
-import { catalog, checkout, createShop, externalSubject, Shop } from './fixtures';
+import { runCli } from '../support/cli-process';
+import { catalog, checkout, createShop, externalSubject, Shop } from '../support/shop';
 
 const ENCRYPTION_KEY = '5a'.repeat(32);
 const KEY_A = 'sk_test_communityA_0123456789';

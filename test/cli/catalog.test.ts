@@ -7,7 +7,7 @@ import pg from 'pg';
 import { CatalogError, parseCatalog } from '../../src/domain/catalog/catalog-file';
 import { createOwnerPool } from '../../src/db/pool';
 import { call, createTenant, startApp, TestApp, TEST_DB } from '../support/app';
-import { ROOT, runFailing, runJson } from './run';
+import { ROOT, runFailing, runJson } from '../support/cli-process';
 
 const DEMO = path.join(ROOT, 'db/fixtures/demo-catalog.json');
 // The demo file as plain JSON, to break on purpose.

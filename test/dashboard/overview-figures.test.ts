@@ -5,7 +5,7 @@
 // past_due, and the clock moving on; and another community's figures never appear.
 import type pg from 'pg';
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -9,7 +9,7 @@
 // state in one transaction (savepoints).
 import type pg from 'pg';
 import { startApp, TestApp } from '../support/app';
-import { createShop } from '../checkout/fixtures';
+import { createShop } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

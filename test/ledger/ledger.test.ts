@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import { createOwnerPool } from '../../src/db/pool';
 import { TEST_DB } from '../support/app';
-import { ENTITLEMENT_EVENT, eventsSince, ledgerRows, seedWorld, World } from './world';
+import { ENTITLEMENT_EVENT, eventsSince, ledgerRows, seedWorld, World } from '../support/ledger-world';
 
 let owner: pg.Pool;
 beforeAll(() => { owner = createOwnerPool(TEST_DB(), 4); });

@@ -5,7 +5,7 @@
 // at a time. Each subscription still gets exactly what it would get alone, declines
 // go to dunning, and a second run applies nothing.
 import { startApp, TestApp } from '../support/app';
-import { createShop, subscribe } from '../checkout/fixtures';
+import { createShop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -4,7 +4,7 @@
 // discounts apply on every invoice their duration covers. The sums and "paid once"
 // are database constraints.
 import { call, startApp, TestApp } from '../support/app';
-import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from '../checkout/fixtures';
+import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -5,7 +5,7 @@
 // currencies. On Stripe, a pending_update (unpaid proration) is refused the same way.
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock } from '../support/stripe-mock';
-import { advance, checkout, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { advance, checkout, createShop, externalSubject, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 let mock: StripeMock;

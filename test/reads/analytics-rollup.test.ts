@@ -6,7 +6,7 @@
 // and check that two writers of one community never wait on each other for it.
 import type pg from 'pg';
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, externalSubject, pay, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, externalSubject, pay, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

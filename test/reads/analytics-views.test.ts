@@ -3,7 +3,7 @@
 // their figures agree, in SQL and through GraphQL.
 import { createKey } from '../../src/domain/communities/community-admin';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

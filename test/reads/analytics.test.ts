@@ -3,7 +3,7 @@
 // the summary's currency is the most used one; recent_* cover the last 30 days by
 // billing.now(). The analytics.* views give operators' SQL sessions the same figures.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;
