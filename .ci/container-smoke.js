@@ -208,7 +208,7 @@ async function main() {
   const migrated = await cli('migrate');
   if (!migrated.applied.length || migrated.applied.includes('current')) throw new Error(`unexpected migrations: ${JSON.stringify(migrated)}`);
   const community = await cli('communities', 'create', '--name', 'Smoke');
-  await cli('catalog', 'apply', 'db/fixtures/demo-catalog.json', '--community', community.id);
+  await cli('catalog', 'apply', 'db/demo/demo-catalog.json', '--community', community.id);
   const key = await cli('keys', 'create', '--community', community.id, '--scopes', 'plans:read', '--name', 'smoke');
 
   step(`start: ${docker.cmd.join(' ')} (NODE_ENV=production)`);

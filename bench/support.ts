@@ -30,8 +30,7 @@ export async function createBenchDatabase(server: string, name: string): Promise
  * appends it: each benchmark writes its own figures, in the run that measured them.
  */
 export function writeResultsSection(heading: string, body: string): void {
-  // BENCH_RESULTS_FILE: another file (bench/house-ab runs the benchmarks for its own table).
-  const file = process.env.BENCH_RESULTS_FILE ?? path.join(__dirname, 'RESULTS.md');
+  const file = path.join(__dirname, 'RESULTS.md');
   const md = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
   const start = md.indexOf(`\n${heading}\n`);
   const next = start < 0 ? -1 : md.indexOf('\n## ', start + heading.length + 2);

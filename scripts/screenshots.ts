@@ -47,7 +47,7 @@ async function main(): Promise<void> {
 
     // A community with a month of sales: signups every few days, a cancel, a past_due.
     const community = await createCommunity(owner, 'Makers Guild');
-    const ids = await applyCatalog(owner, community.id, readCatalogFile(path.join(ROOT, 'db/fixtures/demo-catalog.json')));
+    const ids = await applyCatalog(owner, community.id, readCatalogFile(path.join(ROOT, 'db/demo/demo-catalog.json')));
     const key = await createKey(owner, community.id, [...SCOPES], 'screenshots');
     const post = async (p: string, body: unknown) => {
       const res = await fetch(base + p, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -24,7 +24,7 @@ import { createCommunity, createKey } from './domain/communities/community-admin
 import { inviteOperator, signInLink } from './domain/operators/operator-accounts';
 import { startWorker } from '../worker';
 
-const DEMO_CATALOG = path.join(packageRoot, 'db/fixtures/demo-catalog.json');
+const DEMO_CATALOG = path.join(packageRoot, 'db/demo/demo-catalog.json');
 // Progress and failures are log lines (stderr); what the user asked for (URL, demo key) is stdout.
 const log = (line: string) => logger.info({ component: 'main' }, line.trimEnd());
 
@@ -58,7 +58,7 @@ async function createDemoIfEmpty(owner: pg.Pool, wanted: boolean): Promise<Demo 
 function printDemo(demo: Demo, url: string) {
   const lines = [
     '',
-    `Created a demo community ${demo.communityId} (sandbox payments, catalog from db/fixtures/demo-catalog.json).`,
+    `Created a demo community ${demo.communityId} (sandbox payments, catalog from db/demo/demo-catalog.json).`,
     'Its API key, with every scope, is shown only this once:',
     '',
     `  ${demo.key}`,

@@ -339,7 +339,7 @@ async function main() {
   const worker = new Supervised('worker', 'bench/webhooks/worker.ts', workerEnv, 'ready', workerLog);
   await worker.start();
 
-  const catalog = readCatalogFile(path.join(packageRoot, 'db/fixtures/demo-catalog.json'));
+  const catalog = readCatalogFile(path.join(packageRoot, 'db/demo/demo-catalog.json'));
   const communities: Community[] = [];
   for (let i = 0; i < COMMUNITIES; i++) {
     const { id } = await createCommunity(owner, `Soak ${i + 1}`);

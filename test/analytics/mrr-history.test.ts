@@ -12,7 +12,8 @@
 import { sandboxDispute } from '../../src/domain/checkout/checkout-completion';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, externalSubject, Shop, subscribe } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -233,16 +234,8 @@ test('each day shows the MRR it had and the movements that happened, as an indep
   for (const k of KINDS) expect(m.moves.some((x) => x.kind === k)).toBe(true);
 
   // analytics.mrr_daily: every past day as it was then (not today's prices or states).
-  const asApi = async (sql: string, values: unknown[] = []) => {
-    const c = await app.api.connect();
-    try {
-      await c.query('begin');
-      await c.query(`select set_config('app.community_id', $1, true), set_config('app.scopes', 'analytics:read', true)`, [shop.communityId]);
-      const { rows } = await c.query(sql, values);
-      await c.query('commit');
-      return rows;
-    } finally { c.release(); }
-  };
+  const asApi = (sql: string, values: unknown[] = []) =>
+    asTenant(app.api, shop.communityId, async (c) => (await c.query(sql, values)).rows, { scopes: 'analytics:read', commit: true });
   const daily = await asApi(`select day::text, mrr_cents::int, billing_subscriptions::int from analytics.mrr_daily
     where day >= $1::date order by day`, [dayOf(0)]);
   expect(daily).toEqual(expectedDaily);

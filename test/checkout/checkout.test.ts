@@ -1,7 +1,7 @@
 // POST /v1/checkout-links and the sandbox checkout page (spec: "POST /v1/checkout-links
 // request", eligibility failures; states rule 2: a checkout grants nothing).
 import { call, createTenant, startApp, TestApp } from '../support/app';
-import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from './fixtures';
+import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 let shop: Shop;

@@ -1,7 +1,7 @@
 // Discount codes at checkout: every reason a code is refused answers 422
 // discount_invalid; pending and redeemed holds; the use limit under concurrency.
 import { startApp, TestApp } from '../support/app';
-import { checkout, createShop, externalSubject, pay, Shop } from './fixtures';
+import { checkout, createShop, externalSubject, pay, Shop } from '../support/shop';
 
 let app: TestApp;
 let shop: Shop;

@@ -3,7 +3,7 @@
 // revoked. Once through the sandbox page and once through the Stripe adapter.
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock } from '../support/stripe-mock';
-import { advance, createShop, Shop } from './fixtures';
+import { advance, createShop, Shop } from '../support/shop';
 
 let app: TestApp;
 let mock: StripeMock;

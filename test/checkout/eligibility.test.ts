@@ -3,7 +3,7 @@
 // attempt is left behind; platform_not_connected concerns platform subjects only;
 // plan_id is required only when the tier has more than one ACTIVE plan.
 import { call, startApp, TestApp } from '../support/app';
-import { catalog, checkout, createShop, externalSubject, Shop, subscribe } from './fixtures';
+import { catalog, checkout, createShop, externalSubject, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -8,8 +8,9 @@ import path from 'node:path';
 import { applyCatalog, CatalogError } from '../../src/domain/catalog/catalog-file';
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, SECRET_KEY, startStripeMock, StripeMock, unflatten, WEBHOOK_SECRET } from '../support/stripe-mock';
-import { runCli } from '../cli/run';
-import { catalog, checkout, createShop, externalSubject, Shop } from './fixtures';
+import { runCli } from '../support/cli-process';
+import { catalog, checkout, createShop, externalSubject, Shop } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 const ENCRYPTION_KEY = '5a'.repeat(32);
 const KEY_A = 'sk_test_communityA_0123456789';
@@ -87,18 +88,12 @@ test('a second checkout of the same member is given the Stripe customer of the f
 });
 
 test('the API role reads customers of its own community only and cannot write them', async () => {
-  const c = await app.api.connect();
-  try {
-    await c.query('begin');
-    await c.query(`select set_config('app.community_id', $1, true)`, [shopB.communityId]);
+  await asTenant(app.api, shopB.communityId, async (c) => {
     const { rows } = await c.query('select * from billing.member_provider_customers');
     expect(rows.every((r) => r.community_id === shopB.communityId)).toBe(true);
     await expect(c.query(`insert into billing.member_provider_customers (community_id, member_id, provider, customer_ref)
       values ($1, 'mem_x', 'stripe', 'cus_x')`, [shopB.communityId])).rejects.toThrow(/permission denied/);
-  } finally {
-    await c.query('rollback');
-    c.release();
-  }
+  });
 });
 
 // ---- cancel_url ---------------------------------------------------------------------------

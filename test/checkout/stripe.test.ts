@@ -3,7 +3,7 @@
 // provider calls of cancel, reactivate, switch and the portal.
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock, unflatten } from '../support/stripe-mock';
-import { checkout, createShop, externalSubject, Shop } from './fixtures';
+import { checkout, createShop, externalSubject, Shop } from '../support/shop';
 
 let mock: StripeMock;
 let app: TestApp;

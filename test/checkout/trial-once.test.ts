@@ -6,7 +6,7 @@
 import { sandboxSetCard } from '../../src/domain/checkout/checkout-completion';
 import { call, startApp, TestApp } from '../support/app';
 import { startStripeMock, StripeMock, unflatten } from '../support/stripe-mock';
-import { advance, checkout, createShop, externalSubject, pay, Shop, subscribe } from './fixtures';
+import { advance, checkout, createShop, externalSubject, pay, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 let mock: StripeMock;

@@ -9,7 +9,7 @@ import { dashboardOperation } from '../../src/operations';
 import type { Caller } from '../../src/operations/executor';
 import { createTenant, startApp, TestApp } from '../support/app';
 import { createExecutor } from '../support/dashboard';
-import { catalog as fixtureCatalog } from '../checkout/fixtures';
+import { catalog as fixtureCatalog } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

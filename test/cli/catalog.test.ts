@@ -7,9 +7,9 @@ import pg from 'pg';
 import { CatalogError, parseCatalog } from '../../src/domain/catalog/catalog-file';
 import { createOwnerPool } from '../../src/db/pool';
 import { call, createTenant, startApp, TestApp, TEST_DB } from '../support/app';
-import { ROOT, runFailing, runJson } from './run';
+import { ROOT, runFailing, runJson } from '../support/cli-process';
 
-const DEMO = path.join(ROOT, 'db/fixtures/demo-catalog.json');
+const DEMO = path.join(ROOT, 'db/demo/demo-catalog.json');
 // The demo file as plain JSON, to break on purpose.
 const demo = (): any => JSON.parse(fs.readFileSync(DEMO, 'utf8')); // eslint-disable-line @typescript-eslint/no-explicit-any
 

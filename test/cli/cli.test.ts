@@ -3,7 +3,7 @@ import pg from 'pg';
 import { createOwnerPool } from '../../src/db/pool';
 import { SCOPES } from '../../src/core/scopes';
 import { call, startApp, TestApp, TEST_DB } from '../support/app';
-import { runCli, runFailing, runJson } from './run';
+import { runCli, runFailing, runJson } from '../support/cli-process';
 
 let app: TestApp;
 let owner: pg.Pool;

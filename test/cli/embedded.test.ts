@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { spawn } from 'node:child_process';
-import { ROOT, runCli, runJson } from './run';
+import { ROOT, runCli, runJson } from '../support/cli-process';
 
 /** Starts the embedded server in another process, as npm start does. */
 async function startServer(dir: string): Promise<{ url: string; stop(): Promise<void> }> {

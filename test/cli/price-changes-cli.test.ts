@@ -5,9 +5,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { catalog, createShop, Shop } from '../checkout/fixtures';
+import { catalog, createShop, Shop } from '../support/shop';
 import { startApp, TestApp } from '../support/app';
-import { runCli, runFailing, runJson } from './run';
+import { runCli, runFailing, runJson } from '../support/cli-process';
 
 let app: TestApp;
 let dir: string;

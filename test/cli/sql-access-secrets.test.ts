@@ -5,13 +5,13 @@
 // relation the operator login may read (enumerated from pg_catalog with its own table
 // and column privileges) and every field GraphQL serves are scanned for each of them.
 import pg from 'pg';
-import { main } from '../../src/cli/index';
+import { cli } from '../support/cli';
 import { dashboardOperation } from '../../src/operations';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
-import { checkout, createShop, externalSubject, pay, Shop } from '../checkout/fixtures';
+import { checkout, createShop, externalSubject, pay, Shop } from '../support/shop';
 import { call, startApp, TEST_DB, TestApp } from '../support/app';
 import { createExecutor } from '../support/dashboard';
-import { createEndpoint, ENCRYPTION_KEY } from '../webhooks/support';
+import { createEndpoint, ENCRYPTION_KEY } from '../support/webhooks';
 
 let app: TestApp;
 let shop: Shop;
@@ -25,17 +25,6 @@ const keep = (what: string, value: unknown) => {
 };
 const tokenOf = (url: string) => new URL(url).searchParams.get('t');
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string }> {
-  let out = '';
-  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => { out += String(s); return true; });
-  const e = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    return { code: await main(argv), out };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 beforeAll(async () => {
   app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true });

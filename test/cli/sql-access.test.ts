@@ -2,7 +2,7 @@
 // community comes from the login itself (billing_private.operator_roles), so no
 // setting, role switch, function, catalog view or COPY shows it another community.
 import pg from 'pg';
-import { main } from '../../src/cli/index';
+import { cli } from '../support/cli';
 import { grantSqlAccess } from '../../src/domain/communities/sql-access';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { TEST_APP_DB, TEST_DB, TEST_WORKER_DB } from '../support/app';
@@ -13,18 +13,6 @@ let b: string;
 let granted: { community_id: string; role: string; created_at: string; connection_string: string };
 let op: pg.Pool;
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => { out += String(s); return true; });
-  const e = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => { err += String(s); return true; });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 async function seed(name: string, clockDays: number): Promise<string> {
   const q = async (sql: string, values: unknown[] = []) => (await owner.query(sql, values)).rows[0];

@@ -18,3 +18,9 @@ test('no two modules under src/ and worker/ share a base name (index.ts aside)',
   }
   expect([...byName.values()].filter((paths) => paths.length > 1)).toEqual([]);
 });
+
+test('test files are named in kebab-case (test/**, lower case words joined by "-")', () => {
+  const root = path.resolve(__dirname, '../..');
+  const names = files(path.join(root, 'test')).map((file) => path.relative(root, file));
+  expect(names.filter((name) => !/^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+)+$/.test(path.basename(name)))).toEqual([]);
+});

@@ -2,11 +2,11 @@
 // the operator sees it on the overview and the member page; an operator redelivers a
 // webhook from the delivery log.
 import type { Browser } from 'playwright-core';
-import { checkout, createShop, externalSubject, Shop } from '../checkout/fixtures';
+import { checkout, createShop, externalSubject, Shop } from '../support/shop';
 import { launchBrowser, newPage, seriousViolations } from '../support/browser';
 import { signInAs } from '../support/dashboard';
 import { call, startApp, TestApp } from '../support/app';
-import { insertEvents, Receiver, startReceiver, waitFor, worker, WORKER_CONFIG } from '../webhooks/support';
+import { insertEvents, Receiver, startReceiver, waitFor, worker, WORKER_CONFIG } from '../support/webhooks';
 
 let app: TestApp;
 let browser: Browser;

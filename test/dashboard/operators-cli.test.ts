@@ -1,7 +1,7 @@
 // billing operators invite: a user and a one-time link that signs in once.
 import { signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { createTenant, startApp, TestApp } from '../support/app';
-import { runFailing, runJson } from '../cli/run';
+import { runFailing, runJson } from '../support/cli-process';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -5,7 +5,8 @@
 // past_due, and the clock moving on; and another community's figures never appear.
 import type pg from 'pg';
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, Shop, subscribe } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -80,26 +81,20 @@ async function fromViews(client: pg.PoolClient, communityId: string, days: numbe
 let pastDueSeen = 0;
 
 async function compare(shop: Shop): Promise<Json> {
-  const client = await app.api.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true), set_config('app.scopes', 'analytics:read', true)`, [shop.communityId]);
-    const overview30 = (await client.query(`select billing_api.analytics_overview('{"days": 30}') as r`)).rows[0].r;
-    const overview90 = (await client.query(`select billing_api.analytics_overview('{"days": 90}') as r`)).rows[0].r;
-    const summary = (await client.query(`select billing_api.analytics_summary('{}') as r`)).rows[0].r;
-    const series = (await client.query(`select billing_api.analytics_series('{"days": 90}') as r`)).rows[0].r;
-    const views30 = await fromViews(client, shop.communityId, 30);
-    const views90 = await fromViews(client, shop.communityId, 90);
-    await client.query('rollback');
-    expect(overview30).toEqual(views30);
-    expect(overview90).toEqual(views90);
-    expect(summary).toEqual(views90.summary);
-    expect(series).toEqual(views90.series);
-    pastDueSeen = Math.max(pastDueSeen, overview90.series.past_due);
-    return overview90;
-  } finally {
-    client.release();
-  }
+  const { overview30, overview90, summary, series, views30, views90 } = await asTenant(app.api, shop.communityId, async (client) => ({
+    overview30: (await client.query(`select billing_api.analytics_overview('{"days": 30}') as r`)).rows[0].r,
+    overview90: (await client.query(`select billing_api.analytics_overview('{"days": 90}') as r`)).rows[0].r,
+    summary: (await client.query(`select billing_api.analytics_summary('{}') as r`)).rows[0].r,
+    series: (await client.query(`select billing_api.analytics_series('{"days": 90}') as r`)).rows[0].r,
+    views30: await fromViews(client, shop.communityId, 30),
+    views90: await fromViews(client, shop.communityId, 90),
+  }), { scopes: 'analytics:read' });
+  expect(overview30).toEqual(views30);
+  expect(overview90).toEqual(views90);
+  expect(summary).toEqual(views90.summary);
+  expect(series).toEqual(views90.series);
+  pastDueSeen = Math.max(pastDueSeen, overview90.series.past_due);
+  return overview90;
 }
 
 test('the overview equals the analytics views over a varied history, and stays within its community', async () => {

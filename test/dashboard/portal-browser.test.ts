@@ -5,7 +5,7 @@
 import type { Browser } from 'playwright-core';
 import { call, startApp, TestApp } from '../support/app';
 import { launchBrowser, newPage, seriousViolations } from '../support/browser';
-import { createShop, Shop, subscribe } from '../checkout/fixtures';
+import { createShop, Shop, subscribe } from '../support/shop';
 import { openMemberPortal } from '../../src/domain/members/member-portal';
 import { dashboardOperation } from '../../src/operations';
 import { createExecutor } from '../support/dashboard';

@@ -4,7 +4,7 @@
 // invoice has no Refund (issue 26).
 import type { Browser } from 'playwright-core';
 import { sandboxDispute } from '../../src/domain/checkout/checkout-completion';
-import { createShop, Shop, subscribe } from '../checkout/fixtures';
+import { createShop, Shop, subscribe } from '../support/shop';
 import { launchBrowser, newPage, seriousViolations } from '../support/browser';
 import { signInAs } from '../support/dashboard';
 import { startApp, TestApp } from '../support/app';

@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { hashKey } from '../../src/core/ids';
 import { createTenant, TEST_DB } from '../support/app';
-import { Seed, subscriptionSource } from '../reads/seed';
+import { Seed, subscriptionSource } from '../support/seed';
 
 const LIMITS = { key_per_minute: 1e6, key_burst: 1e6, ip_per_minute: 1e6, ip_burst: 1e6 };
 

@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { TEST_DB } from '../support/app';
 import { createOwnerPool } from '../../src/db/pool';
+import { asTenant } from '../support/tenant';
 
 let owner: pg.Pool;
 
@@ -29,15 +30,9 @@ test('billing_api has no execute right on owner-only functions', async () => {
 
 test('calling an owner-only function as billing_api is refused', async () => {
   for (const sql of [`select billing.apply_due('com_x')`, `select billing.sandbox_advance('com_x', 1)`, `select billing.complete_checkout('cs_x')`]) {
-    const client = await owner.connect();
-    try {
-      await client.query('begin');
-      await client.query(`select set_config('role', 'billing_api', true)`);
+    await asTenant(owner, null, async (client) => {
       await expect(client.query(sql)).rejects.toThrow(/permission denied for function/);
-    } finally {
-      await client.query('rollback');
-      client.release();
-    }
+    }, { role: 'billing_api' });
   }
 });
 

@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { TEST_APP_DB, TEST_DB, TEST_WORKER_DB } from '../support/app';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
+import { asTenant } from '../support/tenant';
 
 let owner: pg.Pool;
 let api: pg.Pool;
@@ -129,10 +130,7 @@ describe('as billing_api with a community set, direct writes are refused', () =>
 
   /** Runs sql on the API pool (billing_app as billing_api) with the community set, rolled back. */
   async function asApiIn(sql: string, values: unknown[] = []) {
-    return onClient(api, async (c) => {
-      await c.query(`select set_config('app.community_id', $1, true)`, [ids.community]);
-      return c.query(sql, values);
-    });
+    return asTenant(api, ids.community, (c) => c.query(sql, values));
   }
 
   const forgeries: Array<[string, () => [string, unknown[]]]> = [

@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createTenant, TEST_DB, Tenant } from '../support/app';
 import { createOwnerPool } from '../../src/db/pool';
+import { asTenant } from '../support/tenant';
 
 let owner: pg.Pool;
 let a: Tenant;
@@ -12,10 +13,7 @@ let b: Tenant;
 
 /** One row in every tenant table for a community. */
 async function seedEverything(communityId: string) {
-  const client = await owner.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true)`, [communityId]);
+  await asTenant(owner, communityId, async (client) => {
     const q = async (sql: string, values: unknown[] = []) => (await client.query(sql, values)).rows[0];
     const pcfg = await q(`insert into billing.platform_configs (community_id, key, platform) values ($1, 'main', 'discord') returning id`, [communityId]);
     const tier = await q(`insert into billing.tiers (community_id, key, name) values ($1, 'gold', 'Gold') returning id`, [communityId]);
@@ -50,10 +48,7 @@ async function seedEverything(communityId: string) {
     await q(`insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status, expires_at) values ($1, 'POST /x', 'k', 'h', 200, now() + interval '1 day')`, [communityId]);
     await q(`insert into billing.provider_events (community_id, provider, event_id, type) values ($1, 'stripe', 'evt_1', 'x')`, [communityId]);
     await q(`insert into billing.member_provider_customers (community_id, member_id, provider, customer_ref) values ($1, $2, 'stripe', 'cus_1')`, [communityId, member.id]);
-    await client.query('commit');
-  } finally {
-    client.release();
-  }
+  }, { commit: true });
 }
 
 async function tenantTables(): Promise<string[]> {
@@ -66,17 +61,8 @@ async function tenantTables(): Promise<string[]> {
  * Runs fn as billing_api (or billing_writer, the owner of the API's writing operations)
  * in a transaction that is rolled back, optionally with a community set.
  */
-async function asApi<T>(communityId: string | null, fn: (c: pg.PoolClient) => Promise<T>, role = 'billing_api'): Promise<T> {
-  const client = await owner.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('role', $1, true)`, [role]);
-    if (communityId) await client.query(`select set_config('app.community_id', $1, true)`, [communityId]);
-    return await fn(client);
-  } finally {
-    await client.query('rollback');
-    client.release();
-  }
+function asApi<T>(communityId: string | null, fn: (c: pg.PoolClient) => Promise<T>, role = 'billing_api'): Promise<T> {
+  return asTenant(owner, communityId, fn, { role });
 }
 
 beforeAll(async () => {

@@ -2,7 +2,7 @@
 // PUBLIC_BASE_URL), never a value another request's Host header left behind. In
 // production, only PUBLIC_BASE_URL counts.
 import { baseUrlFor, loadConfig } from '../../src/core/config';
-import { createShop, externalSubject, Shop } from '../checkout/fixtures';
+import { createShop, externalSubject, Shop } from '../support/shop';
 import { startApp, TestApp } from '../support/app';
 import { raw } from './raw';
 

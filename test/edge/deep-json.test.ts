@@ -5,7 +5,7 @@
 import { createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { unstorablePath } from '../../src/operations/executor';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../../src/web/json-body';
-import { toolCallMessage } from '../mcp/client';
+import { toolCallMessage } from '../support/mcp-client';
 import { raw } from './raw';
 
 let dev: TestApp;

@@ -2,9 +2,9 @@
 // 431, both problem+json; 401 names its scheme; a known path with another method 405
 // with Allow; the HTML pages refuse framing, script and sniffing; answers carrying
 // secrets or pay tokens are not stored by caches.
-import { createShop, externalSubject } from '../checkout/fixtures';
+import { createShop, externalSubject } from '../support/shop';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { ENCRYPTION_KEY } from '../webhooks/support';
+import { ENCRYPTION_KEY } from '../support/webhooks';
 import { raw } from './raw';
 
 let app: TestApp;

@@ -16,9 +16,9 @@ import { dashboardBaseUrl } from '../../src/cli/operators-commands';
 import { recordServerUrl } from '../../src/db/server-url';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { call, startApp, TEST_APP_DB, TEST_DB, TestApp } from '../support/app';
-import { runCli } from '../cli/run';
-import { ENCRYPTION_KEY } from '../webhooks/support';
-import { advance, createShop, subscribe } from '../checkout/fixtures';
+import { runCli } from '../support/cli-process';
+import { ENCRYPTION_KEY } from '../support/webhooks';
+import { advance, createShop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true }); });

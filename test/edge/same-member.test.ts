@@ -2,7 +2,7 @@
 // external subject, attaching external subjects, portal sessions, link codes) never
 // see a 500: locks are taken in one order, and a deadlock or serialization failure
 // that still happens is retried inside the service.
-import { createShop, Shop } from '../checkout/fixtures';
+import { createShop, Shop } from '../support/shop';
 import { call, startApp, TestApp } from '../support/app';
 
 let app: TestApp;

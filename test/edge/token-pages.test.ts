@@ -1,7 +1,7 @@
 // Issue 27 item 8: pages that need a token ask for it. The checkout's cancelled page
 // shows the operator's return_url (query string included) only to the holder of the
 // checkout's pay token, and a portal URL opens one member portal session, once.
-import { checkout, createShop, externalSubject, Shop } from '../checkout/fixtures';
+import { checkout, createShop, externalSubject, Shop } from '../support/shop';
 import { call, startApp, TestApp } from '../support/app';
 
 let app: TestApp;

@@ -7,8 +7,8 @@ import { z } from 'zod';
 import { operations } from '../../src/operations';
 import { tools } from '../../src/mcp/tools';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { ENCRYPTION_KEY } from '../webhooks/support';
-import { rpc, toolCallMessage } from '../mcp/client';
+import { ENCRYPTION_KEY } from '../support/webhooks';
+import { rpc, toolCallMessage } from '../support/mcp-client';
 import { raw } from './raw';
 
 let app: TestApp;

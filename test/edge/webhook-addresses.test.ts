@@ -14,7 +14,7 @@ import { createWebhookService } from '../../src/webhooks';
 import { createSender } from '../../src/webhooks/send';
 import { endpointTargetProblem, endpointUrlProblem, isPrivateAddress, Resolver } from '../../src/webhooks/urls';
 import { call, createTenant, startApp } from '../support/app';
-import { ENCRYPTION_KEY } from '../webhooks/support';
+import { ENCRYPTION_KEY } from '../support/webhooks';
 
 test('registration refuses LOCALHOST., IPv4-compatible, translated, site-local and 6to4-private forms', () => {
   for (const url of ['https://LOCALHOST./x', 'https://localhost../x', 'https://[::127.0.0.1]/x', 'https://[::ffff:0:7f00:1]/x',

@@ -3,7 +3,7 @@
 // and a catalog whose data schemas every emitted event satisfies.
 import Ajv2020 from 'ajv/dist/2020';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { seedWorld, World } from '../ledger/world';
+import { seedWorld, World } from '../support/ledger-world';
 import { EVENT_TYPES } from '../../src/domain/events/event-types';
 
 let app: TestApp;

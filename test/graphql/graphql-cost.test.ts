@@ -2,7 +2,7 @@
 // lookups too), aliases and selections are capped (fragments expanded, in linear
 // time), rate tokens are paid by cost, and GraphQL statements time out before REST's.
 import { createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from '../reads/seed';
+import { Seed } from '../support/seed';
 import { MAX_ALIASES, MAX_FIELDS } from '../../src/graphql/graphql-limits';
 import { GRAPHQL_STATEMENT_TIMEOUT_MS, pgSettingsFor } from '../../src/graphql/graphql-preset';
 

@@ -2,7 +2,7 @@
 // the default page (DEFAULT_PAGE, REST's default limit), never every row; at most
 // MAX_PAGE either way, on root connections and relation connections alike.
 import { createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from '../reads/seed';
+import { Seed } from '../support/seed';
 import { DEFAULT_PAGE, MAX_PAGE } from '../../src/graphql/graphql-limits';
 
 let app: TestApp;

@@ -4,7 +4,7 @@
 // relations have readable names. Nullability and enum values are checked against the
 // database's own catalog, so a column or status added later cannot drift unnoticed.
 import { createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from '../reads/seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let a: Tenant;

@@ -3,7 +3,7 @@
 // views in SQL (db/migrations/fixtures/95-graphql.sql) and named in an error when a key
 // lacks one; read-only; depth and cost limits (more in graphql-cost.test.ts).
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from '../reads/seed';
+import { Seed } from '../support/seed';
 import { MAX_DEPTH } from '../../src/graphql/graphql-limits';
 
 let app: TestApp;

@@ -1,9 +1,9 @@
 // Issue 27 item 9: a cursor continues only the list and filters that issued it, and
 // limit is decimal digits only (spec "Common parameters": an invalid cursor answers 400
 // invalid_request; limit 1 to 100). docs/decisions/cursors-bound-to-their-list.md
-import { callTool, connect } from '../mcp/client';
+import { callTool, connect } from '../support/mcp-client';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from '../reads/seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { operations } from '../../src/operations';
 import { call, createTenant, startApp, TestApp, Tenant } from '../support/app';
-import { ENCRYPTION_KEY } from '../webhooks/support';
+import { ENCRYPTION_KEY } from '../support/webhooks';
 
 let app: TestApp;
 let a: Tenant;

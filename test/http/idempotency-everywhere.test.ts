@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { Operation } from '../../src/domain/operation';
 import { operations } from '../../src/operations';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { WORKER_CONFIG } from '../webhooks/support';
+import { WORKER_CONFIG } from '../support/webhooks';
 
 let app: TestApp;
 let tenant: Tenant;

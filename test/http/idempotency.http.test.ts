@@ -4,8 +4,8 @@
 // of 0, 255 and 256 characters; the 24-hour retention.
 import type pg from 'pg';
 import { call, startApp, TestApp } from '../support/app';
-import { createShop, externalSubject, subscribe } from '../checkout/fixtures';
-import { waitFor } from '../webhooks/support';
+import { createShop, externalSubject, subscribe } from '../support/shop';
+import { waitFor } from '../support/webhooks';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -4,7 +4,7 @@
 // the code's own page. The OpenAPI document's error table links the same addresses.
 import { PROBLEM_CODES } from '../../src/http/problem-pages';
 import { call, createTenant, startApp, TestApp } from '../support/app';
-import { callTool, connect } from '../mcp/client';
+import { callTool, connect } from '../support/mcp-client';
 
 let app: TestApp;
 let key: string;

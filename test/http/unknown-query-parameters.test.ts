@@ -4,7 +4,7 @@
 // Stripe-style pager looped forever. docs/decisions/unknown-query-parameters.md
 import { operations } from '../../src/operations';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from '../reads/seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -9,7 +9,8 @@
 // state in one transaction (savepoints).
 import type pg from 'pg';
 import { startApp, TestApp } from '../support/app';
-import { createShop } from '../checkout/fixtures';
+import { createShop } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -40,10 +41,7 @@ async function outcome(client: pg.PoolClient, communityId: string, last: string,
 
 test('many subscriptions or purchases in one insert: the same events and ledger as one insert each', async () => {
   const shop = await createShop(app);
-  const client = await app.owner.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true)`, [shop.communityId]);
+  await asTenant(app.owner, shop.communityId, async (client) => {
     const { rows: members } = await client.query<{ id: string }>(
       'insert into billing.members (community_id) select $1 from generate_series(1, 12) returning id', [shop.communityId]);
     // Eleven rows, eleven members (more than ledger_refresh_list's one-by-one limit), three tiers.
@@ -98,8 +96,5 @@ test('many subscriptions or purchases in one insert: the same events and ledger 
     await insertSubs([]);
     await insertPurchases([]);
     expect((await client.query('select count(*)::int as n from billing.events where community_id = $1', [shop.communityId])).rows[0].n).toBe(before);
-    await client.query('rollback');
-  } finally {
-    client.release();
-  }
+  });
 });

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import type pg from 'pg';
 import { createOwnerPool } from '../../src/db/pool';
 import { TEST_DB } from '../support/app';
-import { ENTITLEMENT_EVENT, eventsSince, expectedSupport, ledgerRows, LedgerRow, seedWorld, World } from './world';
+import { ENTITLEMENT_EVENT, eventsSince, expectedSupport, ledgerRows, LedgerRow, seedWorld, World } from '../support/ledger-world';
 
 let owner: pg.Pool;
 beforeAll(() => { owner = createOwnerPool(TEST_DB(), 4); });

@@ -4,7 +4,8 @@
 import type pg from 'pg';
 import { createOwnerPool } from '../../src/db/pool';
 import { TEST_DB } from '../support/app';
-import { ENTITLEMENT_EVENT, eventsSince, ledgerRows, seedWorld, World } from './world';
+import { ENTITLEMENT_EVENT, eventsSince, ledgerRows, seedWorld, World } from '../support/ledger-world';
+import { asTenant } from '../support/tenant';
 
 let owner: pg.Pool;
 beforeAll(() => { owner = createOwnerPool(TEST_DB(), 4); });
@@ -190,19 +191,13 @@ test('triggers read the row\'s community and its clock, never the session settin
   const w = await seedWorld(owner);
   const other = await seedWorld(owner);
   await owner.query(`update billing.communities set clock_offset = interval '40 days' where id = $1`, [w.communityId]);
-  const client = await owner.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true)`, [other.communityId]);
+  await asTenant(owner, other.communityId, async (client) => {
     // Expires 10 real days from now: already past in w's clock (+40 days).
     await client.query(`insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency, access_expires_at)
       values ($1, $2, $3, 1, 'usd', now() + interval '10 days')`, [w.communityId, w.members[0], w.plans[0]]);
     await client.query(`insert into billing.purchases (community_id, member_id, plan_id, amount_cents, currency, access_expires_at)
       values ($1, $2, $3, 1, 'usd', now() + interval '50 days')`, [w.communityId, w.members[1], w.plans[0]]);
-    await client.query('commit');
-  } finally {
-    client.release();
-  }
+  }, { commit: true });
   const rows = await ledgerRows(owner, w.communityId);
   expect(rows.get(`${w.members[0]}/${w.entitlements[0]}`)).toBeUndefined();
   expect(rows.get(`${w.members[1]}/${w.entitlements[0]}`)?.status).toBe('active');
@@ -213,16 +208,8 @@ test('triggers read the row\'s community and its clock, never the session settin
 test("the API's writing role, confined by RLS to its community, drives the same triggers", async () => {
   const w = await seedWorld(owner);
   const subId = await subscribe(w, 0, 0);
-  const client = await owner.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('role', 'billing_writer', true)`);
-    await client.query(`select set_config('app.community_id', $1, true)`, [w.communityId]);
-    await client.query(`update billing.subscriptions set status = 'paused' where id = $1`, [subId]);
-    await client.query('commit');
-  } finally {
-    client.release();
-  }
+  await asTenant(owner, w.communityId, (client) => client.query(`update billing.subscriptions set status = 'paused' where id = $1`, [subId]),
+    { role: 'billing_writer', commit: true });
   const row = (await ledgerRows(owner, w.communityId)).get(`${w.members[0]}/${w.entitlements[0]}`)!;
   expect(row).toMatchObject({ status: 'inactive', revision: 2 });
 });

@@ -7,7 +7,7 @@
 // agree; only generated ids differ.
 import type pg from 'pg';
 import { startApp, TestApp } from '../support/app';
-import { createShop, subscribe } from '../checkout/fixtures';
+import { createShop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

@@ -1,7 +1,7 @@
 // The spec's states table: cancel, reactivate, switch options, switch (immediate with
 // proration, or scheduled downgrade), cancel scheduled switch, and what period end does.
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, events, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, events, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 

@@ -5,7 +5,7 @@
 // a declined renewal, a cancellation that ran out.
 import { sandboxSetCard } from '../../src/domain/checkout/checkout-completion';
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { withDatabase } from '../../src/db/migrate';
-import { runCli } from '../cli/run';
+import { runCli } from '../support/cli-process';
 
 const ROOT = path.resolve(__dirname, '../..');
 const server = () => {

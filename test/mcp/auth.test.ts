@@ -5,7 +5,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { revokeKey } from '../../src/domain/communities/community-admin';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { callTool, connect, initializeMessage, resultJson, rpc, toolCallMessage } from './client';
+import { callTool, connect, initializeMessage, resultJson, rpc, toolCallMessage } from '../support/mcp-client';
 
 let app: TestApp;
 let tenant: Tenant;

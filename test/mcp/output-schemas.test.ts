@@ -9,8 +9,8 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { call, startApp, TestApp } from '../support/app';
-import { createShop, externalSubject, Shop, subscribe, checkout, pay } from '../checkout/fixtures';
-import { callTool, connect } from './client';
+import { createShop, externalSubject, Shop, subscribe, checkout, pay } from '../support/shop';
+import { callTool, connect } from '../support/mcp-client';
 
 let app: TestApp;
 let shop: Shop;

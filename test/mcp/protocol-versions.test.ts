@@ -6,7 +6,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { connect as connectV1 } from './client';
+import { connect as connectV1 } from '../support/mcp-client';
 
 let app: TestApp;
 let tenant: Tenant;

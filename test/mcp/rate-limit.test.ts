@@ -2,7 +2,7 @@
 // Accounting (docs/decisions/mcp-rate-accounting.md): one token per HTTP request, like REST; a
 // tools/call request's token is the one its operation takes, not a second one.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { initializeMessage, rpc, toolCallMessage } from './client';
+import { initializeMessage, rpc, toolCallMessage } from '../support/mcp-client';
 
 let app: TestApp;
 let tenant: Tenant;

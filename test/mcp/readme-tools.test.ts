@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { createTenant, startApp, TestApp } from '../support/app';
-import { connect } from './client';
+import { connect } from '../support/mcp-client';
 
 const README = path.join(__dirname, '../../README.md');
 const BEGIN = '<!-- mcp-tools:begin (generated from tools/list; test/mcp/readme-tools.test.ts checks it) -->';

@@ -3,7 +3,7 @@
 // and compared with its REST twin for the same request.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { callTool, connect, resultJson } from './client';
+import { callTool, connect, resultJson } from '../support/mcp-client';
 import { McpSeed } from './seed';
 
 let app: TestApp;

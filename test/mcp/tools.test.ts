@@ -7,7 +7,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { findOperation } from '../../src/operations';
 import { createTenant, startApp, TestApp } from '../support/app';
 import { tools } from '../../src/mcp/tools';
-import { connect } from './client';
+import { connect } from '../support/mcp-client';
 
 // The spec's tool table, plus the additive invoice tools of issue 11: inputs (required
 // ones marked) and the scope of the REST twin.

@@ -1,11 +1,11 @@
 // Refunds, disputes, grants (comps), pause and resume, immediate cancel (issue 12):
 // through HTTP and the CLI on the sandbox, and on Stripe through the real SDK against
 // the local mock with signed events.
-import { main } from '../../src/cli/index';
+import { cli } from '../support/cli';
 import { createKey } from '../../src/domain/communities/community-admin';
 import { call, startApp, TestApp, TEST_DB } from '../support/app';
 import { deliver, startStripeMock, StripeMock, unflatten } from '../support/stripe-mock';
-import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from '../checkout/fixtures';
+import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 let mock: StripeMock;
@@ -31,18 +31,6 @@ async function invoicesOf(shop: Shop, subscriptionId: string) {
   return (await api(shop, 'GET', `/v1/invoices?subscription_id=${subscriptionId}`)).body.data as { id: string; status: string; total_cents: number; amount_refunded_cents: number }[];
 }
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => { out += String(s); return true; });
-  const e = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => { err += String(s); return true; });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 async function lastRevokeReason(shop: Shop): Promise<string> {
   const revoked = await events(app.owner, shop.communityId, 'member.entitlement.revoked');

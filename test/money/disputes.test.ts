@@ -5,7 +5,7 @@
 import { sandboxDispute } from '../../src/domain/checkout/checkout-completion';
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock } from '../support/stripe-mock';
-import { checkout, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { checkout, createShop, externalSubject, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 let mock: StripeMock;

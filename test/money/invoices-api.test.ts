@@ -3,11 +3,11 @@
 // invoice.* events in the feed and the event-type catalog, the CLI's sandbox
 // decline/accept, the sandbox page's declining card, and the catalog's dunning.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { main } from '../../src/cli/index';
+import { cli } from '../support/cli';
 import { applyCatalog, parseCatalog } from '../../src/domain/catalog/catalog-file';
 import { call, createTenant, startApp, TestApp, TEST_DB } from '../support/app';
-import { callTool, connect, resultJson } from '../mcp/client';
-import { advance, checkout, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { callTool, connect, resultJson } from '../support/mcp-client';
+import { advance, checkout, createShop, externalSubject, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 let shop: Shop;
@@ -31,18 +31,6 @@ afterAll(async () => {
 
 const get = (path: string, key = shop.key) => call(app.url, 'GET', path, { key });
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => { out += String(s); return true; });
-  const e = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => { err += String(s); return true; });
-  try {
-    return { code: await main(argv), out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 test('GET /v1/invoices lists newest first with keyset pages, and filters by member, subscription and status', async () => {
   const all = await get('/v1/invoices');

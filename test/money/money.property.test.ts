@@ -23,8 +23,8 @@ import { applyCatalog } from '../../src/domain/catalog/catalog-file';
 import { migratePlanPrice } from '../../src/domain/catalog/price-migrations';
 import { sandboxAdvance, sandboxDispute, sandboxSetCard } from '../../src/domain/checkout/checkout-completion';
 import { call, startApp, TestApp } from '../support/app';
-import { catalog, createShop, externalSubject, pay, Shop } from '../checkout/fixtures';
-import { expectedSupport, ledgerRows } from '../ledger/world';
+import { catalog, createShop, externalSubject, pay, Shop } from '../support/shop';
+import { expectedSupport, ledgerRows } from '../support/ledger-world';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -278,7 +278,7 @@ function modelResumeInPaidTime(s: ModelSub, now: number): boolean {
 /**
  * A paused subscription grants until the end of the period it paid, and not after:
  * the member's ledger holds a source of it exactly then (the model's own rule, not
- * the ledger's oracle in test/ledger/world.ts).
+ * the ledger's oracle in test/support/ledger-world.ts).
  */
 async function checkPausedAccess(run: Run, last: Cmd): Promise<void> {
   const t = await now(run);

@@ -8,7 +8,7 @@ import { applyCatalog } from '../../src/domain/catalog/catalog-file';
 import { listPriceMigrations, migratePlanPrice } from '../../src/domain/catalog/price-migrations';
 import { sandboxAdvance } from '../../src/domain/checkout/checkout-completion';
 import { call, startApp, TestApp } from '../support/app';
-import { catalog, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { catalog, createShop, externalSubject, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });

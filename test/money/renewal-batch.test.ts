@@ -5,7 +5,8 @@
 // at a time. Each subscription still gets exactly what it would get alone, declines
 // go to dunning, and a second run applies nothing.
 import { startApp, TestApp } from '../support/app';
-import { createShop, subscribe } from '../checkout/fixtures';
+import { createShop, subscribe } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -113,15 +114,9 @@ test('a renewal written a batch at a time carries the same invoice events as one
     [shop.communityId, end]);
   // One through billing.subscription_advance (invoice_open, then invoice_mark_paid), the
   // other through the batch (billing.renew_batch: the invoice written paid at once).
-  const client = await app.owner.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true)`, [shop.communityId]);
+  await asTenant(app.owner, shop.communityId, async (client) => {
     expect((await client.query('select billing.subscription_advance($1, billing.now()) as n', [alone.subscriptionId])).rows[0].n).toBe(1);
-    await client.query('commit');
-  } finally {
-    client.release();
-  }
+  }, { commit: true });
   expect((await applyBatch(shop.communityId)).period_changes).toBe(1);
 
   const { rows } = await app.owner.query<{ type: string; data: Record<string, unknown> }>(

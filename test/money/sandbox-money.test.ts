@@ -4,7 +4,8 @@
 // discounts apply on every invoice their duration covers. The sums and "paid once"
 // are database constraints.
 import { call, startApp, TestApp } from '../support/app';
-import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from '../checkout/fixtures';
+import { advance, checkout, createShop, events, externalSubject, pay, Shop, subscribe } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -41,8 +42,7 @@ async function setClock(shop: Shop, iso: string) {
 }
 
 function decline(shop: Shop, subscriptionId: string, declines = true) {
-  return app.owner.query(`select set_config('app.community_id', $1, false), billing.sandbox_set_card($2, $3)`,
-    [shop.communityId, subscriptionId, declines]).finally(() => app.owner.query(`select set_config('app.community_id', '', false)`));
+  return asTenant(app.owner, shop.communityId, (c) => c.query('select billing.sandbox_set_card($1, $2)', [subscriptionId, declines]), { commit: true });
 }
 
 test('a paid checkout writes one paid invoice whose lines add up, and a renewal charges the next period', async () => {

@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock } from '../support/stripe-mock';
-import { checkout, createShop, externalSubject, Shop } from '../checkout/fixtures';
+import { checkout, createShop, externalSubject, Shop } from '../support/shop';
 
 let app: TestApp;
 let mock: StripeMock;

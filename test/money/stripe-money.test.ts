@@ -4,7 +4,7 @@
 // retry and ends it when none is left, and unpaid never entitles.
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock } from '../support/stripe-mock';
-import { checkout, createShop, externalSubject, Shop } from '../checkout/fixtures';
+import { checkout, createShop, externalSubject, Shop } from '../support/shop';
 
 let mock: StripeMock;
 let app: TestApp;

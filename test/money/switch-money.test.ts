@@ -5,7 +5,8 @@
 // currencies. On Stripe, a pending_update (unpaid proration) is refused the same way.
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock } from '../support/stripe-mock';
-import { advance, checkout, createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { advance, checkout, createShop, externalSubject, Shop, subscribe } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 let mock: StripeMock;
@@ -29,13 +30,7 @@ async function invoices(shop: Shop, subscriptionId: string) {
 }
 
 async function setCard(shop: Shop, subscriptionId: string, declines: boolean) {
-  const c = await app.owner.connect();
-  try {
-    await c.query('begin');
-    await c.query(`select set_config('app.community_id', $1, true)`, [shop.communityId]);
-    await c.query('select billing.sandbox_set_card($1, $2)', [subscriptionId, declines]);
-    await c.query('commit');
-  } finally { c.release(); }
+  await asTenant(app.owner, shop.communityId, (c) => c.query('select billing.sandbox_set_card($1, $2)', [subscriptionId, declines]), { commit: true });
 }
 
 test('an upgrade on day 8 invoices credit and charge at once, and applies once paid', async () => {

@@ -9,10 +9,10 @@ import { loadConfig } from '../../src/core/config';
 import { captureLogs } from '../../src/core/log';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import type { WorkerHandle } from '../../worker';
-import { checkout, createShop, externalSubject, pay } from '../checkout/fixtures';
+import { checkout, createShop, externalSubject, pay } from '../support/shop';
 import { call, createTenant, startApp, TestApp } from '../support/app';
 import { deliver, SECRET_KEY, startStripeMock, StripeMock, WEBHOOK_SECRET } from '../support/stripe-mock';
-import { createEndpoint, ENCRYPTION_KEY, isolatedDatabase, Receiver, startReceiver, waitFor, worker } from '../webhooks/support';
+import { createEndpoint, ENCRYPTION_KEY, isolatedDatabase, Receiver, startReceiver, waitFor, worker } from '../support/webhooks';
 
 interface Line { [field: string]: unknown }
 

@@ -6,7 +6,8 @@
 // and check that two writers of one community never wait on each other for it.
 import type pg from 'pg';
 import { call, startApp, TestApp } from '../support/app';
-import { advance, createShop, externalSubject, pay, Shop, subscribe } from '../checkout/fixtures';
+import { advance, createShop, externalSubject, pay, Shop, subscribe } from '../support/shop';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -14,20 +15,8 @@ afterAll(() => app.close());
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-async function asApi<T>(communityId: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await app.api.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true), set_config('app.scopes', 'analytics:read', true)`, [communityId]);
-    const out = await fn(client);
-    await client.query('commit');
-    return out;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+function asApi<T>(communityId: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  return asTenant(app.api, communityId, fn, { scopes: 'analytics:read', commit: true });
 }
 
 const overview = (communityId: string): Promise<Json> =>

@@ -3,23 +3,16 @@
 // their figures agree, in SQL and through GraphQL.
 import { createKey } from '../../src/domain/communities/community-admin';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 let tenant: Tenant;
 const daysAgo = (n: number) => new Date(Date.now() - n * 864e5).toISOString();
 const day = (n: number) => daysAgo(n).slice(0, 10);
 
-async function asApi<T>(communityId: string, sql: string): Promise<T[]> {
-  const client = await app.api.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true)`, [communityId]);
-    return (await client.query(sql)).rows as T[];
-  } finally {
-    await client.query('rollback');
-    client.release();
-  }
+function asApi<T>(communityId: string, sql: string): Promise<T[]> {
+  return asTenant(app.api, communityId, async (client) => (await client.query(sql)).rows as T[]);
 }
 
 beforeAll(async () => {

@@ -3,7 +3,8 @@
 // the summary's currency is the most used one; recent_* cover the last 30 days by
 // billing.now(). The analytics.* views give operators' SQL sessions the same figures.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 let tenant: Tenant;
@@ -72,22 +73,17 @@ test('an empty community answers zeros and a null currency', async () => {
 });
 
 test('analytics views show a SQL session only its own community, with the same figures', async () => {
-  const client = await app.api.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('app.community_id', $1, true)`, [tenant.communityId]);
+  await asTenant(app.api, tenant.communityId, async (client) => {
     const mrr = await client.query('select currency, mrr_cents from analytics.mrr order by currency');
     expect(mrr.rows).toEqual([{ currency: 'eur', mrr_cents: 3000 }, { currency: 'usd', mrr_cents: 4001 }]);
     const subs = await client.query('select active_subscribers from analytics.subscribers');
     expect(subs.rows).toEqual([{ active_subscribers: 5 }]);
     const recent = await client.query('select recent_signups, recent_cancels from analytics.recent_activity');
     expect(recent.rows).toEqual([{ recent_signups: 3, recent_cancels: 1 }]);
+    // No community (an empty setting): nothing.
     await client.query(`select set_config('app.community_id', '', true)`);
     expect((await client.query('select * from analytics.mrr')).rows).toEqual([]);
-  } finally {
-    await client.query('rollback');
-    client.release();
-  }
+  });
 });
 
 test('the summary needs analytics:read', async () => {

@@ -3,7 +3,7 @@
 // dashboard's catalog page ("no (expired)"), though nobody turned it off.
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -1,6 +1,6 @@
 // Spec: GET /v1/discounts lists unarchived codes with redeemed and pending counts.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

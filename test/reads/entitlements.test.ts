@@ -1,6 +1,6 @@
 // Spec: GET /v1/entitlements/check (exactly one identity pair; optional tier_id).
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed, subscriptionSource } from './seed';
+import { Seed, subscriptionSource } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -2,7 +2,7 @@
 // {id} route of the read API; lists and lookups never show another community's rows.
 import { encodeCursor, filtersDigest } from '../../src/core/cursor';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed, subscriptionSource } from './seed';
+import { Seed, subscriptionSource } from '../support/seed';
 
 let app: TestApp;
 let a: Tenant, b: Tenant;

@@ -2,7 +2,7 @@
 // them, entitlements maintained by the ledger triggers (db/migrations/fixtures/50-ledger.sql), read back
 // through GET /v1/entitlements/check and GET /v1/members/{id}/entitlements.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -1,7 +1,7 @@
 // Spec: GET /v1/members, /v1/members/{id}, /v1/members/lookup (exactly one identity
 // pair) and /v1/members/{id}/entitlements (active ledger entitlements).
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed, subscriptionSource } from './seed';
+import { Seed, subscriptionSource } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

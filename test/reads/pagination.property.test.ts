@@ -3,7 +3,7 @@
 // Property test with a fixed seed (printed by fast-check on failure).
 import fc from 'fast-check';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

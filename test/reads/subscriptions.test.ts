@@ -1,7 +1,7 @@
 // Spec: GET /v1/subscriptions (filters status, plan_id, tier_id, member_id; keyset
 // pagination newest first) and GET /v1/subscriptions/{id}.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { Seed } from './seed';
+import { Seed } from '../support/seed';
 
 let app: TestApp;
 let tenant: Tenant;

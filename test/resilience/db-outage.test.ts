@@ -12,11 +12,11 @@ import { captureLogs } from '../../src/core/log';
 import { DbTimeouts } from '../../src/core/config';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import { startWorker, WorkerHandle } from '../../worker';
-import { createShop, externalSubject, Shop, subscribe } from '../checkout/fixtures';
+import { createShop, externalSubject, Shop, subscribe } from '../support/shop';
 import { startDbProxy, DbProxy } from '../support/db-proxy';
-import { rpc, toolCallMessage } from '../mcp/client';
+import { rpc, toolCallMessage } from '../support/mcp-client';
 import { call, Reply, startApp, TEST_APP_DB, TEST_DB, TEST_WORKER_DB, TestApp } from '../support/app';
-import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, waitFor, WORKER_CONFIG } from '../webhooks/support';
+import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, waitFor, WORKER_CONFIG } from '../support/webhooks';
 
 const TIMEOUTS: DbTimeouts = { connectMs: 500, queryMs: 3000 };
 /** What a request may take while the database is gone: the connect timeout and slack for a loaded machine. */

@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { call, createTenant, startApp, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
-import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, spawnWorker, startReceiver, verify, waitFor, worker } from './support';
+import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, spawnWorker, startReceiver, verify, waitFor, worker } from '../support/webhooks';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;

@@ -3,7 +3,7 @@
 // database. Retry delays are shortened to 200 ms.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
-import { createEndpoint, insertEvents, isolatedDatabase, Receiver, sleep, startReceiver, verify, waitFor, webhookJobsDone, worker, ENCRYPTION_KEY } from './support';
+import { createEndpoint, insertEvents, isolatedDatabase, Receiver, sleep, startReceiver, verify, waitFor, webhookJobsDone, worker, ENCRYPTION_KEY } from '../support/webhooks';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;

@@ -7,7 +7,7 @@
 import { webhookJobsPutBack } from '../../src/core/metrics';
 import { createTenant, startApp, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
-import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, verify, waitFor, worker } from './support';
+import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, verify, waitFor, worker } from '../support/webhooks';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;

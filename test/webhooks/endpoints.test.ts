@@ -2,7 +2,7 @@
 import { Webhook } from 'standardwebhooks';
 import { EVENT_TYPES } from '../../src/domain/events/event-types';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { ENCRYPTION_KEY, Receiver, startReceiver, verify } from './support';
+import { ENCRYPTION_KEY, Receiver, startReceiver, verify } from '../support/webhooks';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -1,7 +1,7 @@
 // The synchronous test ping waits for the receiver outside the request's transaction:
 // a slow receiver holds no database connection (ctx.afterCommit).
 import { call, createTenant, startApp, TestApp } from '../support/app';
-import { ENCRYPTION_KEY, startReceiver } from './support';
+import { ENCRYPTION_KEY, startReceiver } from '../support/webhooks';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true }); });

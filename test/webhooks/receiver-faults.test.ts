@@ -6,7 +6,7 @@
 // whose slots the bad endpoints could fill would deliver to the healthy ones late.
 import { createTenant, startApp, Tenant, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
-import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, verify, waitFor, worker } from './support';
+import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receiver, startReceiver, verify, waitFor, worker } from '../support/webhooks';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;

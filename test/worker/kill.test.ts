@@ -13,8 +13,8 @@ import type { ChildProcess } from 'node:child_process';
 import type pg from 'pg';
 import { call, startApp, TestApp } from '../support/app';
 import type { WorkerHandle } from '../../worker';
-import { createShop, Shop, subscribe } from '../checkout/fixtures';
-import { createEndpoint, ENCRYPTION_KEY, isolatedDatabase, kill, Receiver, spawnWorker, startReceiver, waitFor, worker } from '../webhooks/support';
+import { createShop, Shop, subscribe } from '../support/shop';
+import { createEndpoint, ENCRYPTION_KEY, isolatedDatabase, kill, Receiver, spawnWorker, startReceiver, waitFor, worker } from '../support/webhooks';
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;

@@ -1,5 +1,6 @@
 // The hourly retention purge removes what has outlived its use, and nothing else.
 import { createTenant, startApp, TestApp } from '../support/app';
+import { asTenant } from '../support/tenant';
 
 let app: TestApp;
 beforeAll(async () => { app = await startApp(); });
@@ -32,13 +33,7 @@ test('purge_expired removes expired idempotency records, old link codes and port
 });
 
 test('the API role cannot run the purge', async () => {
-  const client = await app.owner.connect();
-  try {
-    await client.query('begin');
-    await client.query(`select set_config('role', 'billing_api', true)`);
+  await asTenant(app.owner, null, async (client) => {
     await expect(client.query('select billing_private.purge_expired()')).rejects.toThrow(/permission denied/);
-  } finally {
-    await client.query('rollback');
-    client.release();
-  }
+  }, { role: 'billing_api' });
 });

@@ -2,7 +2,7 @@
 // operator subject onto a member, republishes active entitlements as updated with the
 // new subject, is a no-op when identical, and answers 409 for mismatched mappings.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
-import { eventsSince, seedWorld, World } from '../ledger/world';
+import { eventsSince, seedWorld, World } from '../support/ledger-world';
 
 let app: TestApp;
 let tenant: Tenant;

@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { applyCatalog, CatalogResult, parseCatalog } from '../../src/domain/catalog/catalog-file';
 import { sandboxAdvance } from '../../src/domain/checkout/checkout-completion';
-import { call, createTenant, Tenant, TestApp } from '../support/app';
+import { call, createTenant, Tenant, TestApp } from './app';
 
 export function catalog(provider: { type: string } | null = { type: 'sandbox' }, extra: Record<string, unknown> = {}) {
   return parseCatalog({

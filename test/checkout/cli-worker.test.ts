@@ -1,11 +1,11 @@
 // `billing sandbox complete` / `billing sandbox advance` (operator-cli.md output
 // formats) and the worker's periodic subscriptions__apply_due task.
 import type { JobHelpers } from 'graphile-worker';
-import { main } from '../../src/cli/index';
+import { cli } from '../support/cli';
 import { subscriptionsApplyDue } from '../../worker/tasks/subscriptions__apply_due';
 import pg from 'pg';
 import { call, startApp, TestApp, TEST_DB, TEST_WORKER_DB } from '../support/app';
-import { checkout, createShop, externalSubject, subscribe } from './fixtures';
+import { checkout, createShop, externalSubject, subscribe } from '../support/shop';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -14,19 +14,6 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => { out += String(s); return true; });
-  const e = jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => { err += String(s); return true; });
-  try {
-    const code = await main(argv);
-    return { code, out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 test('sandbox complete pays a checkout and prints {checkout_id, subscription_id, member_id}', async () => {
   const shop = await createShop(app);

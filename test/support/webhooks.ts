@@ -11,7 +11,7 @@ import pg from 'pg';
 import { applyMigrations, withDatabase } from '../../src/db/migrate';
 import { Webhook } from 'standardwebhooks';
 import { startWorker, StartWorkerOptions, WorkerHandle } from '../../worker';
-import { call, TEST_DB, TEST_WORKER_DB } from '../support/app';
+import { call, TEST_DB, TEST_WORKER_DB } from './app';
 import { loginUrl } from '../../src/db/logins';
 
 export const ENCRYPTION_KEY = crypto.randomBytes(32).toString('base64');
@@ -173,11 +173,11 @@ export async function waitFor<T>(what: string, probe: () => T | Promise<T>, time
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * A worker in a child process (worker-child.ts, concurrency 1, heartbeat 200 ms), for
+ * A worker in a child process (webhook-worker-child.ts, concurrency 1, heartbeat 200 ms), for
  * tests that kill it with SIGKILL. Resolves once it runs, with its graphile-worker ids.
  */
 export async function spawnWorker(databaseUrl: string): Promise<{ proc: ChildProcess; workerIds: string[] }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker-child.ts')], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'webhook-worker-child.ts')], {
     cwd: path.resolve(__dirname, '../..'),
     env: { ...process.env, CHILD_DATABASE_URL: loginUrl(databaseUrl, 'billing_worker'), CHILD_ENCRYPTION_KEY: ENCRYPTION_KEY },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -1,7 +1,7 @@
 // Portal sessions (url valid ten minutes) and link codes (ten minutes, one-time; a new
 // code replaces the earlier one; redeem_link_code attaches the platform identity).
 import { call, startApp, TestApp } from '../support/app';
-import { advance, checkout, createShop, externalSubject, Shop, subscribe } from './fixtures';
+import { advance, checkout, createShop, externalSubject, Shop, subscribe } from '../support/shop';
 
 let app: TestApp;
 let shop: Shop;
