@@ -1,4 +1,4 @@
--- db/migrations sha256:d4a37180a2022d4b47755391a629789d64a81823271c8251c26f88f741c9a76c (regenerate with npm run db:schema)
+-- db/migrations sha256:3eae819b28ff11352e88510a284d2ade502caf9d3584751de55b596deacf6894 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
