@@ -13,6 +13,9 @@ import { ApiError, resolveProblemType } from '../core/errors';
  */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
+/** Idle keep-alive connections are kept this long: longer than common proxies' 60 s. */
+export const KEEP_ALIVE_MS = 65_000;
+
 /** The service's base URL for these answers, which come before any request is read. */
 export type BaseUrl = () => string | undefined;
 
@@ -47,6 +50,10 @@ export function answerClientErrors(server: http.Server, base: BaseUrl = () => un
 /** An HTTP server for the app (or for a request listener attached later). */
 export function createHttpServer(listener?: http.RequestListener, base?: BaseUrl): http.Server {
   const server = http.createServer({ maxHeaderSize: MAX_HEADER_BYTES });
+  // An idle keep-alive connection is closed by the client (or the proxy in front) first:
+  // a server that closes it first races the client's next request on that socket, which
+  // then fails with ECONNRESET. Proxies keep idle upstream connections about 60 s.
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
   if (listener) server.on('request', listener);
   answerClientErrors(server, base);
   return server;

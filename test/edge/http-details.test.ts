@@ -127,3 +127,9 @@ test('checkout and portal tokens are stored as sha256 only; the pages find the s
   expect((await fetch(`${app.url}/sandbox/checkout/%00?t=x`)).status).toBe(404);
   expect((await fetch(`${app.url}/sandbox/portal/ps_1?t=%00`)).status).toBe(404);
 });
+
+test('an idle keep-alive connection is kept 65 s, longer than a proxy\'s 60, so the client closes it first', async () => {
+  const r = await fetch(`${app.url}/healthz`);
+  await r.text();
+  expect(r.headers.get('keep-alive')).toBe('timeout=65');
+});
