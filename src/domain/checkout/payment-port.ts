@@ -38,7 +38,7 @@ export interface CheckoutInfo {
   purchase_id: string | null;
 }
 
-/** billing.subscription_provider plus, for a switch, the target. */
+/** billing.subscription_provider plus, for a switch, the target: the "provider" of a lifecycle result (lifecycle-operations.ts). */
 export interface SubscriptionRef {
   provider: ProviderName;
   provider_ref: string | null;

@@ -12,17 +12,25 @@ import { subscription, switchOption } from './subscription-schema';
 
 const params = z.object({ id: idParam('Subscription id (sub_...)') });
 
-type WithProvider = Record<string, unknown> & { _provider: SubscriptionRef; _changed?: boolean };
+/**
+ * What a lifecycle function of 40-subscriptions.sql returns: the public answer, whether
+ * the call changed anything (false: a repeat, no provider call) and the facts the
+ * provider call needs. Only `subscription` is ever answered.
+ */
+interface LifecycleResult<T = Record<string, unknown>> {
+  subscription: T;
+  changed: boolean;
+  provider: SubscriptionRef;
+}
 
-/** Runs the provider call for a Stripe subscription; strips the SQL's private facts. */
-async function withProvider(ctx: OpContext, out: WithProvider, call: (ref: SubscriptionRef) => Promise<void>): Promise<Record<string, unknown>> {
-  const { _provider: ref, _changed: changed, ...body } = out;
-  if (changed !== false && ref.provider !== 'sandbox') {
-    const provider = ctx.services.payments.provider(ref.provider);
+/** Runs the provider call for a Stripe subscription when the call changed anything; answers the public part. */
+async function withProvider<T>(ctx: OpContext, out: LifecycleResult<T>, call: (ref: SubscriptionRef) => Promise<void>): Promise<T> {
+  if (out.changed && out.provider.provider !== 'sandbox') {
+    const provider = ctx.services.payments.provider(out.provider.provider);
     if (!(await provider.ready(ctx))) throw new ApiError('payment_config_inactive', 'The payment provider of this subscription is not configured on this deployment.');
-    await call(ref);
+    await call(out.provider);
   }
-  return body;
+  return out.subscription;
 }
 
 function provider(ctx: OpContext, ref: SubscriptionRef) {
@@ -45,7 +53,7 @@ export const lifecycleOperations: Operation[] = [
     status: 202,
     idempotent: true,
     handler: async (ctx, input) => {
-      const out = await ctx.call<WithProvider>('subscription_cancel', input);
+      const out = await ctx.call<LifecycleResult>('subscription_cancel', input);
       return withProvider(ctx, out, (ref) => (ref.at === 'now' ? provider(ctx, ref).cancelNow(ctx, ref) : provider(ctx, ref).cancelAtPeriodEnd(ctx, ref)));
     },
   }),
@@ -64,7 +72,7 @@ export const lifecycleOperations: Operation[] = [
     response: subscription,
     idempotent: true,
     handler: async (ctx, input) => {
-      const out = await ctx.call<WithProvider>('subscription_pause', input);
+      const out = await ctx.call<LifecycleResult>('subscription_pause', input);
       return withProvider(ctx, out, (ref) => provider(ctx, ref).pause(ctx, ref));
     },
   }),
@@ -81,7 +89,7 @@ export const lifecycleOperations: Operation[] = [
     response: subscription,
     idempotent: true,
     handler: async (ctx, input) => {
-      const out = await ctx.call<WithProvider>('subscription_resume', input);
+      const out = await ctx.call<LifecycleResult>('subscription_resume', input);
       return withProvider(ctx, out, (ref) => provider(ctx, ref).resume(ctx, ref));
     },
   }),
@@ -97,7 +105,7 @@ export const lifecycleOperations: Operation[] = [
     response: subscription,
     idempotent: true,
     handler: async (ctx, input) => {
-      const out = await ctx.call<WithProvider>('subscription_reactivate', input);
+      const out = await ctx.call<LifecycleResult>('subscription_reactivate', input);
       return withProvider(ctx, out, (ref) => provider(ctx, ref).reactivate(ctx, ref));
     },
   }),
@@ -127,9 +135,8 @@ export const lifecycleOperations: Operation[] = [
     response: subscription,
     idempotent: true,
     handler: async (ctx, input) => {
-      const out = await ctx.call<WithProvider>('subscription_switch', input);
-      const body = await withProvider(ctx, out, (ref) => provider(ctx, ref).switchPlan(ctx, ref));
-      return body;
+      const out = await ctx.call<LifecycleResult>('subscription_switch', input);
+      return withProvider(ctx, out, (ref) => provider(ctx, ref).switchPlan(ctx, ref));
     },
   }),
   defineOperation({
@@ -144,7 +151,7 @@ export const lifecycleOperations: Operation[] = [
     response: subscription,
     idempotent: true,
     handler: async (ctx, input) => {
-      const out = await ctx.call<WithProvider>('subscription_cancel_scheduled_switch', input);
+      const out = await ctx.call<LifecycleResult>('subscription_cancel_scheduled_switch', input);
       return withProvider(ctx, out, (ref) => provider(ctx, ref).cancelScheduledSwitch(ctx, ref));
     },
   }),

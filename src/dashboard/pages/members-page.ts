@@ -1,0 +1,73 @@
+// Members: finding one by id, platform identity or external subject; a member's
+// entitlements, subscriptions, invoices, grants and entitlement history; granting access.
+import type { Router } from 'express';
+import { day, html } from '../../web/html';
+import type { Outcome } from '../../operations/executor';
+import type { DashboardContext } from '../dashboard-context';
+import { actionForm, csrfField, Json, memberLink, nextLink, Page, queryOf, send, table } from '../dashboard-layout';
+import { invoiceRow } from './invoices-page';
+import { subscriptionRow } from './subscriptions-page';
+
+export function mountMembers(router: Router, ctx: DashboardContext): void {
+  const { run, read, act } = ctx;
+  router.get('/members', async (req, res) => {
+    const q = typeof req.query.q === 'string' ? req.query.q.trim() : '';
+    if (q) {
+      if (/^mem_[0-9a-f]{26}$/.test(q)) return void res.redirect(303, `/dashboard/members/${q}`);
+      const i = q.indexOf(':');
+      const [a, b] = i > 0 ? [q.slice(0, i), q.slice(i + 1)] : ['', ''];
+      const query = a === 'discord' || a === 'telegram' ? { platform: a, platform_uid: b } : { namespace: a, external_user_id: b };
+      const out = a && b ? await run(req, 'lookup_member', { query }) : null;
+      if (out && !out.problem) return void res.redirect(303, `/dashboard/members/${(out.body as Json).id}`);
+    }
+    const page = await read<Page>(req, res, 'list_members', { query: queryOf(req, []) });
+    if (!page) return;
+    send(req, res, 'Members', '/dashboard/members', html`<form class="filters" method="get" action="/dashboard/members" role="search">
+<div><label for="q">Find a member: id, platform:uid (discord:123) or namespace:external id</label><input id="q" name="q" size="40" value="${q}"></div>
+<div><button type="submit">Find</button></div></form>${q ? html`<p class="error" role="alert">No member matches “${q}”.</p>` : ''}
+${table(['Id', 'Identities', 'External subjects', 'Since'], page.data.map((m) => [memberLink(m.id),
+      html`${(m.identities as Json[]).map((x) => `${x.platform}:${x.platform_uid}`).join(', ') || '—'}`,
+      html`${(m.external_subjects as Json[]).map((x) => `${x.namespace}:${x.external_user_id}`).join(', ') || '—'}`, html`${day(m.created_at)}`]), 'No members yet.')}
+${nextLink(req, page.next_cursor)}`);
+  });
+
+  router.get('/members/:id', async (req, res) => {
+    const s = req.signed!;
+    const id = String(req.params.id);
+    const member = await read(req, res, 'get_member', { params: { id } });
+    if (!member) return;
+    const [ents, subs, invoices, grants, plans, history] = await Promise.all([
+      run(req, 'get_member_entitlements', { params: { id } }), run(req, 'list_subscriptions', { query: { member_id: id, limit: '100' } }),
+      run(req, 'list_invoices', { query: { member_id: id, limit: '50' } }), run(req, 'list_grants', { params: { id } }), run(req, 'list_plans'),
+      run(req, 'list_member_entitlement_history', { params: { id }, query: { limit: '50' } })]);
+    const data = (o: Outcome) => (o.problem ? [] : ((o.body as Page).data ?? []));
+    const back = `/dashboard/members/${encodeURIComponent(id)}`;
+    const backField = html`<input type="hidden" name="back" value="${back}">`;
+    const subActions = (x: Json) => !s.can('subscriptions:write') ? html`` : x.status === 'cancelling'
+      ? actionForm(s, `/dashboard/subscriptions/${encodeURIComponent(x.id)}/reactivate`, 'Reactivate', { fields: backField })
+      : ['active', 'trialing', 'past_due'].includes(x.status) ? actionForm(s, `/dashboard/subscriptions/${encodeURIComponent(x.id)}/cancel`, 'Cancel at period end', { danger: true, fields: backField }) : html``;
+    send(req, res, `Member ${id}`, '/dashboard/members', html`<dl class="facts">
+<dt>Created</dt><dd>${member.created_at}</dd>
+<dt>Identities</dt><dd>${(member.identities as Json[]).map((x) => `${x.platform}:${x.platform_uid}${x.username ? ` (${x.username})` : ''}`).join(', ') || 'none'}</dd>
+<dt>External subjects</dt><dd>${(member.external_subjects as Json[]).map((x) => `${x.namespace}:${x.external_user_id}`).join(', ') || 'none'}</dd></dl>
+<h2>Entitlements</h2>${table(['Key', 'Status', 'Revision', 'Sources', 'Granted'], data(ents).map((e) => [html`${e.key}`, html`${e.status}`, html`${e.revision}`,
+      html`${(e.sources as Json[]).map((src) => `${src.type} ${src.id} (${src.status}${src.valid_until ? `, until ${day(src.valid_until)}` : ''})`).join('; ')}`, html`${day(e.granted_at)}`]), 'No active entitlements.')}
+<h2>Subscriptions</h2>${table(['Id', 'Member', 'Plan', 'Price', 'Status', 'Period ends', ''], data(subs).map((x) => [...subscriptionRow(x), subActions(x)]), 'No subscriptions.')}
+<h2>Invoices</h2>${table(['Id', 'Member', 'Reason', 'Total', 'Status', 'Created', ''], data(invoices).map(invoiceRow(s, back)), 'No invoices.')}
+<h2>Grants</h2>${table(['Id', 'Tier', 'Status', 'Expires', 'Note'], data(grants).map((g) => [html`<code>${g.id}</code>`, html`${g.tier_id}`, html`${g.status}`, html`${day(g.expires_at)}`, html`${g.note ?? ''}`]), 'No grants.')}
+${s.can('members:write') ? html`<form method="post" action="/dashboard/members/${encodeURIComponent(id)}/grants">${csrfField(s)}<fieldset><legend>Grant access</legend>
+<p><label for="g-tier">Tier</label><select id="g-tier" name="tier_id" required>${data(plans).map((t) => html`<option value="${t.id}">${t.name}</option>`)}</select></p>
+<p><label for="g-note">Note</label><input id="g-note" name="note" maxlength="500"></p><p><button type="submit">Grant</button></p></fieldset></form>` : ''}
+<h2>Entitlement history</h2>${table(['When', 'Event', 'Entitlement', 'Revision', 'Status', 'Reason'], data(history).map((e) => [html`${e.timestamp}`,
+      html`${String(e.type).replace('member.entitlement.', '')}`, html`${e.data?.entitlement?.key ?? ''}`, html`${e.data?.entitlement?.revision ?? ''}`,
+      html`${e.data?.entitlement?.status ?? ''}`, html`${e.data?.reason ?? ''}`]), 'No entitlement changes yet.')}
+<p><a href="/dashboard/events">Events feed</a></p>`);
+  });
+
+  router.post('/members/:id/grants', (req, res) => {
+    const b = req.body as Record<string, unknown>;
+    const body: Record<string, unknown> = { tier_id: b.tier_id };
+    if (typeof b.note === 'string' && b.note.trim()) body.note = b.note.trim();
+    return act(req, res, 'create_grant', { params: { id: String(req.params.id) }, body }, `/dashboard/members/${encodeURIComponent(String(req.params.id))}`, 'granted');
+  });
+}
