@@ -1,4 +1,4 @@
--- db/migrations sha256:3eae819b28ff11352e88510a284d2ade502caf9d3584751de55b596deacf6894 (regenerate with npm run db:schema)
+-- db/migrations sha256:18a0e48c5003d99edb176f6ddeeb755d78ea3644dd98865d7c1ebf8a5bf37b68 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -5181,13 +5181,15 @@ begin
   if p_args->>'at' = 'now' then
     -- An operator's immediate cancel (additive option): it ends now and access with it.
     if v_sub.status = 'cancelled' then
-      return jsonb_build_object('status', 'cancelled', '_changed', false, '_provider', v_prov || '{"at": "now"}');
+      return jsonb_build_object('subscription', jsonb_build_object('status', 'cancelled'), 'changed', false,
+        'provider', v_prov || '{"at": "now"}');
     end if;
     perform billing_private.subscription_cancel_now(v_sub.id);
-    return jsonb_build_object('status', 'cancelled', '_changed', true, '_provider', v_prov || '{"at": "now"}');
+    return jsonb_build_object('subscription', jsonb_build_object('status', 'cancelled'), 'changed', true,
+      'provider', v_prov || '{"at": "now"}');
   end if;
   if v_sub.status = 'cancelling' then
-    return jsonb_build_object('status', 'cancelling', '_changed', false, '_provider', v_prov);
+    return jsonb_build_object('subscription', jsonb_build_object('status', 'cancelling'), 'changed', false, 'provider', v_prov);
   elsif v_sub.status = 'cancelled' then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is already cancelled.');
   end if;
@@ -5196,7 +5198,8 @@ begin
     cancellation_reason = 'cancellation_requested', updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id
   returning * into v_sub;
-  return jsonb_build_object('status', 'cancelling', '_changed', true, '_provider', billing.subscription_provider(v_sub));
+  return jsonb_build_object('subscription', jsonb_build_object('status', 'cancelling'), 'changed', true,
+    'provider', billing.subscription_provider(v_sub));
 end
 $$;
 
@@ -5219,7 +5222,8 @@ begin
   end if;
   update billing.subscriptions s set scheduled_plan_id = null, scheduled_at = null, updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
-  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', billing.subscription_provider(v_sub));
+  return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', true,
+    'provider', billing.subscription_provider(v_sub));
 end
 $$;
 
@@ -5272,7 +5276,8 @@ begin
   perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   if v_sub.status = 'paused' and v_sub.paused_until is not distinct from v_until then
-    return billing.subscription_json(v_sub) || jsonb_build_object('_changed', false, '_provider', billing.subscription_provider(v_sub));
+    return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', false,
+      'provider', billing.subscription_provider(v_sub));
   elsif v_sub.status not in ('active', 'trialing', 'paused') then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status
       || ': only an active or trialing subscription can be paused.');
@@ -5281,8 +5286,8 @@ begin
     perform billing.raise('BL422', 'resumes_at must be in the future.', 'resumes_at');
   end if;
   v_sub := billing_private.subscription_pause(v_sub.id, v_until);
-  return billing.subscription_json(v_sub) || jsonb_build_object('_changed', true, '_provider',
-    billing.subscription_provider(v_sub) || jsonb_build_object('resumes_at', billing.iso(v_until)));
+  return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', true,
+    'provider', billing.subscription_provider(v_sub) || jsonb_build_object('resumes_at', billing.iso(v_until)));
 end
 $$;
 
@@ -5318,7 +5323,8 @@ begin
     cancel_at = null, cancel_requested_at = null, cancellation_reason = null, updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id
   returning * into v_sub;
-  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', billing.subscription_provider(v_sub));
+  return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', true,
+    'provider', billing.subscription_provider(v_sub));
 end
 $$;
 
@@ -5340,7 +5346,8 @@ begin
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not paused: nothing to resume.');
   end if;
   v_sub := billing_private.subscription_resume(v_sub.id);
-  return billing.subscription_json(v_sub) || jsonb_build_object('_changed', true, '_provider', billing.subscription_provider(v_sub));
+  return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', true,
+    'provider', billing.subscription_provider(v_sub));
 end
 $$;
 
@@ -5377,9 +5384,10 @@ begin
   else
     v_sub := billing_private.subscription_switch_now(v_sub.id, v_new.id);
   end if;
-  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', v_prov || jsonb_build_object(
-    'kind', case when v_grp = 'downgrades' then 'scheduled' else 'immediate' end,
-    'new_plan_id', v_new.id, 'new_stripe_price_id', v_new.stripe_price_id, 'old_stripe_price_id', v_old.stripe_price_id));
+  return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', true,
+    'provider', v_prov || jsonb_build_object(
+      'kind', case when v_grp = 'downgrades' then 'scheduled' else 'immediate' end,
+      'new_plan_id', v_new.id, 'new_stripe_price_id', v_new.stripe_price_id, 'old_stripe_price_id', v_old.stripe_price_id));
 end
 $$;
 

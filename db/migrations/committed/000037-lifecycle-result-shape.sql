@@ -1,3 +1,11 @@
+--! Previous: sha1:2a6cb165641b9dd1666af84dded7e16a713ae3d1
+--! Hash: sha1:992df271503886003b2990098285066d2dceec0e
+--! Message: lifecycle-result-shape
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 30-lifecycle-result-shape.sql
 -- Issue 28 item 3: the lifecycle billing_api functions return an explicit result,
 -- {"subscription": the public answer, "changed": bool, "provider": the provider call's
 -- facts}, instead of the public JSON with private "_provider"/"_changed" keys in it
