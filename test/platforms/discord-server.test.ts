@@ -254,6 +254,12 @@ describe('the validator fails what the OpenAPI document does not allow', () => {
     expect(server.memberRoles(guild.id, member.userId)).toEqual([]);
   });
 
+  test('a fault or limit naming no operation of the document is refused, not silently idle', () => {
+    expect(() => server.fault({ kind: 'server-error', operation: 'add_member_role' })).toThrow(/neither an operationId/);
+    expect(() => server.limit('PUT /guilds/{guild_id}/members/{user_id}/role/{role_id}', { limit: 1, windowMs: 1000 })).toThrow(/neither an operationId/);
+    server.fault({ kind: 'server-error', operation: 'PUT /guilds/{guild_id}/members/{user_id}/roles/{role_id}', times: 0 });
+  });
+
   test('a well-formed but wrong bot token is 401, as for a revoked bot, and not a violation', async () => {
     const member = server.addMember(guild.id);
     const e = await new REST({ api: server.api, version: '10' }).setToken('revoked-token')

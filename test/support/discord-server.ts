@@ -308,7 +308,14 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
     seq++;
     return (((BigInt(Date.now()) - 1420070400000n) << 22n) | (seq & 0xfffn)).toString();
   };
-  for (const [operation, limit] of Object.entries(opts.limits ?? {})) limits.set(bucketGroup(operation), limit);
+  // A fault or limit naming no operation of the document would never fire: refuse it.
+  const knownOperation = (name: string): string => {
+    const byTemplate = [...s.byOperationId.values()].find((o) => `${o.method} ${o.template}` === name);
+    if (byTemplate) return byTemplate.operationId;
+    if (s.byOperationId.has(name)) return name;
+    throw new Error(`${name} is neither an operationId nor "METHOD /template" of Discord's OpenAPI document`);
+  };
+  for (const [operation, limit] of Object.entries(opts.limits ?? {})) limits.set(bucketGroup(knownOperation(operation)), limit);
 
   const roleJson = (r: DiscordRole) => ({
     id: r.id, name: r.name, permissions: r.permissions, position: r.position, color: 0,
@@ -628,7 +635,10 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
             if (fault.global) return rateLimited(retryAfter, true, 'global', {});
             return rateLimited(retryAfter, false, fault.scope ?? 'user', bucketHeaders(b, 0, retryAfter * 1000));
           }
-          case 'server-error': return { status: fault.status ?? 500, body: { message: `${fault.status ?? 500}: Internal Server Error`, code: 0 } };
+          case 'server-error': {
+            const status = fault.status ?? 500;
+            return { status, body: { message: `${status}: ${http.STATUS_CODES[status] ?? 'Server Error'}`, code: 0 } };
+          }
           case 'missing-permissions': return { ...err(403, DiscordErrors.missingPermissions), headers };
           case 'unknown-member': return { ...err(404, DiscordErrors.unknownMember), headers };
         }
@@ -682,8 +692,8 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
       const m = guilds.get(guildId)?.members.get(userId);
       return m ? [...m.roles].sort() : null;
     },
-    fault: (f) => { faults.push({ ...f, left: f.times ?? 1 }); },
-    limit: (operation, l) => { limits.set(bucketGroup(operation), l); },
+    fault: (f) => { if (f.operation) knownOperation(f.operation); faults.push({ ...f, left: f.times ?? 1 }); },
+    limit: (operation, l) => { limits.set(bucketGroup(knownOperation(operation)), l); },
     requestsTo: (operationId) => requests.filter((r) => r.operationId === operationId),
     takeViolations: () => { const v = violations; violations = []; return v; },
     assertClean: () => {

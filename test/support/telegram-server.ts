@@ -447,7 +447,10 @@ export async function startTelegramServer(opts: { token?: string; acceptHttpWebh
       invite.joined.push(userId);
       return { joined: true };
     },
-    fault: (f) => { faults.push({ ...f, left: f.times ?? 1 }); },
+    fault: (f) => {
+      if (f.method && !byLowerName.has(f.method.toLowerCase())) throw new Error(`${f.method} is not a method the stand-in implements`);
+      faults.push({ ...f, left: f.times ?? 1 });
+    },
     requestsTo: (method) => requests.filter((r) => r.method.toLowerCase() === method.toLowerCase()),
     deliverUpdate: (update) => {
       if (!webhook) throw new Error('no webhook is set (setWebhook)');
