@@ -2,7 +2,7 @@
 // client (@discordjs/rest) with no network. It serves the few endpoints the service uses,
 // keeps guilds, members, their roles and channel overwrites in memory, and checks every
 // request against the OpenAPI description Discord publishes
-// (../shared/vendor/discord-openapi.json): the path template and method exist, path and
+// (test/support/vendor/discord-openapi.json): the path template and method exist, path and
 // query parameters match their schemas, the bot token is sent as the operation's security
 // asks, the JSON body matches the operation's requestBody schema (with no unknown top-level
 // field), and each answer it gives validates against the response schema of its status.
@@ -21,18 +21,9 @@ import addFormats from 'ajv-formats';
 
 type Json = Record<string, unknown>;
 
-/** The document: DISCORD_OPENAPI_PATH, else ../shared/vendor/ beside the checkout (or beside a
- * worktree's parent folder, /work/wt/<name> -> /work/shared). */
+/** The document: DISCORD_OPENAPI_PATH, else the copy kept in test/support/vendor/. */
 export function discordOpenApiPath(): string {
-  if (process.env.DISCORD_OPENAPI_PATH) return process.env.DISCORD_OPENAPI_PATH;
-  const root = path.resolve(__dirname, '../..');
-  const tried: string[] = [];
-  for (let dir = root, i = 0; i < 3; dir = path.dirname(dir), i++) {
-    const candidate = path.join(path.dirname(dir), 'shared/vendor/discord-openapi.json');
-    if (fs.existsSync(candidate)) return candidate;
-    tried.push(candidate);
-  }
-  throw new Error(`Discord's OpenAPI document was not found (tried ${tried.join(', ')}); set DISCORD_OPENAPI_PATH`);
+  return process.env.DISCORD_OPENAPI_PATH || path.join(__dirname, 'vendor/discord-openapi.json');
 }
 
 /** Discord's JSON error codes used here (discord-api-types RESTJSONErrorCodes). */
