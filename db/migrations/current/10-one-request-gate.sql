@@ -172,6 +172,9 @@ $$;
 grant execute on function billing.gate_open(text,text,jsonb,text,jsonb,boolean) to billing_api;
 grant execute on function billing.gate_close(jsonb,jsonb,jsonb) to billing_api;
 grant execute on function billing.api_call(text,text,jsonb,text,text,jsonb,jsonb,boolean) to billing_api;
+-- The gate (owner rights) keeps idempotency records; billing_api no longer calls them.
+revoke execute on function billing.idempotency_begin(text,text,text) from billing_api;
+revoke execute on function billing.idempotency_finish(text,text,text,integer,jsonb) from billing_api;
 
 -- The scope check leaves the operation functions: each function whose body holds a
 -- line "perform billing.require_scope('...');" is created again from its own
