@@ -30,20 +30,26 @@ declare
   v_state text;
   v_msg text;
 begin
-  if p_credential is not null then
+  if p_credential is not null and p_leased then
+    -- Two statements, not one with "p_leased or (...)": PostgreSQL would fold that
+    -- differently per value and plan it again on every call.
+    select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
+    from billing_private.api_keys k
+    where k.key_hash = p_credential and k.revoked_at is null;
+  elsif p_credential is not null then
     -- A scalar subquery, so the bucket is always one primary-key probe (a join may
     -- be planned as a scan of the bucket table, whose pages fill with dead versions);
     -- key ids are collate "C", the bucket column is not: without the collate clause
     -- the primary key cannot be used.
     select k.id, k.community_id, k.scopes,
-      p_leased or (select least(coalesce((p_limits->>'key_burst')::float8, 60),
+      (select least(coalesce((p_limits->>'key_burst')::float8, 60),
           b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
             * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
        from billing_private.rate_buckets b where b.bucket = ('key:' || k.id) collate "default")
       into v_key_id, v_community_id, v_scopes, v_available
     from billing_private.api_keys k
     where k.key_hash = p_credential and k.revoked_at is null;
-    if v_key_id is null and not p_leased then
+    if v_key_id is null then
       -- A session (15-operators.sql): its role's scopes; its bucket is keyed by the session id.
       select c->>'key_id', c->>'community_id', array(select jsonb_array_elements_text(c->'scopes')), c->>'member_id',
         (select least(coalesce((p_limits->>'key_burst')::float8, 60),
