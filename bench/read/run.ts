@@ -180,7 +180,7 @@ function pgbench(url: string, name: string, sql: string, pgoptions = '-c role=bi
 const lit = (s: string) => `('${s.replace(/'/g, "''").replace(/:/g, "' || chr(58) || '")}')`;
 
 function apiCallLeasedSql(keyHash: string, scope: string, op: string, args: string): string {
-  return `select billing.api_call_leased(${lit(keyHash)}, ${lit(scope)}, ${lit(op)}, ${args});\n`;
+  return `select billing.api_call(${lit(keyHash)}, null, null, ${lit(scope)}, ${lit(op)}, ${args}, null, true);\n`;
 }
 
 function apiCallSql(keyHash: string, scope: string, op: string, args: string): string {

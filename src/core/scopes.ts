@@ -1,5 +1,5 @@
-// The API key scopes (spec: "Authentication"). SQL checks them by name
-// (billing.require_scope); operations name the one they need.
+// The API key scopes (spec: "Authentication"). Each operation names the one it needs
+// (op.scope, its only declaration); the request gate checks it (billing.gate_open).
 export const SCOPES = [
   'subscriptions:read', 'subscriptions:write', 'plans:read', 'members:read', 'members:write',
   'purchases:read', 'analytics:read', 'events:read', 'discounts:read', 'checkout:write',

@@ -21,7 +21,7 @@ export const GRAPHIQL_PATH = '/graphiql';
  */
 export const GRAPHQL_STATEMENT_TIMEOUT_MS = 3000;
 
-/** The transaction-local settings of one request: the same ones billing.api_auth sets for REST. */
+/** The transaction-local settings of one request: the same ones billing.gate_open sets for REST. */
 export function pgSettingsFor(identity: Identity): Record<string, string> {
   return {
     role: 'billing_api',

@@ -1,92 +1,26 @@
-// Runs one operation for one caller: validation, authentication, rate limiting,
-// tenant setup, idempotency and the operation itself. REST and MCP both call this,
-// so every door gets the same guarantees.
+// Runs one operation for one caller: validation of its input, then the request gate
+// (gate.ts: authentication, rate limiting, tenant, scope, idempotency and the
+// operation itself). REST, MCP, GraphQL and the pages all call this, so every door
+// gets the same guarantees.
 import crypto from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
 import { type CursorBinding, decodeCursor, filtersDigest } from '../core/cursor';
-import { ApiError, databaseUnavailable, databaseUnavailableCause, fromSqlState, ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
-import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
-import { rateLimitRefusals } from '../core/metrics';
-import type { Operation, OpContext, Services } from '../domain/operation';
-import { retryConflicts } from '../db/community-transaction';
-import { type RateLimitInfo, TokenLeases } from './token-leases';
+import { ApiError } from '../core/errors';
+import type { Operation, Services } from '../domain/operation';
+import { Gate, type IdempotencyKey } from './gate';
+import { type Caller, type Identity, type Outcome, problemOutcome, unavailableOutcome } from './outcome';
+import type { RateLimitInfo } from './token-leases';
 
-export interface Caller {
-  /** The bearer key as sent, or null when missing or malformed. */
-  key: string | null;
-  /**
-   * An operator's dashboard session token instead of a key: the database recognises
-   * its hash as it does a key's and answers its role's scopes (15-operators.sql).
-   */
-  session?: string | null;
-  ip: string;
-  /** Scheme and Host header the request arrived with (the base URL outside production). */
-  origin?: { protocol: string; host: string | undefined } | null;
-  /** Told who the key belongs to once it is recognised (access log fields). */
-  identified?: (communityId: string, keyId: string) => void;
-}
+export { problemOutcome, unavailableOutcome } from './outcome';
+export type { Caller, Identity, Outcome, RateLimitInfo } from './outcome';
 
 export interface RawInput {
   params?: Record<string, unknown>;
   query?: Record<string, unknown>;
   body?: unknown;
   idempotencyKey?: string;
-}
-
-export type { RateLimitInfo } from './token-leases';
-
-export interface Outcome {
-  status: number;
-  body: unknown;
-  /**
-   * The body as JSON text when the database wrote it (SQL operations): REST sends it
-   * unchanged, so a 100-row list is neither parsed nor re-serialised in Node; `body`
-   * parses it only when a door reads it (MCP).
-   */
-  bodyText?: string;
-  problem: boolean;
-  rateLimit?: RateLimitInfo;
-  replayed?: boolean;
-  /** A handler's own Retry-After (extra.retry_after), applied to rateLimit at the end; or an outage's. */
-  retryAfter?: number;
-  /** Why it failed, for the request's log line only (e.g. the database is unreachable). */
-  cause?: string;
-}
-
-/** An authenticated caller: the key's community and scopes, and its bucket after this request's token. */
-export interface Identity {
-  communityId: string;
-  keyId: string;
-  scopes: string[];
-  rl: RateLimitInfo;
-}
-
-interface AuthResult {
-  ok: boolean;
-  error?: 'unauthorized' | 'rate_limited';
-  community_id?: string;
-  key_id?: string;
-  scopes?: string[];
-  rl: RateLimitInfo;
-  replayed?: boolean;
-  result?: unknown;
-  error_detail?: never;
-}
-
-type SqlOutcome = AuthResult & { error?: unknown };
-
-/** A success whose body is the database's JSON text, parsed on first read. */
-function textOutcome(status: number, text: string, rateLimit: RateLimitInfo, replayed: boolean): Outcome {
-  let parsed: { value: unknown } | null = null;
-  return {
-    status, problem: false, rateLimit, replayed, bodyText: text,
-    get body() {
-      parsed ??= { value: JSON.parse(text) as unknown };
-      return parsed.value;
-    },
-  };
 }
 
 function canonical(value: unknown): string {
@@ -96,22 +30,6 @@ function canonical(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
-}
-
-export function problemOutcome(err: ApiError, rateLimit?: RateLimitInfo): Outcome {
-  const outcome: Outcome = { status: err.status, body: err.toProblem(), problem: true, rateLimit };
-  if (err.retryAfter !== undefined) outcome.retryAfter = err.retryAfter;
-  if (err.logCause !== undefined) outcome.cause = err.logCause;
-  return outcome;
-}
-
-/**
- * The 503 Outcome when err says the database cannot be reached (src/core/errors.ts
- * databaseUnavailableCause), else null: an outage is an answer, not an exception.
- */
-export function unavailableOutcome(err: unknown): Outcome | null {
-  const cause = databaseUnavailableCause(err);
-  return cause ? problemOutcome(databaseUnavailable(cause)) : null;
 }
 
 /** Names the field and the rule that failed, e.g. "limit: must be at most 100". */
@@ -280,20 +198,15 @@ export function parseInput(op: Operation, raw: RawInput): { ok: true; input: Rec
   return { ok: true, input };
 }
 
-// The two statements every SQL operation runs, as named prepared statements: each
-// connection parses and plans them once instead of on every request.
-const API_CALL_LEASED = `select o - 'result' as r, (o->'result')::text as t from billing.api_call_leased($1, $2, $3, $4) o`;
-const API_CALL = `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7) o`;
-
 export class Executor {
-  private readonly leases: TokenLeases;
+  private readonly gate: Gate;
 
   constructor(
-    private readonly pool: pg.Pool,
+    pool: pg.Pool,
     readonly config: Config,
     readonly services: Services,
   ) {
-    this.leases = new TokenLeases(pool, config.rateLimits, config.tokenLeaseMs);
+    this.gate = new Gate(pool, config, services, (caller) => this.baseUrlFor(caller));
   }
 
   /** The base URL of the links this caller's request hands out (src/core/config.ts baseUrlFor). */
@@ -301,261 +214,43 @@ export class Executor {
     return baseUrlFor(this.config, caller.origin);
   }
 
-  private keyHash(caller: Caller): string | null {
-    if (caller.session !== undefined) return caller.session && SESSION_TOKEN_PATTERN.test(caller.session) ? hashKey(caller.session) : null;
-    return caller.key && KEY_PATTERN.test(caller.key) ? hashKey(caller.key) : null;
-  }
-
-  /** Authenticates and takes a rate token without running anything (error paths). */
+  /**
+   * Authenticates and takes a rate token without running anything (a door's own
+   * refusals): the caller's 401, 429 or 403 missing_scope, else its bucket.
+   */
   async authenticateOnly(caller: Caller, scope: string | null): Promise<Outcome | RateLimitInfo> {
-    const { rows } = await this.pool.query<{ r: SqlOutcome }>(
-      'select billing.api_call($1, $2, $3, $4, null, null) as r',
-      [this.keyHash(caller), caller.ip, this.config.rateLimits, scope],
-    );
-    const auth = rows[0].r;
-    const failed = this.authFailure(auth, caller);
-    if (failed) return failed;
-    if (auth.error) return this.mapSqlOutcome(auth, 200);
-    return auth.rl;
+    const passed = await this.gate.pass(caller, scope);
+    return 'outcome' in passed ? passed.outcome : passed.identity.rl;
   }
 
   /**
    * Who is calling, for a door that runs its own SQL under the caller's settings
-   * (GraphQL): authenticates the key and takes a token from the same bucket as REST
-   * (billing_private.authenticate, the lookup billing.api_auth makes). A missing,
-   * unknown or revoked key, or an empty bucket, is the same Outcome REST answers.
+   * (GraphQL): the gate identifies the caller and takes a token from the same bucket
+   * as REST. A missing, unknown or revoked key, or an empty bucket, is the same
+   * Outcome REST answers.
    */
   async identify(caller: Caller): Promise<{ ok: true; identity: Identity } | { ok: false; outcome: Outcome }> {
-    const { rows } = await this.pool.query<{ r: SqlOutcome }>(
-      'select billing_private.authenticate($1, $2, $3) as r',
-      [this.keyHash(caller), caller.ip, this.config.rateLimits],
-    );
-    const auth = rows[0].r;
-    const failed = this.authFailure(auth, caller);
-    if (failed) return { ok: false, outcome: failed };
-    return { ok: true, identity: { communityId: auth.community_id!, keyId: auth.key_id!, scopes: auth.scopes ?? [], rl: auth.rl } };
-  }
-
-  private authFailure(auth: SqlOutcome, caller: Caller): Outcome | null {
-    if (auth.community_id && auth.key_id) caller.identified?.(auth.community_id, auth.key_id);
-    if (auth.ok) return null;
-    if (auth.error === 'rate_limited') {
-      rateLimitRefusals.inc();
-      const err = new ApiError('rate_limited', `Too many requests; retry after ${auth.rl.retry_after} seconds.`);
-      return problemOutcome(err, auth.rl);
-    }
-    return problemOutcome(new ApiError('unauthorized', UNAUTHORIZED_DETAIL), auth.rl);
-  }
-
-  private mapSqlOutcome(out: SqlOutcome, successStatus: number): Outcome {
-    const rl = out.rl;
-    const replayed = out.replayed === true;
-    const err = out.error as { sqlstate?: string; message?: string; detail?: string | null } | undefined;
-    const problem = (out as { problem?: ProblemBody }).problem;
-    if (problem) return { status: problem.status, body: problem, problem: true, rateLimit: rl, replayed };
-    if (err && typeof err === 'object') {
-      const apiError = fromSqlState(err.sqlstate ?? '', err.message ?? '', err.detail) ?? new ApiError('internal_error', 'An unexpected error occurred.');
-      return { ...problemOutcome(apiError, rl), replayed };
-    }
-    return { status: successStatus, body: out.result, problem: false, rateLimit: rl, replayed };
-  }
-
-  /** The answer of billing.api_call or api_call_leased: the envelope, and the result as text. */
-  private sqlAnswer(out: SqlOutcome, text: string | null, caller: Caller, status: number): Outcome {
-    const failed = this.authFailure(out, caller);
-    if (failed) return failed;
-    if (text !== null && !out.error && !(out as { problem?: unknown }).problem) return textOutcome(status, text, out.rl, out.replayed === true);
-    return this.mapSqlOutcome(text === null ? out : { ...out, result: JSON.parse(text) as unknown }, status);
+    const passed = await this.gate.pass(caller, null);
+    return 'outcome' in passed ? { ok: false, outcome: passed.outcome } : { ok: true, identity: passed.identity };
   }
 
   async run(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
     try {
-      return await this.runOrThrow(op, caller, raw);
+      const refused = refusedIdempotencyKey(op, raw);
+      const parsed = refused ? { ok: false as const, error: refused } : parseInput(op, raw);
+      if (!parsed.ok) {
+        const auth = await this.authenticateOnly(caller, op.scope);
+        if ('status' in auth) return auth;
+        return problemOutcome(parsed.error, auth);
+      }
+      const idem: IdempotencyKey | null = op.idempotent && raw.idempotencyKey !== undefined
+        ? { endpoint: `${op.method} ${op.path}`, key: raw.idempotencyKey, hash: crypto.createHash('sha256').update(canonical({ params: raw.params ?? {}, body: raw.body ?? {} })).digest('hex') }
+        : null;
+      return await this.gate.run(op, caller, parsed.input, idem);
     } catch (err) {
       const unavailable = unavailableOutcome(err);
       if (unavailable) return unavailable;
       throw err;
     }
   }
-
-  private async runOrThrow(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {
-    const refused = refusedIdempotencyKey(op, raw);
-    const parsed = refused ? { ok: false as const, error: refused } : parseInput(op, raw);
-    if (!parsed.ok) {
-      const auth = await this.authenticateOnly(caller, op.scope);
-      if ('status' in auth) return auth;
-      return problemOutcome(parsed.error, auth);
-    }
-    const idem = op.idempotent && raw.idempotencyKey !== undefined
-      ? { endpoint: `${op.method} ${op.path}`, key: raw.idempotencyKey, hash: crypto.createHash('sha256').update(canonical({ params: raw.params ?? {}, body: raw.body ?? {} })).digest('hex') }
-      : null;
-    const status = op.status ?? 200;
-    if (op.sql) {
-      const sql = op.sql;
-      const hash = this.keyHash(caller);
-      // Keys only: a dashboard or portal session takes its token per request (billing.api_call).
-      if (!idem && hash && caller.session === undefined && this.leases.enabled) {
-        const lease = await this.leases.take(hash);
-        if (lease.kind === 'limited') {
-          rateLimitRefusals.inc();
-          return problemOutcome(new ApiError('rate_limited', `Too many requests; retry after ${lease.rl.retry_after} seconds.`), lease.rl);
-        }
-        if (lease.kind === 'token') {
-          const answer = await retryConflicts(async () => {
-            const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>({
-              name: 'api_call_leased', text: API_CALL_LEASED, values: [hash, op.scope, sql, parsed.input] });
-            return rows[0];
-          });
-          // Revoked since the lease: answered as any unknown key is, below.
-          if (answer.r.ok) return this.sqlAnswer({ ...answer.r, rl: lease.rl }, answer.t, caller, status);
-        }
-      }
-      return retryConflicts(async () => {
-        // The result comes back as text (see Outcome.bodyText); the rest is small.
-        const { rows } = await this.pool.query<{ r: SqlOutcome; t: string | null }>({
-          name: 'api_call', text: API_CALL, values: [hash, caller.ip, this.config.rateLimits, op.scope, sql, parsed.input, idem] });
-        return this.sqlAnswer(rows[0].r, rows[0].t, caller, status);
-      });
-    }
-    return retryConflicts(() => this.runHandler(op, caller, parsed.input, idem, status));
-  }
-
-  private async runHandler(op: Operation, caller: Caller, input: Record<string, unknown>,
-    idem: { endpoint: string; key: string; hash: string } | null, status: number): Promise<Outcome> {
-    const client = await this.pool.connect();
-    let open = false;
-    let released = false;
-    let broken: Error | undefined;
-    try {
-      await client.query('begin');
-      open = true;
-      // Lock order (db/migrations/fixtures/10-tenancy.sql): the key's rate bucket is
-      // taken last, after the operation's rows, unless it is already empty (429 first).
-      const { rows } = await client.query<{ r: SqlOutcome & { token_available?: boolean } }>('select billing.api_auth_deferred($1, $2, $3) as r',
-        [this.keyHash(caller), caller.ip, this.config.rateLimits]);
-      const auth = rows[0].r;
-      const failed = this.authFailure(auth, caller);
-      if (failed) {
-        await client.query('commit');
-        open = false;
-        return failed;
-      }
-      let rl: (RateLimitInfo & { allowed: boolean }) | null = null;
-      const takeToken = async (): Promise<RateLimitInfo & { allowed: boolean }> => {
-        const r = await client.query<{ r: RateLimitInfo & { allowed: boolean } }>('select billing_private.take_key_token($1) as r', [this.config.rateLimits]);
-        rl = r.rows[0].r;
-        return r.rows[0].r;
-      };
-      const limited = (token: RateLimitInfo) =>
-        problemOutcome(new ApiError('rate_limited', `Too many requests; retry after ${token.retry_after} seconds.`), token);
-      if (!auth.token_available) {
-        const token = await takeToken();
-        if (!token.allowed) {
-          await client.query('commit');
-          open = false;
-          return limited(token);
-        }
-      }
-      if (op.scope && !auth.scopes?.includes(op.scope)) {
-        const token = rl ?? await takeToken();
-        await client.query('commit');
-        open = false;
-        if (!token.allowed) return limited(token);
-        return problemOutcome(new ApiError('missing_scope', `This key lacks the scope ${op.scope}.`, { extra: { required_scope: op.scope } }), token);
-      }
-      /** The token, taken last; null when the bucket emptied meanwhile (nothing is kept). */
-      const lastToken = async (): Promise<RateLimitInfo | null> => {
-        const token = rl ?? await takeToken();
-        return token.allowed ? token : null;
-      };
-      if (idem) {
-        const replay = await client.query<{ r: { body: SqlOutcome } | null }>('select billing.idempotency_begin($1, $2, $3) as r', [idem.endpoint, idem.key, idem.hash]);
-        const stored = replay.rows[0].r;
-        if (stored) {
-          const token = await lastToken();
-          await client.query('commit');
-          open = false;
-          if (!token) return limited(rl!);
-          const body = op.idempotencySeal && 'result' in stored.body
-            ? { ...stored.body, result: op.idempotencySeal.unseal(stored.body.result, { communityId: auth.community_id!, services: this.services }) }
-            : stored.body;
-          return { ...this.mapSqlOutcome({ ...body, rl: token, ok: true }, status), replayed: true };
-        }
-      }
-      if (typeof input.cursor_list === 'string') {
-        // What billing.encode_cursor binds next_cursor to (SQL operations: op_dispatch sets it).
-        await client.query(`select set_config('app.cursor_list', $1, true), set_config('app.cursor_filters', $2, true)`,
-          [input.cursor_list, input.cursor_filters]);
-      }
-      const ctx: OpContext = {
-        query: (text, values) => client.query(text, values as unknown[]),
-        call: async <T>(fn: string, args: unknown) => {
-          const r = await client.query<{ r: T }>(`select billing_api.${fn.replace(/[^a-z0-9_]/g, '')}($1) as r`, [args]);
-          return r.rows[0].r;
-        },
-        communityId: auth.community_id!,
-        keyId: auth.key_id!,
-        config: this.config,
-        baseUrl: this.baseUrlFor(caller),
-        services: this.services,
-        afterCommit: (fn) => {
-          if (idem) throw new Error(`operation ${op.name} is idempotent and cannot answer after commit`);
-          afterCommit = fn;
-        },
-      };
-      let afterCommit: (() => Promise<unknown>) | null = null;
-      let stored: Record<string, unknown>;
-      let outcome: Outcome;
-      await client.query('savepoint op');
-      try {
-        const result = await op.handler!(ctx, input);
-        await client.query('release savepoint op');
-        stored = { result: op.idempotencySeal && idem ? op.idempotencySeal.seal(result, { communityId: auth.community_id!, services: this.services }) : result };
-        outcome = { status, body: result, problem: false };
-      } catch (err) {
-        const apiError = toApiError(err);
-        // Neither a bug nor an outage is an answer to keep under the Idempotency-Key:
-        // both roll the whole request back (below) and are never replayed.
-        if (apiError.code === 'internal_error' || databaseUnavailableCause(err)) throw err;
-        await client.query('rollback to savepoint op');
-        stored = { problem: apiError.toProblem() };
-        // A handler's own limit (e.g. webhook test pings) sets Retry-After through extra.retry_after.
-        const retryAfter = apiError.extra.retry_after;
-        outcome = problemOutcome(apiError);
-        if (typeof retryAfter === 'number') outcome.retryAfter = retryAfter;
-      }
-      if (idem) {
-        await client.query('select billing.idempotency_finish($1, $2, $3, 0, $4)', [idem.endpoint, idem.key, idem.hash, stored]);
-      }
-      const token = await lastToken();
-      if (!token) {
-        // The bucket emptied while this request worked: undo it all and answer 429.
-        await client.query('rollback');
-        open = false;
-        return limited(rl!);
-      }
-      outcome.rateLimit = outcome.retryAfter !== undefined ? { ...token, retry_after: outcome.retryAfter } : token;
-      delete outcome.retryAfter;
-      await client.query('commit');
-      open = false;
-      if (afterCommit && !outcome.problem) {
-        // Slow outside work (e.g. a synchronous webhook ping) runs without holding the
-        // transaction or, once released below, the connection.
-        client.release();
-        released = true;
-        return { ...outcome, body: await (afterCommit as () => Promise<unknown>)() };
-      }
-      return outcome;
-    } catch (err) {
-      // A connection that failed is not handed back to the pool for the next request.
-      if (databaseUnavailableCause(err)) broken = err as Error;
-      else if (open) await client.query('rollback').catch((e: Error) => { broken = e; });
-      const apiError = toApiError(err);
-      if (apiError.code === 'internal_error') throw err;
-      return problemOutcome(apiError);
-    } finally {
-      if (!released) client.release(broken);
-    }
-  }
 }
-

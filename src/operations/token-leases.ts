@@ -10,7 +10,7 @@
 //   them back (they are lost only if the process stops first);
 // - tokens leased while the bucket was full and still unspent when it refilled let a
 //   key spend up to size - 1 tokens more than its burst within one lease lifetime.
-// The key itself is checked again on every request (billing.api_call_leased): a
+// The key itself is checked again on every request (billing.api_call with p_leased, src/operations/gate.ts): a
 // revocation holds from the next request on.
 import type pg from 'pg';
 import type { RateLimits } from '../core/config';

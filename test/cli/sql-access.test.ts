@@ -184,7 +184,7 @@ test('every function of ours it can execute is on a short list, and none shows t
     // B's clock is 100 days ahead; the operator of A cannot read it.
     expect(r).toEqual({ cur: a, op: a, own_offset: 0, other_offset: 0 });
   });
-  for (const sql of ['select billing_api.subscriptions_list(\'{}\')', `select billing.api_auth(null, null, '{}')`, `select billing.apply_due('${b}')`]) {
+  for (const sql of ['select billing_api.subscriptions_list(\'{}\')', `select billing.gate_open(null, null, '{}', null)`, `select billing.apply_due('${b}')`]) {
     await asOperator(async (c) => { await expect(c.query(sql)).rejects.toThrow(/permission denied/); });
   }
 });

@@ -79,16 +79,12 @@ test('a viewer cannot change anything: the database refuses its writes', async (
   expect(create.body).toMatchObject({ code: 'missing_scope' });
   const webhook = await executor.run(dashboardOperation('create_webhook_endpoint'), caller(token), { body: { url: 'https://example.com/hook' } });
   expect(webhook.status).toBe(403);
-  // The same refusal inside SQL, whatever a page or handler would do.
-  const client = await app.api.connect();
-  try {
-    await client.query('begin');
-    await client.query("select billing.api_auth($1, '127.0.0.1', '{}')", [require('../../src/core/ids').hashKey(token)]);
-    await expect(client.query(`select billing_api.api_keys_create('{"scopes":["plans:read"],"prefix":"bk_x","key_hash":"x"}')`)).rejects.toThrow(/lacks the scope keys:write/);
-  } finally {
-    await client.query('rollback');
-    client.release();
-  }
+  // The same refusal inside SQL, whatever a page or handler would do: the gate the
+  // database offers runs no operation for a scope the session's role lacks.
+  const { rows } = await app.api.query(`select billing.api_call($1, '127.0.0.1', '{}', 'keys:write', 'api_keys_create', $2) as r`,
+    [require('../../src/core/ids').hashKey(token), { scopes: ['plans:read'], prefix: 'bk_x', key_hash: 'x' }]);
+  expect(rows[0].r).toMatchObject({ ok: true, error: { sqlstate: 'BL403', detail: 'keys:write' } });
+  expect(rows[0].r.result).toBeUndefined();
 });
 
 test('an admin creates a key with scopes it holds, never keys:*, and revokes it', async () => {

@@ -73,10 +73,10 @@ test('the entitlement check, a list and the per-request token path plan no SQL f
 
   const seen = await plannedPerCall(async (c) => {
     // A leased token (the hot path), then the lease itself.
-    const leased = await c.query(`select billing.api_call_leased($1, 'members:read', 'entitlements_check', $2) as r`, [hash, check]);
+    const leased = await c.query(`select billing.api_call($1, null, null, 'members:read', 'entitlements_check', $2, null, true) as r`, [hash, check]);
     expect(leased.rows[0].r.result.entitled).toBe(true);
     await c.query('select billing_private.lease_key_tokens($1, 6, $2, 0)', [hash, LIMITS]);
-    await c.query(`select billing.api_call_leased($1, 'subscriptions:read', 'subscriptions_list', '{"limit": 100}') as r`, [hash]);
+    await c.query(`select billing.api_call($1, null, null, 'subscriptions:read', 'subscriptions_list', '{"limit": 100}', null, true) as r`, [hash]);
     // A token per request (no lease: bursts under 20, sessions).
     const perRequest = await c.query(`select billing.api_call($1, '127.0.0.1', $2, 'members:read', 'entitlements_check', $3, null) as r`, [hash, LIMITS, check]);
     expect(perRequest.rows[0].r.ok).toBe(true);

@@ -25,7 +25,7 @@ test('op_dispatch names every billing_api operation taking (p_args jsonb) and re
 });
 
 test('the API calls operations through op_dispatch, never EXECUTE of its own', async () => {
-  for (const fn of ['billing.api_call_leased', 'billing.api_call', 'billing.api_call_deferred']) {
+  for (const fn of ['billing.api_call']) {
     const { rows } = await owner.query<{ src: string }>(`select prosrc as src from pg_proc where oid = $1::regproc`, [fn]);
     expect(rows[0].src).toContain('billing_private.op_dispatch(p_op, p_args)');
     expect(rows[0].src).not.toMatch(/execute format\('select billing_api/);

@@ -54,11 +54,11 @@ test("the owner's default privileges keep new functions from PUBLIC", async () =
   expect(rows[0].n).toBe(1);
 });
 
-test('billing_api can execute the API door and every billing_api operation', async () => {
+test('billing_api can execute the API door (the request gate) and every billing_api operation', async () => {
   const { rows } = await owner.query(`
     select p.oid::regprocedure::text as fn, has_function_privilege('billing_api', p.oid, 'execute') as ok
     from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'billing_api'
-    union all select 'billing.api_call', has_function_privilege('billing_api', 'billing.api_call(text, text, jsonb, text, text, jsonb, jsonb)', 'execute')`);
+    union all select 'billing.api_call', has_function_privilege('billing_api', 'billing.api_call(text, text, jsonb, text, text, jsonb, jsonb, boolean)', 'execute')`);
   expect(rows.length).toBeGreaterThan(30);
   for (const r of rows) expect([r.fn, r.ok]).toEqual([r.fn, true]);
 });

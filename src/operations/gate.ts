@@ -1,0 +1,299 @@
+// The request gate: the one way an operation reaches the database, whichever door it
+// came through (REST, MCP, GraphQL, the pages) and whether it runs in SQL or in
+// TypeScript. This module is the only code that sends the gate's SQL functions
+// (db/migrations/fixtures/10-tenancy.sql; test/operations/single-entry.test.ts):
+//
+//   billing.gate_open   the credential (key or session), 429 first if its bucket is
+//                       already empty, the tenant settings, op.scope (the registry's,
+//                       the only declaration of it), the Idempotency-Key (replay);
+//   billing.gate_close  the answer kept under the Idempotency-Key, the rate token LAST;
+//   billing.api_call    both around a SQL operation in one round trip.
+//
+// A SQL operation is one statement (api_call, a named prepared statement); a handler
+// runs between gate_open and gate_close in one transaction, in a savepoint so that its
+// error is answered (and kept) with its writes undone. Every answer, errors included,
+// has taken its rate token; when the bucket empties while a request works, gate_close
+// raises BL429 and the whole request is undone (a 429). docs/decisions/one-request-gate.md
+import type pg from 'pg';
+import type { Config } from '../core/config';
+import { ApiError, databaseUnavailableCause, fromSqlState, type ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
+import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
+import { rateLimitRefusals } from '../core/metrics';
+import { retryConflicts } from '../db/community-transaction';
+import type { Operation, OpContext, Services } from '../domain/operation';
+import { type Caller, type Identity, type Outcome, problemOutcome, textOutcome } from './outcome';
+import { type RateLimitInfo, TokenLeases } from './token-leases';
+
+/** The Idempotency-Key of a request: what billing.idempotency_begin/finish key the record by. */
+export interface IdempotencyKey {
+  endpoint: string;
+  key: string;
+  hash: string;
+}
+
+/** An error as SQL returns it in a value (the operation's, a missing scope, a reused key). */
+interface SqlError {
+  sqlstate?: string;
+  message?: string;
+  detail?: string | null;
+}
+
+/** An answer kept under an Idempotency-Key: a SQL operation's result or error, a handler's result or problem. */
+interface StoredAnswer {
+  result?: unknown;
+  error?: SqlError;
+  problem?: ProblemBody;
+}
+
+/** What billing.gate_open and billing.api_call answer (10-tenancy.sql). */
+interface GateAnswer {
+  ok: boolean;
+  result?: unknown;
+  problem?: ProblemBody;
+  community_id?: string;
+  key_id?: string;
+  scopes?: string[];
+  rl?: RateLimitInfo;
+  /** gate_open: unauthorized / rate_limited when not ok, else an error answered without running the operation. */
+  error?: SqlError | 'unauthorized' | 'rate_limited';
+  /** gate_open: the answer stored under the Idempotency-Key. */
+  replay?: StoredAnswer;
+  /** api_call: the answer came from the idempotency record. */
+  replayed?: boolean;
+}
+
+/** A handler's answer, and what the idempotency record keeps of it. */
+interface HandlerAnswer {
+  outcome: Outcome;
+  stored: StoredAnswer | null;
+}
+
+// The statement of every SQL operation, prepared once per connection (its name). The
+// result comes back as text (Outcome.bodyText); the rest is small.
+const API_CALL = `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7, $8) o`;
+const GATE_OPEN = 'select billing.gate_open($1, $2, $3, $4, $5) as r';
+const GATE_CLOSE = 'select billing.gate_close($1, $2, $3) as r';
+
+/** The bucket of a request gate_close refused (BL429, the bucket as JSON in its detail), else null. */
+function emptiedBucket(err: unknown): RateLimitInfo | null {
+  const e = err as { code?: unknown; detail?: unknown };
+  if (e?.code !== 'BL429' || typeof e.detail !== 'string') return null;
+  return JSON.parse(e.detail) as RateLimitInfo;
+}
+
+function limited(rl: RateLimitInfo): Outcome {
+  rateLimitRefusals.inc();
+  return problemOutcome(new ApiError('rate_limited', `Too many requests; retry after ${rl.retry_after} seconds.`), rl);
+}
+
+function sqlProblem(err: SqlError, rl: RateLimitInfo | undefined): Outcome {
+  const apiError = fromSqlState(err.sqlstate ?? '', err.message ?? '', err.detail) ?? new ApiError('internal_error', 'An unexpected error occurred.');
+  return problemOutcome(apiError, rl);
+}
+
+/** A stored or returned answer as an Outcome (the success body as a value). */
+function answerOutcome(answer: StoredAnswer, status: number, rl: RateLimitInfo | undefined, replayed: boolean): Outcome {
+  if (answer.problem) return { status: answer.problem.status, body: answer.problem, problem: true, rateLimit: rl, replayed };
+  if (answer.error) return { ...sqlProblem(answer.error, rl), replayed };
+  return { status, body: answer.result, problem: false, rateLimit: rl, replayed };
+}
+
+export class Gate {
+  private readonly leases: TokenLeases;
+
+  constructor(private readonly pool: pg.Pool, private readonly config: Config, private readonly services: Services,
+    private readonly baseUrlFor: (caller: Caller) => string) {
+    this.leases = new TokenLeases(pool, config.rateLimits, config.tokenLeaseMs);
+  }
+
+  /** Runs op for caller on its parsed input: every operation of every door comes here. */
+  run(op: Operation, caller: Caller, input: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Outcome> {
+    return op.sql ? this.sqlOperation(op, op.sql, caller, input, idem) : this.handlerOperation(op, caller, input, idem);
+  }
+
+  /**
+   * Identifies the caller and takes its token without running anything: refused input
+   * (answered with the caller's own 401/429/403 first) and GraphQL, which runs its
+   * own statements under the identity. A missing scope is an outcome.
+   */
+  async pass(caller: Caller, scope: string | null): Promise<{ identity: Identity } | { outcome: Outcome }> {
+    const { r } = await this.apiCall([this.credential(caller), caller.ip, this.config.rateLimits, scope, null, null, null, false]);
+    const refused = this.refused(r, caller);
+    if (refused) return { outcome: refused };
+    if (typeof r.error === 'object') return { outcome: sqlProblem(r.error, r.rl) };
+    return { identity: { communityId: r.community_id!, keyId: r.key_id!, scopes: r.scopes ?? [], rl: r.rl! } };
+  }
+
+  /** The sha256 the database knows the key or session by, or null when malformed or missing. */
+  private credential(caller: Caller): string | null {
+    if (caller.session !== undefined) return caller.session && SESSION_TOKEN_PATTERN.test(caller.session) ? hashKey(caller.session) : null;
+    return caller.key && KEY_PATTERN.test(caller.key) ? hashKey(caller.key) : null;
+  }
+
+  /** 401 or 429 when the gate did not open; tells the caller who it is once known. */
+  private refused(open: GateAnswer, caller: Caller): Outcome | null {
+    if (open.community_id && open.key_id) caller.identified?.(open.community_id, open.key_id);
+    if (open.ok) return null;
+    if (open.error === 'rate_limited') return limited(open.rl!);
+    return problemOutcome(new ApiError('unauthorized', UNAUTHORIZED_DETAIL), open.rl);
+  }
+
+  /** billing.api_call, run again whole on a deadlock; a bucket emptied meanwhile answers rate_limited. */
+  private async apiCall(values: unknown[]): Promise<{ r: GateAnswer; t: string | null }> {
+    try {
+      return await retryConflicts(async () => {
+        const { rows } = await this.pool.query<{ r: GateAnswer; t: string | null }>({ name: 'api_call', text: API_CALL, values });
+        return rows[0];
+      });
+    } catch (err) {
+      const rl = emptiedBucket(err);
+      if (rl) return { r: { ok: false, error: 'rate_limited', rl }, t: null };
+      throw err;
+    }
+  }
+
+  /**
+   * One round trip. A key's token comes from this process's lease when it has one
+   * (no bucket write); a session, an Idempotency-Key or a revoked key take theirs in
+   * the database, per request.
+   */
+  private async sqlOperation(op: Operation, sql: string, caller: Caller, input: Record<string, unknown>,
+    idem: IdempotencyKey | null): Promise<Outcome> {
+    const status = op.status ?? 200;
+    const credential = this.credential(caller);
+    if (!idem && credential && caller.session === undefined && this.leases.enabled) {
+      const lease = await this.leases.take(credential);
+      if (lease.kind === 'limited') return limited(lease.rl);
+      if (lease.kind === 'token') {
+        const answer = await this.apiCall([credential, null, null, op.scope, sql, input, null, true]);
+        // Revoked since the lease: answered below, as any unknown key is.
+        if (answer.r.ok) return this.sqlOutcome({ ...answer.r, rl: lease.rl }, answer.t, caller, status);
+      }
+    }
+    const answer = await this.apiCall([credential, caller.ip, this.config.rateLimits, op.scope, sql, input, idem, false]);
+    return this.sqlOutcome(answer.r, answer.t, caller, status);
+  }
+
+  private sqlOutcome(out: GateAnswer, text: string | null, caller: Caller, status: number): Outcome {
+    const refused = this.refused(out, caller);
+    if (refused) return refused;
+    const replayed = out.replayed === true;
+    if (text !== null && !out.error && !out.problem) return textOutcome(status, text, out.rl!, replayed);
+    const error = typeof out.error === 'object' ? out.error : undefined;
+    return answerOutcome({ result: text === null ? out.result : JSON.parse(text) as unknown, error, problem: out.problem }, status, out.rl, replayed);
+  }
+
+  /**
+   * gate_open, the handler, gate_close in one transaction with one commit. Whatever
+   * the gate answered (even 401 or 429: the IP's token) is committed; only a bug, an
+   * outage or a bucket emptied meanwhile roll the request back whole.
+   */
+  private handlerOperation(op: Operation, caller: Caller, input: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Outcome> {
+    return retryConflicts(async () => {
+      const later: { fn?: () => Promise<unknown> } = {};
+      const client = await this.pool.connect();
+      let broken: Error | undefined;
+      let outcome: Outcome;
+      try {
+        try {
+          await client.query('begin');
+          outcome = await this.throughGate(client, op, caller, input, idem, later);
+          await client.query('commit');
+        } catch (err) {
+          // A connection that failed is not handed back to the pool for the next request.
+          if (databaseUnavailableCause(err)) broken = err as Error;
+          else await client.query('rollback').catch((e: Error) => { broken = e; });
+          throw err;
+        }
+      } catch (err) {
+        const rl = emptiedBucket(err);
+        if (rl) return limited(rl);
+        const apiError = toApiError(err);
+        if (apiError.code === 'internal_error' || databaseUnavailableCause(err)) throw err;
+        return problemOutcome(apiError);
+      } finally {
+        client.release(broken);
+      }
+      // Slow outside work (e.g. a synchronous webhook ping) runs after commit, without
+      // holding the transaction or the connection.
+      if (later.fn && !outcome.problem) return { ...outcome, body: await later.fn() };
+      return outcome;
+    });
+  }
+
+  private async throughGate(client: pg.PoolClient, op: Operation, caller: Caller, input: Record<string, unknown>,
+    idem: IdempotencyKey | null, later: { fn?: () => Promise<unknown> }): Promise<Outcome> {
+    const limits = this.config.rateLimits;
+    const { rows } = await client.query<{ r: GateAnswer }>(GATE_OPEN, [this.credential(caller), caller.ip, limits, op.scope, idem]);
+    const open = rows[0].r;
+    const refused = this.refused(open, caller);
+    if (refused) return refused;
+    const status = op.status ?? 200;
+    let answer: HandlerAnswer;
+    if (typeof open.error === 'object') {
+      answer = { outcome: sqlProblem(open.error, undefined), stored: null };
+    } else if (open.replay) {
+      const seal = op.idempotencySeal;
+      const stored = seal && 'result' in open.replay
+        ? { ...open.replay, result: seal.unseal(open.replay.result, { communityId: open.community_id!, services: this.services }) }
+        : open.replay;
+      answer = { outcome: answerOutcome(stored, status, undefined, true), stored: null };
+    } else {
+      answer = await this.handle(client, op, caller, input, idem, open, later);
+    }
+    const closed = await client.query<{ r: RateLimitInfo }>(GATE_CLOSE, [limits, answer.stored && idem, answer.stored]);
+    const rl = closed.rows[0].r;
+    const outcome = answer.outcome;
+    outcome.rateLimit = outcome.retryAfter !== undefined ? { ...rl, retry_after: outcome.retryAfter } : rl;
+    delete outcome.retryAfter;
+    return outcome;
+  }
+
+  /** The handler in a savepoint: its error is an answer, kept under the Idempotency-Key, its writes undone. */
+  private async handle(client: pg.PoolClient, op: Operation, caller: Caller, input: Record<string, unknown>,
+    idem: IdempotencyKey | null, open: GateAnswer, later: { fn?: () => Promise<unknown> }): Promise<HandlerAnswer> {
+    const communityId = open.community_id!;
+    if (typeof input.cursor_list === 'string') {
+      // What billing.encode_cursor binds next_cursor to (SQL operations: op_dispatch sets it).
+      await client.query(`select set_config('app.cursor_list', $1, true), set_config('app.cursor_filters', $2, true)`,
+        [input.cursor_list, input.cursor_filters]);
+    }
+    const ctx: OpContext = {
+      query: (text, values) => client.query(text, values as unknown[]),
+      call: async <T>(fn: string, args: unknown) => {
+        const r = await client.query<{ r: T }>(`select billing_api.${fn.replace(/[^a-z0-9_]/g, '')}($1) as r`, [args]);
+        return r.rows[0].r;
+      },
+      communityId,
+      keyId: open.key_id!,
+      config: this.config,
+      baseUrl: this.baseUrlFor(caller),
+      services: this.services,
+      afterCommit: (fn) => {
+        if (idem) throw new Error(`operation ${op.name} is idempotent and cannot answer after commit`);
+        later.fn = fn;
+      },
+    };
+    await client.query('savepoint op');
+    try {
+      const result = await op.handler!(ctx, input);
+      await client.query('release savepoint op');
+      const seal = op.idempotencySeal;
+      return {
+        outcome: { status: op.status ?? 200, body: result, problem: false },
+        stored: { result: seal && idem ? seal.seal(result, { communityId, services: this.services }) : result },
+      };
+    } catch (err) {
+      const apiError = toApiError(err);
+      // Neither a bug nor an outage is an answer to keep under the Idempotency-Key:
+      // both roll the whole request back and are never replayed.
+      if (apiError.code === 'internal_error' || databaseUnavailableCause(err)) throw err;
+      await client.query('rollback to savepoint op');
+      const outcome = problemOutcome(apiError);
+      // A handler's own limit (e.g. webhook test pings) sets Retry-After through extra.retry_after.
+      const retryAfter = apiError.extra.retry_after;
+      if (typeof retryAfter === 'number') outcome.retryAfter = retryAfter;
+      return { outcome, stored: { problem: apiError.toProblem() } };
+    }
+  }
+}
