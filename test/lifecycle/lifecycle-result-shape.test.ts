@@ -29,7 +29,8 @@ test('each lifecycle function returns {subscription, changed, provider}, its pub
   const client = await app.api.connect();
   try {
     await client.query('begin');
-    await client.query("select billing.api_auth($1, '127.0.0.1', '{}')", [hashKey(shop.key)]);
+    // As a request does: the gate sets the key's community for the transaction.
+    await client.query("select billing.gate_open($1, '127.0.0.1', '{}', null)", [hashKey(shop.key)]);
     const run = async (fn: string, args: Json = {}) =>
       (await client.query<{ r: Json }>(`select billing_api.${fn}($1) as r`, [{ id, ...args }])).rows[0].r;
     const expectShape = (r: Json, changed: boolean) => {

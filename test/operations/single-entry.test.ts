@@ -71,7 +71,7 @@ describe("the gate's single entry", () => {
     // The executor validates; it holds no pool query of its own.
     expect(executor).not.toMatch(/\.query\s*[<(]/);
     expect(executor).toMatch(/this\.gate\.run\(/);
-    for (const door of ['src/http/rest-routes.ts', 'src/mcp/server.ts', 'src/graphql/index.ts', 'src/dashboard/dashboard-routes.ts', 'src/dashboard/portal-routes.ts']) {
+    for (const door of ['src/http/rest-routes.ts', 'src/mcp/server.ts', 'src/graphql/index.ts', 'src/dashboard/dashboard-context.ts', 'src/dashboard/portal-routes.ts']) {
       expect({ door, usesExecutor: /executor\.(run|identify|authenticateOnly)\(/.test(fs.readFileSync(path.join(root, door), 'utf8')) })
         .toEqual({ door, usesExecutor: true });
     }
