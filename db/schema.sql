@@ -1,4 +1,4 @@
--- db/migrations sha256:18a0e48c5003d99edb176f6ddeeb755d78ea3644dd98865d7c1ebf8a5bf37b68 (regenerate with npm run db:schema)
+-- db/migrations sha256:052774b6e63efe3ba66c6b67eeec0497be95fb17b3d717dd88e08af389373afe (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -79,245 +79,48 @@ CREATE FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval interv
 
 
 --
--- Name: api_auth(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: api_call(text, text, jsonb, text, text, jsonb, jsonb, boolean); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
+CREATE FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb DEFAULT NULL::jsonb, p_leased boolean DEFAULT false) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 declare
-  v_auth jsonb := billing_private.authenticate(p_key_hash, p_ip, p_limits);
-begin
-  if (v_auth->>'ok')::boolean then
-    perform set_config('app.community_id', v_auth->>'community_id', true);
-    perform set_config('app.key_id', v_auth->>'key_id', true);
-  -- A member portal session sees its own member only (82-member-portal.sql: member_fence policies).
-  perform set_config('app.member_id', coalesce(v_auth->>'member_id', ''), true);
-    perform set_config('app.scopes',
-      array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
-  end if;
-  return v_auth;
-end
-$$;
-
-
---
--- Name: api_auth_deferred(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
-    AS $$
-declare
-  v_auth jsonb := billing_private.authenticate_deferred(p_key_hash, p_ip, p_limits);
-begin
-  if (v_auth->>'ok')::boolean then
-    perform set_config('app.community_id', v_auth->>'community_id', true);
-    perform set_config('app.key_id', v_auth->>'key_id', true);
-  -- A member portal session sees its own member only (82-member-portal.sql: member_fence policies).
-  perform set_config('app.member_id', coalesce(v_auth->>'member_id', ''), true);
-    perform set_config('app.scopes',
-      array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
-  end if;
-  return v_auth;
-end
-$$;
-
-
---
--- Name: api_call(text, text, jsonb, text, text, jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb DEFAULT NULL::jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
-    AS $$
-declare
-  v_auth jsonb;
-  v_rl jsonb;
-  v_out jsonb;
-  v_replay jsonb;
-  v_state text;
-  v_msg text;
-  v_detail text;
-begin
-  if p_op is not null and p_idem is null then
-    return billing.api_call_deferred(p_key_hash, p_ip, p_limits, p_scope, p_op, p_args);
-  end if;
-  if p_op is null then
-    -- Authentication alone (error answers): no row of the domain is touched.
-    v_auth := billing.api_auth(p_key_hash, p_ip, p_limits);
-    if not (v_auth->>'ok')::boolean then
-      return v_auth;
-    end if;
-    if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
-      return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
-        'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
-    end if;
-    return v_auth;
-  end if;
-  -- An idempotent operation: the idempotency lock and the operation, then the token.
-  v_auth := billing.api_auth_deferred(p_key_hash, p_ip, p_limits);
-  if not (v_auth->>'ok')::boolean then
-    return v_auth;
-  end if;
-  if not (v_auth->>'token_available')::boolean then
-    v_rl := billing_private.take_key_token(p_limits);
-    if not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-  end if;
-  v_auth := v_auth - 'token_available';
-  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
-    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
-    if not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', 'BL403',
-      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
-  end if;
-  begin
-    v_replay := billing.idempotency_begin(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash');
-    if v_replay is null then
-      begin
-        v_out := billing_private.op_dispatch(p_op, p_args);  -- 98-dispatch.sql
-        v_out := jsonb_build_object('result', v_out);
-      exception when others then
-        get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
-        if v_state not like 'BL%' then
-          raise;
-        end if;
-        v_out := jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
-          'detail', nullif(v_detail, '')));
-      end;
-      perform billing.idempotency_finish(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash', 0, v_out);
-    else
-      v_out := jsonb_build_object('replayed', true) || (v_replay->'body');
-    end if;
-    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
-    if not (v_rl->>'allowed')::boolean then
-      raise exception using errcode = 'BL429', message = 'rate limited';  -- undoes the operation's writes
-    end if;
-  exception when others then
-    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
-    if v_state = 'BL429' and v_rl is not null and not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-    if v_state not like 'BL%' then
-      raise;
-    end if;
-    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
-    if not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
-      'detail', nullif(v_detail, '')));
-  end;
-  return v_auth || jsonb_build_object('rl', v_rl) || v_out;
-end
-$$;
-
-
---
--- Name: api_call_deferred(text, text, jsonb, text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
-    AS $$
-declare
-  v_auth jsonb := billing_private.authenticate_deferred(p_key_hash, p_ip, p_limits);
-  v_rl jsonb;
+  v_open jsonb := billing.gate_open(p_credential, p_ip, p_limits, p_scope,
+    case when p_op is not null then p_idem end, p_leased);
   v_out jsonb;
   v_state text;
   v_msg text;
   v_detail text;
+  v_ran boolean := false;
 begin
-  if not (v_auth->>'ok')::boolean then
-    return v_auth;
+  if not (v_open->>'ok')::boolean then
+    return v_open;
   end if;
-  perform set_config('app.community_id', v_auth->>'community_id', true);
-  perform set_config('app.key_id', v_auth->>'key_id', true);
-  -- A member portal session sees its own member only (82-member-portal.sql: member_fence policies).
-  perform set_config('app.member_id', coalesce(v_auth->>'member_id', ''), true);
-  perform set_config('app.scopes', array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
-  if not (v_auth->>'token_available')::boolean then
-    v_rl := billing_private.take_key_token(p_limits);
-    if not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-  end if;
-  v_auth := v_auth - 'token_available';
-  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
-    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
-    if not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', 'BL403',
-      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
-  end if;
-  begin
-    v_out := billing_private.op_dispatch(p_op, p_args);  -- 98-dispatch.sql
-    if v_rl is null then
-      v_rl := billing_private.take_key_token(p_limits);
-      if not (v_rl->>'allowed')::boolean then
-        raise exception using errcode = 'BL429', message = 'rate limited';  -- undoes the operation's writes
+  if v_open ? 'error' then
+    v_out := jsonb_build_object('error', v_open->'error');
+  elsif v_open ? 'replay' then
+    v_out := jsonb_build_object('replayed', true) || (v_open->'replay');
+  elsif p_op is not null then
+    v_ran := true;
+    begin
+      v_out := jsonb_build_object('result', billing_private.op_dispatch(p_op, p_args));  -- 98-dispatch.sql
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
+      if v_state not like 'BL%' then
+        raise;
       end if;
-    end if;
-    return v_auth || jsonb_build_object('rl', v_rl, 'result', v_out);
-  exception when others then
-    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
-    if v_state = 'BL429' and v_rl is not null and not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-    if v_state not like 'BL%' then
-      raise;
-    end if;
-    v_rl := coalesce(v_rl, billing_private.take_key_token(p_limits));
-    if not (v_rl->>'allowed')::boolean then
-      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-    end if;
-    return v_auth || jsonb_build_object('rl', v_rl, 'error', jsonb_build_object('sqlstate', v_state,
-      'message', v_msg, 'detail', nullif(v_detail, '')));
-  end;
-end
-$$;
-
-
---
--- Name: api_call_leased(text, text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql
-    AS $$
-declare
-  v_auth jsonb := billing_private.authenticate_key(p_key_hash);
-  v_out jsonb;
-  v_state text;
-  v_msg text;
-  v_detail text;
-begin
-  if v_auth is null then
-    return jsonb_build_object('ok', false, 'error', 'unauthorized');
+      v_out := jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg,
+        'detail', nullif(v_detail, '')));
+    end;
   end if;
-  perform set_config('app.community_id', v_auth->>'community_id', true);
-  perform set_config('app.key_id', v_auth->>'key_id', true);
-  perform set_config('app.scopes', array_to_string(array(select jsonb_array_elements_text(v_auth->'scopes')), ' '), true);
-  if p_scope is not null and not (p_scope = any (billing.current_scopes())) then
-    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
-      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+  v_open := v_open - 'error' - 'replay' - 'rl';
+  if p_leased then
+    return v_open || coalesce(v_out, '{}');
   end if;
-  begin
-    v_out := billing_private.op_dispatch(p_op, p_args);  -- 98-dispatch.sql
-    return v_auth || jsonb_build_object('result', v_out);
-  exception when others then
-    get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail;
-    if v_state not like 'BL%' then
-      raise;
-    end if;
-    return v_auth || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state,
-      'message', v_msg, 'detail', nullif(v_detail, '')));
-  end;
+  -- Only an answer the operation gave is kept under the Idempotency-Key.
+  return v_open || jsonb_build_object('rl', billing.gate_close(p_limits, case when v_ran then p_idem end, v_out))
+    || coalesce(v_out, '{}');
 end
 $$;
 
@@ -1360,6 +1163,134 @@ begin
     returning 1)
   select count(*) into v_n from expired;
   return v_n;
+end
+$$;
+
+
+--
+-- Name: gate_close(jsonb, jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.gate_close(p_limits jsonb, p_idem jsonb DEFAULT NULL::jsonb, p_answer jsonb DEFAULT NULL::jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_rl jsonb := nullif(current_setting('app.gate_token', true), '')::jsonb;
+begin
+  if p_idem is not null and p_answer is not null then
+    perform billing.idempotency_finish(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash', 0, p_answer);
+  end if;
+  if v_rl is null then
+    v_rl := billing_private.take_token('key:' || current_setting('app.key_id'),
+      coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
+  end if;
+  if not (v_rl->>'allowed')::boolean then
+    raise exception using errcode = 'BL429', message = 'rate limited', detail = v_rl::text;
+  end if;
+  return v_rl;
+end
+$$;
+
+
+--
+-- Name: gate_open(text, text, jsonb, text, jsonb, boolean); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb DEFAULT NULL::jsonb, p_leased boolean DEFAULT false) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key_id text;
+  v_community_id text;
+  v_scopes text[];
+  v_member_id text;
+  v_available boolean;
+  v_rl jsonb;
+  v_open jsonb;
+  v_replay jsonb;
+  v_state text;
+  v_msg text;
+begin
+  if p_credential is not null and p_leased then
+    -- Two statements, not one with "p_leased or (...)": PostgreSQL would fold that
+    -- differently per value and plan it again on every call.
+    select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
+    from billing_private.api_keys k
+    where k.key_hash = p_credential and k.revoked_at is null;
+  elsif p_credential is not null then
+    -- A scalar subquery, so the bucket is always one primary-key probe (a join may
+    -- be planned as a scan of the bucket table, whose pages fill with dead versions);
+    -- key ids are collate "C", the bucket column is not: without the collate clause
+    -- the primary key cannot be used.
+    select k.id, k.community_id, k.scopes,
+      (select least(coalesce((p_limits->>'key_burst')::float8, 60),
+          b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
+            * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+       from billing_private.rate_buckets b where b.bucket = ('key:' || k.id) collate "default")
+      into v_key_id, v_community_id, v_scopes, v_available
+    from billing_private.api_keys k
+    where k.key_hash = p_credential and k.revoked_at is null;
+    if v_key_id is null then
+      -- A session (15-operators.sql): its role's scopes; its bucket is keyed by the session id.
+      select c->>'key_id', c->>'community_id', array(select jsonb_array_elements_text(c->'scopes')), c->>'member_id',
+        (select least(coalesce((p_limits->>'key_burst')::float8, 60),
+            b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
+              * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
+         from billing_private.rate_buckets b where b.bucket = ('key:' || (c->>'key_id')) collate "default")
+        into v_key_id, v_community_id, v_scopes, v_member_id, v_available
+      from billing_private.session_credential(p_credential) c where c is not null;
+    end if;
+  end if;
+  if v_key_id is null then
+    if p_leased then
+      return jsonb_build_object('ok', false, 'error', 'unauthorized');
+    end if;
+    v_rl := billing_private.take_token('ip:' || coalesce(p_ip, '?'),
+      coalesce((p_limits->>'ip_per_minute')::float8, 20), coalesce((p_limits->>'ip_burst')::float8, 10));
+    return jsonb_build_object('ok', false,
+      'error', case when (v_rl->>'allowed')::boolean then 'unauthorized' else 'rate_limited' end, 'rl', v_rl);
+  end if;
+  if not coalesce(v_available, true) then
+    -- Empty or nearly: take the token now, and answer 429 before anything runs.
+    v_rl := billing_private.take_token('key:' || v_key_id,
+      coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
+    if not (v_rl->>'allowed')::boolean then
+      return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
+    end if;
+  end if;
+  -- The tenant: RLS reads app.community_id; a member portal session sees its own
+  -- member only (app.member_id: 82-member-portal.sql, member_fence policies);
+  -- gate_close spends the token taken here, if any (app.gate_token).
+  perform set_config('app.community_id', v_community_id, true), set_config('app.key_id', v_key_id, true),
+    set_config('app.member_id', coalesce(v_member_id, ''), true),
+    set_config('app.scopes', array_to_string(v_scopes, ' '), true),
+    set_config('app.gate_token', coalesce(v_rl::text, ''), true);
+  v_open := jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
+    'scopes', to_jsonb(v_scopes), 'member_id', v_member_id);
+  if v_rl is not null then
+    v_open := v_open || jsonb_build_object('rl', v_rl);
+  end if;
+  if p_scope is not null and not (p_scope = any (v_scopes)) then
+    return v_open || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
+      'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+  end if;
+  if p_idem is not null then
+    begin
+      v_replay := billing.idempotency_begin(p_idem->>'endpoint', p_idem->>'key', p_idem->>'hash');
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+      if v_state not like 'BL%' then
+        raise;
+      end if;
+      return v_open || jsonb_build_object('error', jsonb_build_object('sqlstate', v_state, 'message', v_msg, 'detail', null));
+    end;
+    if v_replay is not null then
+      return v_open || jsonb_build_object('replay', v_replay->'body');
+    end if;
+  end if;
+  return v_open;
 end
 $$;
 
@@ -3029,22 +2960,6 @@ $$;
 
 
 --
--- Name: require_scope(text); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.require_scope(p_scope text) RETURNS void
-    LANGUAGE plpgsql STABLE
-    AS $$
-begin
-  if not (p_scope = any (billing.current_scopes())) then
-    raise exception using errcode = 'BL403', message = 'This key lacks the scope ' || p_scope || '.',
-      detail = p_scope;
-  end if;
-end
-$$;
-
-
---
 -- Name: require_switchable(billing.subscriptions); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -4253,7 +4168,6 @@ CREATE FUNCTION billing_api.analytics_overview(p_args jsonb) RETURNS jsonb
 declare
   v_days integer := coalesce((p_args->>'days')::integer, 30);
 begin
-  perform billing.require_scope('analytics:read');
   if v_days not in (30, 90) then
     perform billing.raise('BL422', 'days: 30 or 90.', 'days');
   end if;
@@ -4272,7 +4186,6 @@ CREATE FUNCTION billing_api.analytics_series(p_args jsonb) RETURNS jsonb
 declare
   v_days integer := coalesce((p_args->>'days')::integer, 30);
 begin
-  perform billing.require_scope('analytics:read');
   if v_days not in (30, 90) then
     perform billing.raise('BL422', 'days: 30 or 90.', 'days');
   end if;
@@ -4289,7 +4202,6 @@ CREATE FUNCTION billing_api.analytics_summary(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
 begin
-  perform billing.require_scope('analytics:read');
   return billing_private.analytics_overview(null)->'summary';
 end
 $$;
@@ -4306,7 +4218,6 @@ declare
   v_scopes text[] := array(select distinct jsonb_array_elements_text(coalesce(p_args->'scopes', '[]')));
   v_bad text;
 begin
-  perform billing.require_scope('keys:write');
   if cardinality(v_scopes) = 0 then
     perform billing.raise('BL422', 'scopes: choose at least one scope.', 'scopes');
   end if;
@@ -4331,7 +4242,6 @@ CREATE FUNCTION billing_api.api_keys_list(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
 begin
-  perform billing.require_scope('keys:read');
   return billing_private.api_keys_page(p_args->>'cursor', coalesce((p_args->>'limit')::integer, 25));
 end
 $$;
@@ -4347,7 +4257,6 @@ CREATE FUNCTION billing_api.api_keys_revoke(p_args jsonb) RETURNS jsonb
 declare
   v_out jsonb;
 begin
-  perform billing.require_scope('keys:write');
   v_out := billing_private.api_key_revoke(p_args->>'id');
   if v_out is null then
     perform billing.raise('BL404', 'No API key ' || (p_args->>'id') || '.');
@@ -4368,8 +4277,6 @@ declare
   v_community text := billing.current_community_id();
   v_out jsonb;
 begin
-  perform billing.require_scope('plans:read');
-  perform billing.require_scope('discounts:read');
   select jsonb_strip_nulls(jsonb_build_object(
     'payment_provider', case when c.payment_provider is not null
       then c.payment_config || jsonb_build_object('type', c.payment_provider) end,
@@ -4435,7 +4342,6 @@ declare
   v_token text := billing.random_token();
   v_plans integer;
 begin
-  perform billing.require_scope('checkout:write');
   select * into v_tier from billing.tiers t where t.id = p_args->>'tier_id' and t.active;
   if v_tier.id is null then
     perform billing.raise('BL404', 'No active tier ' || (p_args->>'tier_id') || '.');
@@ -4502,7 +4408,6 @@ CREATE FUNCTION billing_api.checkout_set_provider(p_args jsonb) RETURNS jsonb
 declare
   v_cs billing.checkout_sessions;
 begin
-  perform billing.require_scope('checkout:write');
   update billing.checkout_sessions cs set url = p_args->>'url', provider_ref = coalesce(p_args->>'provider_ref', cs.provider_ref),
     expires_at = coalesce((p_args->>'expires_at')::timestamptz, cs.expires_at)
   where cs.id = p_args->>'checkout_id'
@@ -4520,7 +4425,6 @@ CREATE FUNCTION billing_api.discounts_list(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
 begin
-  perform billing.require_scope('discounts:read');
   return jsonb_build_object('data', coalesce((
     select jsonb_agg(billing.discount_json(d) order by d.created_at desc, d.id)
     from billing.discount_codes d
@@ -4541,7 +4445,6 @@ declare
   v_tier text := nullif(p_args->>'tier_id', '');
   v_list jsonb;
 begin
-  perform billing.require_scope('members:read');
   v_member := billing.resolve_identity(p_args);
   if v_member is null then
     return jsonb_build_object('entitled', false, 'entitlements', '[]'::jsonb);
@@ -4567,7 +4470,6 @@ CREATE FUNCTION billing_api.events_get(p_args jsonb) RETURNS jsonb
 declare
   v_event billing.events;
 begin
-  perform billing.require_scope('events:read');
   select * into v_event from billing.events e
   where e.community_id = billing.current_community_id() and e.id = p_args->>'id';
   if v_event.id is null then
@@ -4595,7 +4497,6 @@ declare
   v_limit integer := coalesce((p_args->>'limit')::integer, 25);
   v_rows billing.events[];
 begin
-  perform billing.require_scope('events:read');
   if jsonb_typeof(p_args->'type') = 'array' then
     v_types := array(select distinct jsonb_array_elements_text(p_args->'type'));
   elsif jsonb_typeof(p_args->'type') = 'string' then
@@ -4650,7 +4551,6 @@ declare
   v_owner text;
   v_current text;
 begin
-  perform billing.require_scope('members:write');
   perform 1 from billing.members m where m.community_id = v_community and m.id = v_member_id for update;
   if not found then
     perform billing.raise('BL404', 'No member ' || v_member_id || '.');
@@ -4704,7 +4604,6 @@ declare
   v_ids text[];
   v_items jsonb[];
 begin
-  perform billing.require_scope('members:read');
   if not exists (select 1 from billing.members m where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
   end if;
@@ -4751,7 +4650,6 @@ CREATE FUNCTION billing_api.invoice_refund_prepare(p_args jsonb) RETURNS jsonb
 declare
   v_inv billing.invoices;
 begin
-  perform billing.require_scope('invoices:write');
   select * into v_inv from billing.invoices i where i.community_id = billing.current_community_id() and i.id = p_args->>'id';
   if v_inv.id is null then
     perform billing.raise('BL404', 'No invoice ' || (p_args->>'id') || '.');
@@ -4776,7 +4674,6 @@ CREATE FUNCTION billing_api.invoices_get(p_args jsonb) RETURNS jsonb
 declare
   v_inv billing.invoices;
 begin
-  perform billing.require_scope('invoices:read');
   select * into v_inv from billing.invoices i
   where i.community_id = billing.current_community_id() and i.id = p_args->>'id';
   if v_inv.id is null then
@@ -4799,7 +4696,6 @@ declare
   v_ids text[];
   v_items jsonb[];
 begin
-  perform billing.require_scope('invoices:read');
   select array_agg(i.id order by i.id desc), array_agg(billing.invoice_json(i) order by i.id desc)
     into v_ids, v_items
   from (select * from billing.invoices i
@@ -4826,7 +4722,6 @@ declare
   v_cid text := billing.current_community_id();
   v_lc billing.link_codes;
 begin
-  perform billing.require_scope('members:write');
   if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
   end if;
@@ -4856,7 +4751,6 @@ declare
   v_lc billing.link_codes;
   v_owner text;
 begin
-  perform billing.require_scope('members:write');
   select * into v_lc from billing.link_codes lc where lc.code = upper(p_args->>'code') for update;
   if v_lc.id is null or v_lc.redeemed_at is not null or v_lc.invalidated_at is not null
      or v_lc.expires_at <= billing.now() or v_lc.intended_platform <> p_args->>'platform' then
@@ -4892,7 +4786,6 @@ declare
   v_ids text[];
   v_items jsonb[];
 begin
-  perform billing.require_scope('events:read');
   if not exists (select 1 from billing.members m where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || coalesce(p_args->>'id', '') || '.');
   end if;
@@ -4914,7 +4807,6 @@ CREATE FUNCTION billing_api.member_entitlements_list(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
 begin
-  perform billing.require_scope('members:read');
   if not exists (select 1 from billing.members m
                  where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
@@ -4939,7 +4831,6 @@ CREATE FUNCTION billing_api.members_get(p_args jsonb) RETURNS jsonb
 declare
   v_out jsonb;
 begin
-  perform billing.require_scope('members:read');
   v_out := billing.member_json(billing.current_community_id(), p_args->>'id');
   if v_out is null then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
@@ -4961,7 +4852,6 @@ declare
   v_ids text[];
   v_items jsonb[];
 begin
-  perform billing.require_scope('members:read');
   select array_agg(m.id order by m.id desc), array_agg(billing.member_json(m.community_id, m.id) order by m.id desc)
     into v_ids, v_items
   from (select m.community_id, m.id from billing.members m
@@ -4983,7 +4873,6 @@ CREATE FUNCTION billing_api.members_lookup(p_args jsonb) RETURNS jsonb
 declare
   v_member text;
 begin
-  perform billing.require_scope('members:read');
   v_member := billing.resolve_identity(p_args);
   if v_member is null then
     perform billing.raise('BL404', 'No member has this identity.');
@@ -5001,7 +4890,6 @@ CREATE FUNCTION billing_api.operators_invite(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 begin
-  perform billing.require_scope('operators:write');
   return billing_private.operator_invite_here(p_args->>'email', p_args->>'role', p_args->>'token_sha256');
 end
 $$;
@@ -5015,7 +4903,6 @@ CREATE FUNCTION billing_api.operators_list(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
 begin
-  perform billing.require_scope('operators:read');
   return billing_private.operator_users_page(p_args->>'cursor', coalesce((p_args->>'limit')::integer, 25));
 end
 $$;
@@ -5029,7 +4916,6 @@ CREATE FUNCTION billing_api.operators_update(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 begin
-  perform billing.require_scope('operators:write');
   return billing_private.operator_user_update(p_args->>'id', p_args->>'role', (p_args->>'disabled')::boolean);
 end
 $$;
@@ -5045,7 +4931,6 @@ CREATE FUNCTION billing_api.plans_get(p_args jsonb) RETURNS jsonb
 declare
   v_tier billing.tiers;
 begin
-  perform billing.require_scope('plans:read');
   select * into v_tier from billing.tiers t where t.id = p_args->>'tierId';
   if v_tier.id is null then
     perform billing.raise('BL404', 'No tier ' || (p_args->>'tierId') || '.');
@@ -5063,7 +4948,6 @@ CREATE FUNCTION billing_api.plans_list(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
 begin
-  perform billing.require_scope('plans:read');
   return jsonb_build_object('data', coalesce((
     select jsonb_agg(billing.tier_json(t) order by t.rank, t.id)
     from billing.tiers t where t.active), '[]'));
@@ -5085,7 +4969,6 @@ declare
   v_provider text;
   v_token text := billing.random_token();
 begin
-  perform billing.require_scope('members:write');
   if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
   end if;
@@ -5128,7 +5011,6 @@ CREATE FUNCTION billing_api.purchases_get(p_args jsonb) RETURNS jsonb
 declare
   v_pur billing.purchases;
 begin
-  perform billing.require_scope('purchases:read');
   select * into v_pur from billing.purchases p
   where p.community_id = billing.current_community_id() and p.id = p_args->>'id';
   if v_pur.id is null then
@@ -5151,7 +5033,6 @@ declare
   v_ids text[];
   v_items jsonb[];
 begin
-  perform billing.require_scope('purchases:read');
   select array_agg(p.id order by p.id desc), array_agg(billing.purchase_json(p) order by p.id desc)
     into v_ids, v_items
   from (select * from billing.purchases p
@@ -5175,7 +5056,6 @@ declare
   v_sub billing.subscriptions;
   v_prov jsonb;
 begin
-  perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   v_prov := billing.subscription_provider(v_sub);
   if p_args->>'at' = 'now' then
@@ -5215,7 +5095,6 @@ CREATE FUNCTION billing_api.subscription_cancel_scheduled_switch(p_args jsonb) R
 declare
   v_sub billing.subscriptions;
 begin
-  perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   if v_sub.scheduled_plan_id is null then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' has no scheduled switch.');
@@ -5251,7 +5130,6 @@ CREATE FUNCTION billing_api.subscription_card_set(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 begin
-  perform billing.require_scope('subscriptions:write');
   if not exists (select 1 from billing.subscriptions s
                  where s.community_id = billing.current_community_id() and s.id = p_args->>'id') then
     perform billing.raise('BL404', 'No subscription ' || coalesce(p_args->>'id', '') || '.');
@@ -5273,7 +5151,6 @@ declare
   v_sub billing.subscriptions;
   v_until timestamptz := (p_args->>'resumes_at')::timestamptz;
 begin
-  perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   if v_sub.status = 'paused' and v_sub.paused_until is not distinct from v_until then
     return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', false,
@@ -5303,7 +5180,6 @@ CREATE FUNCTION billing_api.subscription_reactivate(p_args jsonb) RETURNS jsonb
 declare
   v_sub billing.subscriptions;
 begin
-  perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   if v_sub.status <> 'cancelling' then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not cancelling: nothing to reactivate.');
@@ -5340,7 +5216,6 @@ CREATE FUNCTION billing_api.subscription_resume(p_args jsonb) RETURNS jsonb
 declare
   v_sub billing.subscriptions;
 begin
-  perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   if v_sub.status <> 'paused' then
     perform billing.raise('BL409', 'Subscription ' || v_sub.id || ' is ' || v_sub.status || ', not paused: nothing to resume.');
@@ -5367,7 +5242,6 @@ declare
   v_new billing.plans;
   v_prov jsonb;
 begin
-  perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   perform billing.require_switchable(v_sub);
   select g into v_grp from jsonb_each(billing.switch_options(v_sub)) e(g, arr), jsonb_array_elements(arr) o
@@ -5402,7 +5276,6 @@ CREATE FUNCTION billing_api.subscription_switch_options(p_args jsonb) RETURNS js
 declare
   v_sub billing.subscriptions;
 begin
-  perform billing.require_scope('subscriptions:read');
   select * into v_sub from billing.subscriptions s where s.id = p_args->>'id';
   if v_sub.id is null then
     perform billing.raise('BL404', 'No subscription ' || (p_args->>'id') || '.');
@@ -5427,7 +5300,6 @@ declare
   v_group text;
   v_q record;
 begin
-  perform billing.require_scope('subscriptions:read');
   select * into v_sub from billing.subscriptions s
   where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
   if v_sub.id is null then
@@ -5465,7 +5337,6 @@ CREATE FUNCTION billing_api.subscriptions_get(p_args jsonb) RETURNS jsonb
 declare
   v_sub billing.subscriptions;
 begin
-  perform billing.require_scope('subscriptions:read');
   select * into v_sub from billing.subscriptions s
   where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
   if v_sub.id is null then
@@ -5489,7 +5360,6 @@ declare
   v_ids text[];
   v_items jsonb[];
 begin
-  perform billing.require_scope('subscriptions:read');
   if p_args->>'cursor' is not null then v_where := v_where || ' and s.id < $1->>''cursor'''; end if;
   if p_args->>'status' is not null then v_where := v_where || ' and s.status = $1->>''status'''; end if;
   if p_args->>'plan_id' is not null then v_where := v_where || ' and s.plan_id = $1->>''plan_id'''; end if;
@@ -5521,7 +5391,6 @@ declare
   v_limit integer := coalesce((p_args->>'limit')::integer, 25);
   v_rows billing.webhook_deliveries[];
 begin
-  perform billing.require_scope('webhooks:read');
   if not exists (select 1 from billing.webhook_endpoints w where w.id = p_args->>'id') then
     perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
   end if;
@@ -5551,7 +5420,6 @@ declare
   v_delivery billing.webhook_deliveries;
   v_manual boolean;
 begin
-  perform billing.require_scope('webhooks:write');
   select * into v_endpoint from billing.webhook_endpoints w where w.id = p_args->>'id';
   select * into v_delivery from billing.webhook_deliveries d
   where d.community_id = billing.current_community_id() and d.id = p_args->>'deliveryId'
@@ -5586,7 +5454,6 @@ declare
   v_endpoint billing.webhook_endpoints;
   v_enabled boolean := coalesce((p_args->>'enabled')::boolean, true);
 begin
-  perform billing.require_scope('webhooks:write');
   insert into billing.webhook_endpoints (community_id, id, url, description, event_types, enabled, disabled_reason)
   values (billing.current_community_id(), p_args->>'id', p_args->>'url', p_args->>'description',
     coalesce(array(select jsonb_array_elements_text(p_args->'event_types')), '{}'),
@@ -5607,7 +5474,6 @@ CREATE FUNCTION billing_api.webhook_endpoints_delete(p_args jsonb) RETURNS jsonb
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform billing.require_scope('webhooks:write');
   delete from billing.webhook_endpoints w where w.id = p_args->>'id';
   if not found then
     perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
@@ -5627,7 +5493,6 @@ CREATE FUNCTION billing_api.webhook_endpoints_get(p_args jsonb) RETURNS jsonb
 declare
   v_endpoint billing.webhook_endpoints;
 begin
-  perform billing.require_scope('webhooks:read');
   select * into v_endpoint from billing.webhook_endpoints w where w.id = p_args->>'id';
   if v_endpoint.id is null then
     perform billing.raise('BL404', 'No webhook endpoint ' || (p_args->>'id') || '.');
@@ -5648,7 +5513,6 @@ declare
   v_limit integer := coalesce((p_args->>'limit')::integer, 25);
   v_rows billing.webhook_endpoints[];
 begin
-  perform billing.require_scope('webhooks:read');
   select coalesce(array_agg(w order by w.id desc), '{}') into v_rows
   from (select * from billing.webhook_endpoints w
         where p_args->>'cursor' is null or w.id < p_args->>'cursor'
@@ -5672,7 +5536,6 @@ CREATE FUNCTION billing_api.webhook_endpoints_rotate_secret(p_args jsonb) RETURN
 declare
   v_endpoint billing.webhook_endpoints;
 begin
-  perform billing.require_scope('webhooks:write');
   update billing.webhook_endpoints w set updated_at = now() where w.id = p_args->>'id'
   returning * into v_endpoint;
   if v_endpoint.id is null then
@@ -5695,7 +5558,6 @@ CREATE FUNCTION billing_api.webhook_endpoints_update(p_args jsonb) RETURNS jsonb
 declare
   v_endpoint billing.webhook_endpoints;
 begin
-  perform billing.require_scope('webhooks:write');
   update billing.webhook_endpoints w set
     url = case when p_args ? 'url' then p_args->>'url' else w.url end,
     description = case when p_args ? 'description' then p_args->>'description' else w.description end,
@@ -6193,118 +6055,6 @@ $$;
 
 
 --
--- Name: authenticate(text, text, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
---
-
-CREATE FUNCTION billing_private.authenticate(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_key_id text;
-  v_community_id text;
-  v_scopes text[];
-  v_member_id text;
-  v_rl jsonb;
-begin
-  if p_key_hash is not null then
-    select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
-    from billing_private.api_keys k
-    where k.key_hash = p_key_hash and k.revoked_at is null;
-    if v_key_id is null then
-      -- An operator's dashboard session (15-operators.sql): its role's scopes.
-      select c->>'key_id', c->>'community_id', array(select jsonb_array_elements_text(c->'scopes')), c->>'member_id', c->>'member_id'
-        into v_key_id, v_community_id, v_scopes, v_member_id
-      from billing_private.session_credential(p_key_hash) c where c is not null;
-    end if;
-  end if;
-  if v_key_id is null then
-    v_rl := billing_private.take_token('ip:' || coalesce(p_ip, '?'),
-      coalesce((p_limits->>'ip_per_minute')::float8, 20), coalesce((p_limits->>'ip_burst')::float8, 10));
-    return jsonb_build_object('ok', false,
-      'error', case when (v_rl->>'allowed')::boolean then 'unauthorized' else 'rate_limited' end,
-      'rl', v_rl);
-  end if;
-  v_rl := billing_private.take_token('key:' || v_key_id,
-    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
-  if not (v_rl->>'allowed')::boolean then
-    return jsonb_build_object('ok', false, 'error', 'rate_limited', 'rl', v_rl);
-  end if;
-  return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
-    'scopes', to_jsonb(v_scopes), 'member_id', v_member_id, 'rl', v_rl);
-end
-$$;
-
-
---
--- Name: authenticate_deferred(text, text, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
---
-
-CREATE FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_key_id text;
-  v_community_id text;
-  v_scopes text[];
-  v_member_id text;
-  v_available boolean;
-begin
-  if p_key_hash is not null then
-    -- A scalar subquery, so the bucket is always one primary-key probe (a join may
-    -- be planned as a scan of the bucket table, whose pages fill with dead versions);
-    -- key ids are collate "C", the bucket column is not: without the collate clause
-    -- the primary key cannot be used.
-    select k.id, k.community_id, k.scopes,
-      (select least(coalesce((p_limits->>'key_burst')::float8, 60),
-          b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
-            * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
-       from billing_private.rate_buckets b where b.bucket = ('key:' || k.id) collate "default")
-      into v_key_id, v_community_id, v_scopes, v_available
-    from billing_private.api_keys k
-    where k.key_hash = p_key_hash and k.revoked_at is null;
-    if v_key_id is null then
-      -- An operator's dashboard session (15-operators.sql); its bucket is keyed by the session id.
-      select c->>'key_id', c->>'community_id', array(select jsonb_array_elements_text(c->'scopes')), c->>'member_id',
-        (select least(coalesce((p_limits->>'key_burst')::float8, 60),
-            b.tokens + extract(epoch from (clock_timestamp() - b.updated_at))
-              * coalesce((p_limits->>'key_per_minute')::float8, 300) / 60.0) >= 1
-         from billing_private.rate_buckets b where b.bucket = ('key:' || (c->>'key_id')) collate "default")
-        into v_key_id, v_community_id, v_scopes, v_member_id, v_available
-      from billing_private.session_credential(p_key_hash) c where c is not null;
-    end if;
-  end if;
-  if v_key_id is null then
-    return billing_private.authenticate(null, p_ip, p_limits);
-  end if;
-  return jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
-    'scopes', to_jsonb(v_scopes), 'member_id', v_member_id, 'token_available', coalesce(v_available, true));
-end
-$$;
-
-
---
--- Name: authenticate_key(text); Type: FUNCTION; Schema: billing_private; Owner: -
---
-
-CREATE FUNCTION billing_private.authenticate_key(p_key_hash text) RETURNS jsonb
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_auth jsonb;
-begin
-  select jsonb_build_object('ok', true, 'community_id', k.community_id, 'key_id', k.id, 'scopes', to_jsonb(k.scopes))
-    into v_auth
-  from billing_private.api_keys k
-  where k.key_hash = p_key_hash and k.revoked_at is null;
-  return v_auth;
-end
-$$;
-
-
---
 -- Name: charge_key_tokens(text, integer, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -6355,7 +6105,6 @@ CREATE FUNCTION billing_private.grant_create(p_member_id text, p_tier_id text, p
 declare
   v_g billing.grants;
 begin
-  perform billing.require_scope('members:write');
   perform 1 from billing.members m where m.community_id = billing.current_community_id() and m.id = p_member_id for update;
   if not found then
     perform billing.raise('BL404', 'No member ' || coalesce(p_member_id, '') || '.');
@@ -6385,7 +6134,6 @@ CREATE FUNCTION billing_private.grant_revoke(p_member_id text, p_grant_id text) 
 declare
   v_g billing.grants;
 begin
-  perform billing.require_scope('members:write');
   update billing.grants g set revoked_at = coalesce(g.revoked_at, billing.now())
   where g.community_id = billing.current_community_id() and g.member_id = p_member_id and g.id = p_grant_id
   returning * into v_g;
@@ -6406,7 +6154,6 @@ CREATE FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount bigin
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform billing.require_scope('invoices:write');
   -- The invoice locked first: a dispute being recorded (which locks it too) is either
   -- seen here or waits for this refund.
   perform 1 from billing.invoices i where i.community_id = billing.current_community_id() and i.id = p_invoice_id for update;
@@ -7238,7 +6985,6 @@ CREATE FUNCTION billing_private.subscription_cancel_now(p_subscription_id text) 
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform billing.require_scope('subscriptions:write');
   update billing.subscriptions s set status = 'cancelled', cancelled_at = billing.now(),
     cancel_requested_at = coalesce(s.cancel_requested_at, billing.now()), cancellation_reason = 'cancellation_requested',
     cancel_at = null, scheduled_plan_id = null, scheduled_at = null, paused_until = null, updated_at = now()
@@ -7258,7 +7004,6 @@ CREATE FUNCTION billing_private.subscription_pause(p_subscription_id text, p_unt
 declare
   v_sub billing.subscriptions;
 begin
-  perform billing.require_scope('subscriptions:write');
   update billing.subscriptions s set status = 'paused', paused_until = p_until, scheduled_plan_id = null,
     scheduled_at = null, updated_at = now(),
     -- The period already paid (or given as a trial) is kept; a second pause changes only paused_until.
@@ -7280,7 +7025,6 @@ CREATE FUNCTION billing_private.subscription_resume(p_subscription_id text) RETU
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform billing.require_scope('subscriptions:write');
   return billing.subscription_resume_at(p_subscription_id, billing.now());
 end
 $$;
@@ -7348,21 +7092,6 @@ begin
     proration_credit_cents = v_credit, proration_charge_cents = v_charge, prorated_at = v_now, updated_at = now()
   where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
   return v_sub;
-end
-$$;
-
-
---
--- Name: take_key_token(jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
---
-
-CREATE FUNCTION billing_private.take_key_token(p_limits jsonb) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-  return billing_private.take_token('key:' || current_setting('app.key_id'),
-    coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60));
 end
 $$;
 
@@ -12524,43 +12253,11 @@ GRANT ALL ON FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval 
 
 
 --
--- Name: FUNCTION api_auth(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.api_auth(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
-
-
---
--- Name: FUNCTION api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.api_auth_deferred(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
-
-
---
--- Name: FUNCTION api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.api_call(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb) TO billing_api;
-
-
---
--- Name: FUNCTION api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.api_call_deferred(p_key_hash text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb) TO billing_api;
-
-
---
--- Name: FUNCTION api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.api_call_leased(p_key_hash text, p_scope text, p_op text, p_args jsonb) TO billing_api;
+REVOKE ALL ON FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean) TO billing_api;
 
 
 --
@@ -12977,6 +12674,22 @@ REVOKE ALL ON FUNCTION billing.expire_checkouts() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION gate_close(p_limits jsonb, p_idem jsonb, p_answer jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.gate_close(p_limits jsonb, p_idem jsonb, p_answer jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.gate_close(p_limits jsonb, p_idem jsonb, p_answer jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean) TO billing_api;
+
+
+--
 -- Name: TABLE grants; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -13005,7 +12718,6 @@ GRANT ALL ON FUNCTION billing.has_scope(p_scope text) TO billing_api;
 --
 
 REVOKE ALL ON FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_hash text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_hash text) TO billing_api;
 
 
 --
@@ -13013,7 +12725,6 @@ GRANT ALL ON FUNCTION billing.idempotency_begin(p_endpoint text, p_key text, p_h
 --
 
 REVOKE ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.idempotency_finish(p_endpoint text, p_key text, p_hash text, p_status integer, p_body jsonb) TO billing_api;
 
 
 --
@@ -13444,14 +13155,6 @@ REVOKE ALL ON FUNCTION billing.renew_batch(p_ids text[], p_now timestamp with ti
 --
 
 REVOKE ALL ON FUNCTION billing.renewal_terms(p_sub billing.subscriptions, p_at timestamp with time zone) FROM PUBLIC;
-
-
---
--- Name: FUNCTION require_scope(p_scope text); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.require_scope(p_scope text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.require_scope(p_scope text) TO billing_api;
 
 
 --
@@ -14335,30 +14038,6 @@ GRANT ALL ON FUNCTION billing_private.api_keys_page(p_cursor text, p_limit integ
 
 
 --
--- Name: FUNCTION authenticate(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing_private.authenticate(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.authenticate(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
-
-
---
--- Name: FUNCTION authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.authenticate_deferred(p_key_hash text, p_ip text, p_limits jsonb) TO billing_api;
-
-
---
--- Name: FUNCTION authenticate_key(p_key_hash text); Type: ACL; Schema: billing_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing_private.authenticate_key(p_key_hash text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.authenticate_key(p_key_hash text) TO billing_api;
-
-
---
 -- Name: FUNCTION charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -14669,14 +14348,6 @@ GRANT ALL ON FUNCTION billing_private.subscription_resume(p_subscription_id text
 
 REVOKE ALL ON FUNCTION billing_private.subscription_switch_now(p_subscription_id text, p_plan_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.subscription_switch_now(p_subscription_id text, p_plan_id text) TO billing_api;
-
-
---
--- Name: FUNCTION take_key_token(p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing_private.take_key_token(p_limits jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.take_key_token(p_limits jsonb) TO billing_api;
 
 
 --

@@ -1,3 +1,11 @@
+--! Previous: sha1:992df271503886003b2990098285066d2dceec0e
+--! Hash: sha1:ef969c863e4a83b93be0d4f965441cbc83644612
+--! Message: one-request-gate
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 10-one-request-gate.sql
 -- Issue 28 item 1, one request gate (docs/decisions/one-request-gate.md): the six
 -- authentication/call variants become billing.gate_open, billing.gate_close and
 -- billing.api_call (10-tenancy.sql), and the scope is checked there only, from the
