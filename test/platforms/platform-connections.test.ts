@@ -12,7 +12,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { apiBaseUrl, loadConfig } from '../../src/core/config';
 import { applyCatalog, CatalogError, parseCatalog } from '../../src/domain/catalog/catalog-file';
-import { PlatformSecretBox, platformSecretCiphertext } from '../../src/domain/catalog/platform-secrets';
+import { PlatformSecretBox, platformSecretCiphertext, PlatformTokens } from '../../src/domain/catalog/platform-secrets';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { dashboardOperation } from '../../src/operations';
 import { call, createTenant, startApp, TEST_DB, TestApp } from '../support/app';
@@ -121,6 +121,18 @@ describe('catalog apply', () => {
       await client.query('begin');
       await client.query(`select set_config('app.community_id', $1, true)`, [tenant.communityId]);
       expect(await platformSecretCiphertext(client, out.platforms['discord-main'])).toBe(rows[0].ciphertext);
+      // The token a connection acts with: its own, else the deployment's.
+      const defaults = { discord: 'deployment-discord', telegram: 'deployment-telegram' };
+      const ctx = { communityId: tenant.communityId, query: client.query.bind(client) } as Parameters<PlatformTokens['botToken']>[0];
+      const tokens = new PlatformTokens(ENCRYPTION_KEY, defaults);
+      expect(await tokens.botToken(ctx, out.platforms['discord-main'], 'discord')).toBe(DISCORD_TOKEN);
+      expect(await tokens.botToken(ctx, out.platforms.tg, 'telegram')).toBe(TELEGRAM_TOKEN);
+      expect(await tokens.botToken(ctx, 'pcfg_none', 'telegram')).toBe('deployment-telegram');
+      const otherKey = new PlatformTokens(crypto.randomBytes(32).toString('base64'), defaults);
+      const refused = otherKey.botToken(ctx, out.platforms.tg, 'telegram');
+      await expect(refused).rejects.toThrow(/encrypted with another WEBHOOK_ENCRYPTION_KEY/);
+      await expect(refused).rejects.not.toThrow(TELEGRAM_TOKEN);
+      await expect(new PlatformTokens(null, defaults).botToken(ctx, out.platforms.tg, 'telegram')).rejects.toThrow(/no valid WEBHOOK_ENCRYPTION_KEY/);
       await client.query(`select set_config('app.community_id', $1, true)`, ['com_other']);
       expect(await platformSecretCiphertext(client, out.platforms['discord-main'])).toBeNull();
       await expect(client.query('select * from billing_private.platform_secrets')).rejects.toThrow(/permission denied/);

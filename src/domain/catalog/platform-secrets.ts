@@ -71,3 +71,48 @@ function sameSecret(box: PlatformSecretBox, communityId: string, platformConfigI
     return false; // encrypted under another key: replace it
   }
 }
+
+/** A transaction whose community is set (billing.current_community_id()). */
+export interface PlatformReader {
+  communityId: string;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+/**
+ * The bot token a connection acts with: its own (decrypted), else the deployment's
+ * (DISCORD_BOT_TOKEN, TELEGRAM_BOT_TOKEN), else null. A token that cannot be decrypted
+ * (no key, or another key than the one that wrote it) throws, naming the cause and
+ * never the token.
+ */
+export class PlatformTokens {
+  private readonly box: PlatformSecretBox | null;
+  private readonly cache = new Map<string, { ciphertext: string; token: string }>();
+
+  constructor(encryptionKey: string | null, private readonly defaults: { discord: string | null; telegram: string | null }) {
+    let box: PlatformSecretBox | null = null;
+    try {
+      box = encryptionKey ? new PlatformSecretBox(encryptionKey) : null;
+    } catch {
+      box = null; // a malformed key: stored tokens cannot be read (reported when one is needed)
+    }
+    this.box = box;
+  }
+
+  async botToken(ctx: PlatformReader, platformConfigId: string, platform: 'discord' | 'telegram'): Promise<string | null> {
+    const ciphertext = await platformSecretCiphertext(ctx, platformConfigId, 'bot_token');
+    if (!ciphertext) return this.defaults[platform];
+    const slotKey = `${ctx.communityId}/${platformConfigId}`;
+    const hit = this.cache.get(slotKey);
+    if (hit?.ciphertext === ciphertext) return hit.token;
+    if (!this.box) throw new Error(`platform connection ${platformConfigId}: its bot token is stored encrypted and this deployment has no valid WEBHOOK_ENCRYPTION_KEY to read it`);
+    let token: string;
+    try {
+      token = this.box.decrypt(ctx.communityId, platformConfigId, 'bot_token', ciphertext);
+    } catch {
+      throw new Error(`platform connection ${platformConfigId}: its bot token was encrypted with another WEBHOOK_ENCRYPTION_KEY than this deployment's: apply it again`);
+    }
+    if (this.cache.size >= 1000) this.cache.clear();
+    this.cache.set(slotKey, { ciphertext, token });
+    return token;
+  }
+}
