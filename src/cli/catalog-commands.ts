@@ -1,6 +1,6 @@
 // billing catalog apply FILE --community ID
 import { resolveEncryptionKey } from '../db/encryption-key';
-import { applyCatalog, CatalogResult, readCatalogFile } from '../domain/catalog/catalog-file';
+import { applyCatalog, CatalogResult, readCatalogFile, splitPlatformSettings } from '../domain/catalog/catalog-file';
 import { defineCommand, defineGroup, requireString } from './command';
 import { idList, money } from './plans-commands';
 
@@ -47,10 +47,11 @@ export default defineGroup({
       const community = requireString(input, 'community');
       // Validate before touching the database: a bad file changes nothing.
       const catalog = readCatalogFile(input.args[0]);
-      // Payment secrets in the file are encrypted with the service's key; the output
-      // lists ids only, never a secret.
+      // Payment secrets and bot tokens in the file are encrypted with the service's key;
+      // the output lists ids and field names only, never a secret.
       const provider = catalog.payment_provider as { secret_key?: unknown; webhook_secret?: unknown } | null | undefined;
-      const encryptionKey = provider?.secret_key || provider?.webhook_secret ? resolveEncryptionKey(ctx.config, ctx.log) : null;
+      const secrets = provider?.secret_key || provider?.webhook_secret || (catalog.platforms ?? []).some((p) => splitPlatformSettings(p).botToken);
+      const encryptionKey = secrets ? resolveEncryptionKey(ctx.config, ctx.log) : null;
       return { community_id: community, ...await applyCatalog(await ctx.ownerPool(), community, catalog, { encryptionKey }) };
     },
     print: (r: CatalogResult & { community_id: string }) => catalogReport(r, r.community_id),

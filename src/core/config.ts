@@ -49,6 +49,13 @@ export interface Config {
   /** Stripe API port and protocol (a local Stripe-compatible server in tests). */
   stripeApiPort: number | null;
   stripeApiProtocol: 'http' | 'https' | null;
+  /** Discord's REST API base (DISCORD_API_URL): a local stand-in in tests, or a proxy. No trailing slash. */
+  discordApiUrl: string;
+  /** The Telegram Bot API root (TELEGRAM_API_URL), as grammY's apiRoot. No trailing slash. */
+  telegramApiUrl: string;
+  /** The deployment's bot tokens (DISCORD_BOT_TOKEN, TELEGRAM_BOT_TOKEN): for connections that have none of their own. */
+  discordBotToken: string | null;
+  telegramBotToken: string | null;
   poolSize: number;
   dbTimeouts: DbTimeouts;
   /**
@@ -168,6 +175,28 @@ export function trustProxySetting(value: string | undefined, production: boolean
   return entries;
 }
 
+export const DEFAULT_DISCORD_API_URL = 'https://discord.com/api/v10';
+export const DEFAULT_TELEGRAM_API_URL = 'https://api.telegram.org';
+
+/**
+ * A platform's API base URL (DISCORD_API_URL, TELEGRAM_API_URL): an http(s) URL without
+ * query or fragment, returned without its trailing slash; unset or empty, the platform's own.
+ */
+export function apiBaseUrl(name: string, value: string | undefined, fallback: string): string {
+  const text = (value ?? '').trim();
+  if (text === '') return fallback;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`${name}: expected an http(s) URL such as ${fallback}, got "${text}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
+    throw new Error(`${name}: expected an http(s) URL without query, fragment or credentials, such as ${fallback}`);
+  }
+  return text.replace(/\/+$/, '');
+}
+
 /** The production default of WEBHOOK_PORTS: the web's ports and every unprivileged one. */
 export const DEFAULT_WEBHOOK_PORTS = '80,443,1024-65535';
 
@@ -224,6 +253,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeApiHost: env.STRIPE_API_HOST || null,
     stripeApiPort: env.STRIPE_API_PORT ? num(env.STRIPE_API_PORT, 443) : null,
     stripeApiProtocol: env.STRIPE_API_PROTOCOL === 'http' ? 'http' : env.STRIPE_API_PROTOCOL === 'https' ? 'https' : null,
+    discordApiUrl: apiBaseUrl('DISCORD_API_URL', env.DISCORD_API_URL, DEFAULT_DISCORD_API_URL),
+    telegramApiUrl: apiBaseUrl('TELEGRAM_API_URL', env.TELEGRAM_API_URL, DEFAULT_TELEGRAM_API_URL),
+    discordBotToken: env.DISCORD_BOT_TOKEN || null,
+    telegramBotToken: env.TELEGRAM_BOT_TOKEN || null,
     poolSize: num(env.PG_POOL_SIZE, 20),
     dbTimeouts: {
       connectMs: num(env.PG_CONNECT_TIMEOUT_MS, DEFAULT_DB_TIMEOUTS.connectMs),

@@ -37,7 +37,8 @@ function baseDestination(pretty: boolean): Sink {
 }
 
 const REDACT = {
-  paths: ['key', 'secret', 'token', 'authorization', '*.key', '*.secret', '*.token', '*.authorization', 'headers', '*.headers'],
+  paths: ['key', 'secret', 'token', 'bot_token', 'authorization', '*.key', '*.secret', '*.token', '*.bot_token', '*.authorization',
+    'headers', '*.headers', 'settings.bot_token', '*.settings.bot_token'],
   censor: '[redacted]',
 };
 

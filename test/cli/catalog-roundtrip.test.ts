@@ -25,7 +25,7 @@ const FULL = {
   dunning: { retry_days: [2, 4, 9], final_action: 'cancel' },
   platforms: [
     { key: 'discord-main', platform: 'discord', name: 'Main server', settings: { guild_id: '123' } },
-    { key: 'tg', platform: 'telegram' },
+    { key: 'tg', platform: 'telegram', settings: { chat_id: '-1001234567890' } },
   ],
   entitlements: [
     { key: 'chat', name: 'Chat', benefits: [{ platform: 'discord-main', type: 'role', value: 'chat' }, { platform: 'tg', type: 'group', value: '-100' }] },

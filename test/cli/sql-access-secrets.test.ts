@@ -1,10 +1,12 @@
 // Issue 26 item 9: an operator's SQL login and GraphQL read no live credential. A full
 // flow issues every kind of token and secret the service hands out (API keys, checkout
 // pay tokens, portal URLs and portal sessions, link codes, operator sign-in links and
-// sessions, whsec_ secrets, idempotent replays of all of them); then every row of every
+// sessions, whsec_ secrets, platform bot tokens, idempotent replays of all of them); then every row of every
 // relation the operator login may read (enumerated from pg_catalog with its own table
 // and column privileges) and every field GraphQL serves are scanned for each of them.
+import crypto from 'node:crypto';
 import pg from 'pg';
+import { applyCatalog, parseCatalog } from '../../src/domain/catalog/catalog-file';
 import { cli } from '../support/cli';
 import { dashboardOperation } from '../../src/operations';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
@@ -89,6 +91,16 @@ beforeAll(async () => {
   expect(key.status).toBe(200);
   keep('API key', (key.body as { key: string }).key);
 
+  // Platform connections' bot tokens (issue 29), set with `billing catalog apply`.
+  const discordToken = `${crypto.randomBytes(18).toString('base64url')}.${crypto.randomBytes(5).toString('base64url')}.${crypto.randomBytes(27).toString('base64url')}`;
+  const telegramToken = `${crypto.randomInt(100000000, 999999999)}:${crypto.randomBytes(26).toString('base64url')}`;
+  await applyCatalog(app.owner, shop.communityId, parseCatalog({ platforms: [
+    { key: 'discord-bot', platform: 'discord', settings: { guild_id: '1234567890123456789', bot_token: discordToken } },
+    { key: 'telegram-bot', platform: 'telegram', settings: { chat_id: '-1001234567890', bot_token: telegramToken } },
+  ] }), { encryptionKey: ENCRYPTION_KEY });
+  keep('platform bot token', discordToken);
+  keep('platform bot token', telegramToken);
+
   const granted = await cli('sql-access', 'grant', '--community', shop.communityId, '--json');
   expect(granted.code).toBe(0);
   op = new pg.Pool({ connectionString: JSON.parse(granted.out).connection_string, max: 1 });
@@ -104,7 +116,7 @@ const hits = (text: string) => issued.filter((s) => text.includes(s.value)).map(
 
 test('the flow issued every kind of credential, and the idempotency records hold some in clear', async () => {
   expect(new Set(issued.map((s) => s.what))).toEqual(new Set(['API key', 'checkout pay token', 'portal token', 'member portal session',
-    'link code', 'webhook secret', 'operator sign-in link', 'operator session']));
+    'link code', 'webhook secret', 'operator sign-in link', 'operator session', 'platform bot token']));
   // The scan below would find them if it could read them: the owner sees them here.
   const { rows } = await app.owner.query(`select i::text as row from billing.idempotency_keys i where community_id = $1`, [shop.communityId]);
   expect(hits(rows.map((r) => r.row).join('\n'))).toContain('checkout pay token');

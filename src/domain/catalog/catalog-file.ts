@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PaymentSecretBox, storePaymentSecrets } from '../checkout/payment-secrets';
+import { PlatformSecretBox, storePlatformSecret } from './platform-secrets';
 
 /** A catalog problem, always naming the field: `tiers[1].plans[0].amount_cents: ...`. */
 export class CatalogError extends Error {
@@ -54,12 +55,31 @@ const paymentProvider = z.union([
   }),
 ], { error: 'expected {"type": "sandbox"}, {"type": "stripe", ...} or null' }).nullable();
 
+// A connection's settings (issue 29): which keys each platform takes and their formats
+// are checked by the database (billing.platform_settings_problem), where every door
+// into the table meets them. bot_token is the exception: a secret, checked here and
+// encrypted into billing_private.platform_secrets (null removes it; absent keeps the
+// stored one), so it never reaches the database, a log or an error message in clear.
 const platform = z.strictObject({
   key,
   platform: platformName,
   name: text().nullable().optional(),
   settings: z.record(z.string(), z.unknown(), { error: 'expected an object' }).optional(),
 });
+
+/** Bot token formats; the messages never quote the value. */
+const BOT_TOKEN: Record<'discord' | 'telegram', { pattern: RegExp; expected: string }> = {
+  discord: { pattern: /^[A-Za-z0-9_-]{16,100}\.[A-Za-z0-9_-]{4,20}\.[A-Za-z0-9_-]{20,100}$/,
+    expected: 'expected a Discord bot token (three dot-separated parts, from the application\'s Bot page) or null' },
+  telegram: { pattern: /^[0-9]{3,20}:[A-Za-z0-9_-]{30,100}$/,
+    expected: 'expected a Telegram bot token (<bot id>:<secret>, from BotFather) or null' },
+};
+
+/** A platform entry's settings without its secrets, and its bot token (undefined: not in the file). */
+export function splitPlatformSettings(p: { settings?: Record<string, unknown> }): { settings: Record<string, unknown>; botToken: string | null | undefined } {
+  const { bot_token: botToken, ...settings } = p.settings ?? {};
+  return { settings, botToken: botToken as string | null | undefined };
+}
 
 const benefit = z.strictObject({
   platform: key,
@@ -198,6 +218,12 @@ function checkRules(c: CatalogFile): void {
   const tiers = c.tiers ?? [];
   const discounts = c.discounts ?? [];
   duplicates(platforms, (p) => p.key, (i) => `platforms[${i}].key`, 'key');
+  platforms.forEach((p, i) => {
+    const token = p.settings?.bot_token;
+    if (token !== undefined && token !== null && (typeof token !== 'string' || !BOT_TOKEN[p.platform].pattern.test(token))) {
+      throw new CatalogError(`platforms[${i}].settings.bot_token`, BOT_TOKEN[p.platform].expected);
+    }
+  });
   duplicates(entitlements, (e) => e.key, (i) => `entitlements[${i}].key`, 'key');
   duplicates(tiers, (t) => t.key, (i) => `tiers[${i}].key`, 'key');
   duplicates(discounts, (d) => d.code.toLowerCase(), (i) => `discounts[${i}].code`, 'code (codes match case-insensitively)');
@@ -439,16 +465,34 @@ async function applyStripeSecrets(db: Queryable, communityId: string, secrets: {
   return changed;
 }
 
-async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile, ids: Map<string, string>, out: CatalogResult) {
-  for (const p of c.platforms ?? []) {
+async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile, ids: Map<string, string>, opts: ApplyOptions, out: CatalogResult) {
+  let box: PlatformSecretBox | null = null;
+  for (const [i, p] of (c.platforms ?? []).entries()) {
+    const { settings, botToken } = splitPlatformSettings(p);
+    // The database's rule (the constraint platform_configs_settings_valid), asked first
+    // so the problem names its field in the file.
+    const { rows } = await db.query<{ problem: string | null }>('select billing.platform_settings_problem($1, $2::jsonb) as problem',
+      [p.platform, JSON.stringify(settings)]);
+    const problem = rows[0]?.problem;
+    if (problem) {
+      const at = problem.indexOf(': ');
+      throw new CatalogError(`platforms[${i}].${problem.slice(0, at)}`, problem.slice(at + 2));
+    }
     const id = await upsert(db, 'billing.platform_configs', communityId, { expr: 'key', value: p.key }, [
       ['key', p.key, 'text'],
       ['platform', p.platform, 'text'],
       ['name', p.name ?? null, 'text'],
-      ['settings', p.settings ?? {}, 'jsonb'],
+      ['settings', settings, 'jsonb'],
     ], { report: { log: out.changes, kind: 'platform', key: p.key } });
     ids.set(p.key, id);
     out.platforms[p.key] = id;
+    if (botToken && !box) {
+      if (!opts.encryptionKey) {
+        throw new CatalogError(`platforms[${i}].settings.bot_token`, 'bot tokens are stored encrypted: set WEBHOOK_ENCRYPTION_KEY (the one the service uses)');
+      }
+      box = new PlatformSecretBox(opts.encryptionKey);
+    }
+    if (await storePlatformSecret(db, box, communityId, id, 'bot_token', botToken)) noteChanged(out, 'platform', p.key, id, 'bot_token');
   }
 }
 
@@ -596,7 +640,7 @@ async function applyDiscounts(db: Queryable, communityId: string, c: CatalogFile
  * benefits become exactly those listed.
  */
 export interface ApplyOptions {
-  /** WEBHOOK_ENCRYPTION_KEY: needed only when the file sets payment secrets. */
+  /** WEBHOOK_ENCRYPTION_KEY: needed only when the file sets payment secrets or bot tokens. */
   encryptionKey?: string | null;
 }
 
@@ -617,7 +661,7 @@ export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: 
       if (dunning.rowCount) noteChanged(out, 'dunning', 'dunning', null, 'retry_days');
     }
     const platformIds = await existingKeys(db, 'billing.platform_configs', communityId);
-    await applyPlatforms(db, communityId, catalog, platformIds, out);
+    await applyPlatforms(db, communityId, catalog, platformIds, opts, out);
     const entitlementIds = await existingKeys(db, 'billing.entitlements', communityId);
     await applyEntitlements(db, communityId, catalog, platformIds, entitlementIds, out);
     const tierIds = await existingKeys(db, 'billing.tiers', communityId);
