@@ -1,4 +1,4 @@
--- db/migrations sha256:052774b6e63efe3ba66c6b67eeec0497be95fb17b3d717dd88e08af389373afe (regenerate with npm run db:schema)
+-- db/migrations sha256:6ca643f58966a2e1fc7e44274e8746868f92663b64f867c2adca43d19b01a70a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -2600,6 +2600,58 @@ CREATE FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id te
   where s.community_id = p_community_id and s.plan_id = p_plan_id and s.status <> 'cancelled'
     and s.price_cents <> p.amount_cents
 $$;
+
+
+--
+-- Name: platform_settings_problem(text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.platform_settings_problem(p_platform text, p_settings jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_allowed text[] := case p_platform when 'discord' then array['guild_id', 'public_key']
+                                      when 'telegram' then array['chat_id'] else array[]::text[] end;
+  v_key text;
+  v_value jsonb;
+begin
+  if p_settings is null or jsonb_typeof(p_settings) <> 'object' then
+    return 'settings: expected an object';
+  end if;
+  if p_settings ? 'bot_token' then
+    return 'settings.bot_token: a bot token is stored encrypted (billing_private.platform_secrets), never in settings';
+  end if;
+  for v_key, v_value in select e.key, e.value from jsonb_each(p_settings) e order by e.key loop
+    if not (v_key = any (v_allowed)) then
+      return format('settings.%s: unknown setting for %s (expected %s, and bot_token)', v_key, p_platform,
+        array_to_string(v_allowed, ', '));
+    end if;
+    if jsonb_typeof(v_value) <> 'string' then
+      return format('settings.%s: expected a string', v_key);
+    end if;
+  end loop;
+  if p_platform = 'discord' then
+    if not p_settings ? 'guild_id' then
+      return 'settings.guild_id: required (the Discord server id)';
+    end if;
+    if p_settings->>'guild_id' !~ '^[1-9][0-9]{0,19}$' then
+      return 'settings.guild_id: expected a Discord snowflake (the server id: digits, e.g. "1234567890123456789")';
+    end if;
+    if p_settings ? 'public_key' and p_settings->>'public_key' !~ '^[0-9a-fA-F]{64}$' then
+      return 'settings.public_key: expected the application''s public key (64 hexadecimal digits)';
+    end if;
+  elsif p_platform = 'telegram' then
+    if not p_settings ? 'chat_id' then
+      return 'settings.chat_id: required (the Telegram chat: its id or @channelname)';
+    end if;
+    if p_settings->>'chat_id' !~ '^(-?[1-9][0-9]{0,15}|@[A-Za-z][A-Za-z0-9_]{4,31})$' then
+      return 'settings.chat_id: expected a Telegram chat id (an integer, e.g. "-1001234567890") or a public @channelname';
+    end if;
+  end if;
+  return null;
+end
+$_$;
 
 
 --
@@ -6876,6 +6928,19 @@ $$;
 
 
 --
+-- Name: platform_secret_ciphertext(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_secret_ciphertext(p_platform_config_id text, p_name text) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select s.ciphertext from billing_private.platform_secrets s
+  where s.community_id = billing.current_community_id() and s.platform_config_id = p_platform_config_id and s.name = p_name
+$$;
+
+
+--
 -- Name: portal_set_card(text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8182,7 +8247,8 @@ CREATE TABLE billing.platform_configs (
     name text,
     settings jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT platform_configs_platform_check CHECK ((platform = ANY (ARRAY['discord'::text, 'telegram'::text])))
+    CONSTRAINT platform_configs_platform_check CHECK ((platform = ANY (ARRAY['discord'::text, 'telegram'::text]))),
+    CONSTRAINT platform_configs_settings_valid CHECK ((billing.platform_settings_problem(platform, settings) IS NULL))
 );
 
 ALTER TABLE ONLY billing.platform_configs FORCE ROW LEVEL SECURITY;
@@ -9738,6 +9804,23 @@ ALTER TABLE ONLY billing_private.payment_secrets FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: platform_secrets; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.platform_secrets (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    platform_config_id text NOT NULL COLLATE pg_catalog."C",
+    name text NOT NULL,
+    ciphertext text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT platform_secrets_ciphertext_check CHECK ((ciphertext ~~ 'v1:%'::text)),
+    CONSTRAINT platform_secrets_name_check CHECK ((name = 'bot_token'::text))
+);
+
+ALTER TABLE ONLY billing_private.platform_secrets FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: rate_buckets; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -10193,6 +10276,14 @@ ALTER TABLE ONLY billing_private.operator_users
 
 ALTER TABLE ONLY billing_private.payment_secrets
     ADD CONSTRAINT payment_secrets_pkey PRIMARY KEY (community_id, provider, name);
+
+
+--
+-- Name: platform_secrets platform_secrets_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.platform_secrets
+    ADD CONSTRAINT platform_secrets_pkey PRIMARY KEY (community_id, platform_config_id, name);
 
 
 --
@@ -11279,6 +11370,14 @@ ALTER TABLE ONLY billing_private.payment_secrets
 
 
 --
+-- Name: platform_secrets platform_secrets_community_id_platform_config_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.platform_secrets
+    ADD CONSTRAINT platform_secrets_community_id_platform_config_id_fkey FOREIGN KEY (community_id, platform_config_id) REFERENCES billing.platform_configs(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: webhook_secrets webhook_secrets_community_id_endpoint_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -12161,6 +12260,13 @@ CREATE POLICY owner_only ON billing_private.payment_secrets USING (true);
 
 
 --
+-- Name: platform_secrets owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.platform_secrets USING (true);
+
+
+--
 -- Name: rate_buckets owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
@@ -12186,6 +12292,12 @@ CREATE POLICY owner_only ON billing_private.worker_heartbeats USING (true);
 --
 
 ALTER TABLE billing_private.payment_secrets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: platform_secrets; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.platform_secrets ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: rate_buckets; Type: ROW SECURITY; Schema: billing_private; Owner: -
@@ -13041,6 +13153,14 @@ REVOKE ALL ON FUNCTION billing.plan_price_migrate(p_community_id text, p_plan_id
 --
 
 REVOKE ALL ON FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION platform_settings_problem(p_platform text, p_settings jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.platform_settings_problem(p_platform text, p_settings jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.platform_settings_problem(p_platform text, p_settings jsonb) TO billing_api;
 
 
 --
@@ -14292,6 +14412,14 @@ GRANT ALL ON FUNCTION billing_private.operator_users_page(p_cursor text, p_limit
 
 REVOKE ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text, p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text, p_name text) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_secret_ciphertext(p_platform_config_id text, p_name text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_secret_ciphertext(p_platform_config_id text, p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_secret_ciphertext(p_platform_config_id text, p_name text) TO billing_api;
 
 
 --

@@ -1,3 +1,11 @@
+--! Previous: sha1:ef969c863e4a83b93be0d4f965441cbc83644612
+--! Hash: sha1:dd3968f8d810835c5fb108e7e88749caf53f61a4
+--! Message: platform-connections
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 40-platform-connections.sql
 -- Issue 29 item 1: platform connections. A connection's settings are checked per
 -- platform (billing.platform_settings_problem, the constraint
 -- platform_configs_settings_valid); its bot token is encrypted in
