@@ -181,8 +181,10 @@ async function main() {
     clock.step('migrations');
     owner = createOwnerPool(database.url, 5, config.dbTimeouts);
     // The API and the worker never connect as the owner (src/db/logins.ts).
-    const appUrl = config.appDatabaseUrl ?? await ensureLogin(database.url, 'billing_app');
-    const workerUrl = config.workerDatabaseUrl ?? await ensureLogin(database.url, 'billing_worker');
+    const [appUrl, workerUrl] = await Promise.all([
+      config.appDatabaseUrl ?? ensureLogin(database.url, 'billing_app'),
+      config.workerDatabaseUrl ?? ensureLogin(database.url, 'billing_worker'),
+    ]);
     api = createApiPool(appUrl, config.poolSize, config.dbTimeouts);
     clock.step('logins');
     const demo = await createDemoIfEmpty(service, owner, config.firstStartDemo);
