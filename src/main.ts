@@ -166,6 +166,7 @@ async function main() {
 
   let server: http.Server | null = null;
   let worker: { stop(): Promise<void> } | null = null;
+  let workerStarting: Promise<{ stop(): Promise<void> }> | null = null;
   let owner: pg.Pool | null = null;
   let api: pg.Pool | null = null;
   let releaseGraphql: () => Promise<void> = async () => {};
@@ -187,6 +188,11 @@ async function main() {
     ]);
     api = createApiPool(appUrl, config.poolSize, config.dbTimeouts);
     clock.step('logins');
+    // The worker needs the migrations and its login, nothing after: it starts beside the
+    // demo check and the app. It gets this config too: it may hold a generated webhook
+    // encryption key.
+    workerStarting = startWorker({ connectionString: workerUrl, config });
+    workerStarting.catch(() => {}); // awaited below, or in the catch when something else failed first
     const demo = await createDemoIfEmpty(service, owner, config.firstStartDemo);
     clock.step('demo check');
 
@@ -201,8 +207,7 @@ async function main() {
     releaseGraphql = () => graphql.release();
     server.on('request', app);
     clock.step('app');
-    // The worker gets this config too: it may hold a generated webhook encryption key.
-    worker = await startWorker({ connectionString: workerUrl, config });
+    worker = await workerStarting;
     clock.step('worker');
 
     const url = config.publicBaseUrl ?? `http://localhost:${port}`;
@@ -219,6 +224,7 @@ async function main() {
     log(`Ready: ${clock.summary()}`);
   } catch (err) {
     if (server?.listening) server.close();
+    worker ??= await workerStarting?.catch(() => null) ?? null;
     await worker?.stop().catch(() => {});
     await api?.end().catch(() => {});
     await owner?.end().catch(() => {});
