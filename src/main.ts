@@ -4,12 +4,14 @@
 // demo community with the demo catalog and prints an API key for it (outside
 // production, or with BILLING_DEMO=true). /readyz answers ready once all of that is
 // done and printed.
+//
+// Start-up order: the embedded PostgreSQL is spawned first, and the modules of the API
+// and the worker (express, the operations, graphile-worker: about a second of
+// require) load while it starts. Only light modules are imported at the top.
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type pg from 'pg';
-import { createApp, createHttpServer } from './app';
-import { GRAPHIQL_PATH, GRAPHQL_PATH } from './graphql';
 import { baseUrlFor, Config, loadConfig, packageRoot } from './core/config';
 import { log as logger } from './core/log';
 import { SCOPES } from './core/scopes';
@@ -19,10 +21,21 @@ import { migrateDatabase } from './db/migration-status';
 import { ensureLogin } from './db/logins';
 import { createApiPool, createOwnerPool } from './db/pool';
 import { recordServerUrl } from './db/server-url';
-import { applyCatalog, readCatalogFile } from './domain/catalog/catalog-file';
-import { createCommunity, createKey } from './domain/communities/community-admin';
-import { inviteOperator, signInLink } from './domain/operators/operator-accounts';
-import { startWorker } from '../worker';
+
+/** The heavy modules, required once the database is starting (see the top). */
+function loadService() {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  return {
+    ...(require('./app') as typeof import('./app')),
+    ...(require('./graphql/graphql-paths') as typeof import('./graphql/graphql-paths')),
+    ...(require('../worker') as typeof import('../worker')),
+    ...(require('./domain/catalog/catalog-file') as typeof import('./domain/catalog/catalog-file')),
+    ...(require('./domain/communities/community-admin') as typeof import('./domain/communities/community-admin')),
+    ...(require('./domain/operators/operator-accounts') as typeof import('./domain/operators/operator-accounts')),
+  };
+  /* eslint-enable @typescript-eslint/no-require-imports */
+}
+type Service = ReturnType<typeof loadService>;
 
 const DEMO_CATALOG = path.join(packageRoot, 'db/demo/demo-catalog.json');
 // Progress and failures are log lines (stderr); what the user asked for (URL, demo key) is stdout.
@@ -36,7 +49,8 @@ interface Demo { communityId: string; key: string; signInToken: string }
  * all-scopes key (shown once); else 'empty'. An advisory lock keeps two processes
  * starting at once from both creating it.
  */
-async function createDemoIfEmpty(owner: pg.Pool, wanted: boolean): Promise<Demo | 'empty' | null> {
+async function createDemoIfEmpty(service: Service, owner: pg.Pool, wanted: boolean): Promise<Demo | 'empty' | null> {
+  const { applyCatalog, createCommunity, createKey, inviteOperator, readCatalogFile } = service;
   const lock = await owner.connect();
   try {
     await lock.query('select pg_advisory_lock(hashtext($1))', ['billing:first-start']);
@@ -55,7 +69,7 @@ async function createDemoIfEmpty(owner: pg.Pool, wanted: boolean): Promise<Demo 
   }
 }
 
-function printDemo(demo: Demo, url: string) {
+function printDemo(demo: Demo, url: string, signInLink: Service['signInLink']) {
   const lines = [
     '',
     `Created a demo community ${demo.communityId} (sandbox payments, catalog from db/demo/demo-catalog.json).`,
@@ -112,7 +126,23 @@ async function drain(server: http.Server, graceMs: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/** Where start-up time goes: each step's milliseconds, the first since the process began (node, modules). */
+function startupClock() {
+  const steps: string[] = [];
+  let last = 0;
+  return {
+    step(name: string) {
+      const now = performance.now();
+      steps.push(`${name} ${Math.round(now - last)}`);
+      last = now;
+    },
+    summary: () => `${steps.join(', ')} (ms; ready ${Math.round(performance.now())} ms after the process began)`,
+  };
+}
+
 async function main() {
+  const clock = startupClock();
+  clock.step('node');
   let config = loadConfig();
   if (config.production && !config.publicBaseUrl) {
     // Links handed out (checkout, portal) would otherwise name whatever Host a client sent.
@@ -126,11 +156,17 @@ async function main() {
   process.on('SIGINT', onEarlySignal);
   process.on('SIGTERM', onEarlySignal);
 
-  const database: Database = await openDatabase(config, log);
+  const opening = openDatabase(config, log);
+  const service = loadService();
+  const { createApp, createHttpServer, GRAPHIQL_PATH, GRAPHQL_PATH, startWorker } = service;
+  clock.step('modules (the database starting)');
+  const database: Database = await opening;
+  clock.step('database');
   const stopDatabase = () => database.stop().catch((err) => log(`stopping the database: ${(err as Error).message}`));
 
   let server: http.Server | null = null;
   let worker: { stop(): Promise<void> } | null = null;
+  let workerStarting: Promise<{ stop(): Promise<void> }> | null = null;
   let owner: pg.Pool | null = null;
   let api: pg.Pool | null = null;
   let releaseGraphql: () => Promise<void> = async () => {};
@@ -143,12 +179,22 @@ async function main() {
       }
       throw err;
     });
+    clock.step('migrations');
     owner = createOwnerPool(database.url, 5, config.dbTimeouts);
     // The API and the worker never connect as the owner (src/db/logins.ts).
-    const appUrl = config.appDatabaseUrl ?? await ensureLogin(database.url, 'billing_app');
-    const workerUrl = config.workerDatabaseUrl ?? await ensureLogin(database.url, 'billing_worker');
+    const [appUrl, workerUrl] = await Promise.all([
+      config.appDatabaseUrl ?? ensureLogin(database.url, 'billing_app'),
+      config.workerDatabaseUrl ?? ensureLogin(database.url, 'billing_worker'),
+    ]);
     api = createApiPool(appUrl, config.poolSize, config.dbTimeouts);
-    const demo = await createDemoIfEmpty(owner, config.firstStartDemo);
+    clock.step('logins');
+    // The worker needs the migrations and its login, nothing after: it starts beside the
+    // demo check and the app. It gets this config too: it may hold a generated webhook
+    // encryption key.
+    workerStarting = startWorker({ connectionString: workerUrl, config });
+    workerStarting.catch(() => {}); // awaited below, or in the catch when something else failed first
+    const demo = await createDemoIfEmpty(service, owner, config.firstStartDemo);
+    clock.step('demo check');
 
     // Listen first so the real port (PORT=0 picks a free one) is in the config.
     // Its own problem answers (431, unparsable HTTP) name the problem pages at the configured base.
@@ -160,8 +206,9 @@ async function main() {
     const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner, started: () => startup.done });
     releaseGraphql = () => graphql.release();
     server.on('request', app);
-    // The worker gets this config too: it may hold a generated webhook encryption key.
-    worker = await startWorker({ connectionString: workerUrl, config });
+    clock.step('app');
+    worker = await workerStarting;
+    clock.step('worker');
 
     const url = config.publicBaseUrl ?? `http://localhost:${port}`;
     process.stdout.write(`Billing API listening on ${url}\n`);
@@ -169,13 +216,15 @@ async function main() {
     process.stdout.write(`GraphQL (read-only, same bearer keys) at ${url}${GRAPHQL_PATH}`
       + `${config.graphiql ? `; GraphiQL (Ruru) at ${url}${GRAPHIQL_PATH}` : ''}\n`);
     if (demo === 'empty') printNoCommunity();
-    else if (demo) printDemo(demo, url);
+    else if (demo) printDemo(demo, url, service.signInLink);
     else await printCommunities(owner);
     // For the operator CLI on this machine (its links name this port, not its own PORT).
     recordServerUrl(config.dataDir, url, log);
     startup.done = true;
+    log(`Ready: ${clock.summary()}`);
   } catch (err) {
     if (server?.listening) server.close();
+    worker ??= await workerStarting?.catch(() => null) ?? null;
     await worker?.stop().catch(() => {});
     await api?.end().catch(() => {});
     await owner?.end().catch(() => {});

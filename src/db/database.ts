@@ -27,6 +27,11 @@ function embeddedUrl(dataDir: string, port: number, database: string): string {
   return `postgres://postgres:${encodeURIComponent(embeddedOwnerPassword(dataDir))}@127.0.0.1:${port}/${database}`;
 }
 
+/** Whether a server may run on the cluster of <dataDir>: PostgreSQL keeps postmaster.pid while it runs. */
+function mayBeRunning(dataDir: string): boolean {
+  return fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'));
+}
+
 /** The port of a running embedded server for this data directory, or null. */
 async function runningEmbeddedPort(dataDir: string): Promise<number | null> {
   const portFile = path.join(dataDir, 'postgres.port');
@@ -66,7 +71,10 @@ export async function openDatabase(config: Config, log: (line: string) => void):
   if (config.databaseUrl) {
     return { url: config.databaseUrl, startedEmbedded: false, stop: async () => {} };
   }
-  const running = await runningEmbeddedPort(config.dataDir);
+  // No pid file in the cluster: no server runs on it, nothing to ask. The embedded
+  // server is then spawned before this function first waits, so a caller that goes on
+  // with synchronous work (src/main.ts loads its modules) has it starting meanwhile.
+  const running = mayBeRunning(config.dataDir) ? await runningEmbeddedPort(config.dataDir) : null;
   if (running !== null) {
     log(`Using the embedded PostgreSQL already running on port ${running}.`);
     await ensureDatabase(embeddedUrl(config.dataDir, running, 'postgres'), EMBEDDED_DATABASE);

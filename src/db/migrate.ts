@@ -1,8 +1,8 @@
 // Applies graphile-migrate migrations: the committed ones, then (outside production)
 // the current/ directory that is still being written.
 import path from 'node:path';
-import { migrate, watch, Settings } from 'graphile-migrate';
-import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
+import type { Settings } from 'graphile-migrate';
+import type { Logger as WorkerLogger } from 'graphile-worker';
 import { packageRoot } from '../core/config';
 import { log } from '../core/log';
 
@@ -33,8 +33,17 @@ function quietLogger(): Settings['logger'] {
   });
 }
 
+// graphile-migrate and graphile-worker are loaded when used, not with this module:
+// src/db/database.ts needs withDatabase before the service's start-up loads anything
+// heavy (src/main.ts).
+/* eslint-disable @typescript-eslint/no-require-imports */
+const graphileMigrate = () => require('graphile-migrate') as typeof import('graphile-migrate');
+const graphileWorker = () => require('graphile-worker') as typeof import('graphile-worker');
+/* eslint-enable @typescript-eslint/no-require-imports */
+
 function quietWorkerLogger(): WorkerLogger {
-  return new WorkerLogger(() => (level: string, message: string) => {
+  const { Logger } = graphileWorker();
+  return new Logger(() => (level: string, message: string) => {
     if (level === 'error') log.error({ component: 'worker-migrate' }, message);
     else if (level === 'warning') log.warn({ component: 'worker-migrate' }, message);
   });
@@ -51,10 +60,10 @@ export async function applyMigrations(connectionString: string, opts: { includeC
     try {
       // Our migrations call into graphile_worker (enqueue triggers, add_jobs), so its
       // schema is installed (or upgraded) first, by graphile-worker itself.
-      await runWorkerMigrations({ connectionString, logger: quietWorkerLogger() });
-      await migrate(settings);
+      await graphileWorker().runMigrations({ connectionString, logger: quietWorkerLogger() });
+      await graphileMigrate().migrate(settings);
       if (opts.includeCurrent ?? process.env.NODE_ENV !== 'production') {
-        await watch(settings, true);
+        await graphileMigrate().watch(settings, true);
       }
       return;
     } catch (err) {

@@ -9,10 +9,10 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { NoSchemaIntrospectionCustomRule } from 'postgraphile/graphql';
 import type { Identity } from '../operations/executor';
 import { queryLimitsRule } from './graphql-limits';
+import { GRAPHIQL_PATH, GRAPHQL_PATH } from './graphql-paths';
 import { EnumColumnsPlugin, EnumConditionAsStringPlugin, KeysetPagingPlugin, RelationNamesPlugin, ScopeTagPlugin } from './graphql-schema';
 
-export const GRAPHQL_PATH = '/graphql';
-export const GRAPHIQL_PATH = '/graphiql';
+export { GRAPHIQL_PATH, GRAPHQL_PATH };
 /**
  * Backstop for what the query limits cannot foresee: no GraphQL statement runs longer.
  * Below the API login's own statement_timeout (15 s, 00-foundation.sql): a GraphQL

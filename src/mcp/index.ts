@@ -7,23 +7,12 @@
 // a stateless Streamable HTTP transport with JSON responses, as before. See
 // docs/decisions/mcp-stateless-endpoint.md.
 import express, { Request, Response } from 'express';
-import {
-  createMcpHandler, isLegacyRequest, McpRequestContext, WebStandardStreamableHTTPServerTransport,
-} from '@modelcontextprotocol/server';
 import { API_VERSION } from '../core/api-version';
 import { Executor, Outcome, RateLimitInfo } from '../operations/executor';
 import { callerOf, sendOutcome } from '../web/express-io';
 import { verifyJsonDepth } from '../web/json-body';
-import { createMcpServer, listTools, RequestAuth, ToolRunner } from './server';
-
-/** The request's RequestAuth travels to the server factory in the SDK's pass-through authInfo. */
-const REQUEST_AUTH = 'community-billing/request-auth';
-
-function requestAuthOf(ctx: McpRequestContext): RequestAuth {
-  const auth = ctx.authInfo?.extra?.[REQUEST_AUTH];
-  if (!auth) throw new Error('MCP: a server was built without the request\'s caller');
-  return auth as RequestAuth;
-}
+import type { McpEngine } from './mcp-engine';
+import type { RequestAuth } from './server';
 
 export const MCP_PATH = '/mcp';
 /**
@@ -74,27 +63,13 @@ async function sendWebResponse(res: Response, response: globalThis.Response, rl:
 }
 
 export function mountMcp(app: express.Express, executor: Executor): void {
-  const runner = new ToolRunner(executor);
-  const listed = listTools();
-  // Modern era only: 2025-era traffic is routed below (the SDK's own legacy fallback
-  // would answer with SSE streams, and this endpoint answers JSON). The default
-  // responseMode 'auto' answers one JSON body, as the tools emit nothing before their
-  // result ('json' would say the same but warns at every start).
-  const modern = createMcpHandler((ctx) => createMcpServer(runner, requestAuthOf(ctx), listed), {
-    legacy: 'reject',
-  });
-
-  /** A 2025-era request: the initialize handshake and the calls after it, stateless. */
-  async function serveLegacy(request: globalThis.Request, auth: RequestAuth): Promise<globalThis.Response> {
-    const server = createMcpServer(runner, auth, listed);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    try {
-      await server.connect(transport);
-      return await transport.handleRequest(request);
-    } finally {
-      await server.close();
-    }
-  }
+  // The SDK and the tools load with the first MCP request (mcp-engine.ts).
+  let loaded: McpEngine | null = null;
+  const engine = () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    loaded ??= (require('./mcp-engine') as typeof import('./mcp-engine')).createMcpEngine(executor);
+    return loaded;
+  };
 
   /** Authenticates the request unless a tool call already did; a refusal is answered here. */
   async function settle(res: Response, auth: RequestAuth): Promise<boolean> {
@@ -116,9 +91,7 @@ export function mountMcp(app: express.Express, executor: Executor): void {
       const auth: RequestAuth = { caller: callerOf(req), authenticated: false };
       if (!isSingleToolCall(text) && !(await settle(res, auth))) return;
       const request = toWebRequest(req, text);
-      const response = await isLegacyRequest(request)
-        ? await serveLegacy(request, auth)
-        : await modern.fetch(request, { authInfo: { token: '', clientId: '', scopes: [], extra: { [REQUEST_AUTH]: auth } } });
+      const response = await engine().respond(request, auth);
       // The transport may have answered without reaching the tool (bad headers, bad JSON-RPC).
       if (!(await settle(res, auth))) return;
       await sendWebResponse(res, response, auth.rateLimit, auth.cause);

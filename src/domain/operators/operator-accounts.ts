@@ -7,9 +7,7 @@
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type pg from 'pg';
-import { ZxcvbnFactory } from '@zxcvbn-ts/core';
-import * as zxcvbnCommon from '@zxcvbn-ts/language-common';
-import * as zxcvbnEn from '@zxcvbn-ts/language-en';
+import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
 import { hashKey } from '../../core/ids';
 import type { OperatorRole } from '../../core/scopes';
 
@@ -27,6 +25,23 @@ export const PASSWORD_MIN_SCORE = 3;
 let strength: ZxcvbnFactory | null = null;
 
 /**
+ * zxcvbn with its dictionaries, loaded with the first password checked: decompressing
+ * them is a tenth of a second that a start of the service should not wait for.
+ */
+function passwordStrength(): ZxcvbnFactory {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { ZxcvbnFactory: Factory } = require('@zxcvbn-ts/core') as typeof import('@zxcvbn-ts/core');
+  const common = require('@zxcvbn-ts/language-common') as typeof import('@zxcvbn-ts/language-common');
+  const en = require('@zxcvbn-ts/language-en') as typeof import('@zxcvbn-ts/language-en');
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  return new Factory({
+    dictionary: { ...common.dictionary, ...en.dictionary },
+    graphs: common.adjacencyGraphs,
+    translations: en.translations,
+  });
+}
+
+/**
  * Why a new password is refused, or null: length, control characters (NUL, newlines,
  * ...) and unpaired surrogates, then zxcvbn's estimate with the common and English
  * dictionaries and the user's own email and community name as known words.
@@ -34,11 +49,7 @@ let strength: ZxcvbnFactory | null = null;
 export function passwordProblem(password: string, userInputs: string[] = []): string | null {
   if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) return `The password needs ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`;
   if (/[\p{Cc}\p{Cs}]/u.test(password)) return 'The password may not contain control characters.';
-  strength ??= new ZxcvbnFactory({
-    dictionary: { ...zxcvbnCommon.dictionary, ...zxcvbnEn.dictionary },
-    graphs: zxcvbnCommon.adjacencyGraphs,
-    translations: zxcvbnEn.translations,
-  });
+  strength ??= passwordStrength();
   const inputs = userInputs.flatMap((u) => [u, ...u.split(/[^\p{L}\p{N}]+/u)]).filter((u) => u.length >= 3);
   const result = strength.check(password, inputs);
   if (result.score >= PASSWORD_MIN_SCORE) return null;

@@ -4,7 +4,7 @@
 // STRIPE_WEBHOOK_SECRET. One SDK client per community key, cached by its ciphertext
 // (a new key, a new ciphertext: the next request builds a new client, in every process).
 import type pg from 'pg';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Config } from '../../core/config';
 import { ApiError } from '../../core/errors';
 import { stripeCalls } from '../../core/metrics';
@@ -18,9 +18,23 @@ export interface CommunityReader {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+let sdk: typeof Stripe | undefined;
+/**
+ * The Stripe SDK, required when first used (a Stripe client made, a webhook verified),
+ * not at start: about 0.1-0.2 s of a restart, for a deployment that may never use it.
+ */
+export function stripeSdk(): typeof Stripe {
+  if (!sdk) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const loaded = require('stripe') as typeof Stripe & { default?: typeof Stripe };
+    sdk = loaded.default ?? loaded;
+  }
+  return sdk;
+}
+
 export function createStripeClient(config: Config, secretKey: string | null = config.stripeSecretKey): StripeClient | null {
   if (!secretKey) return null;
-  const client = new Stripe(secretKey, {
+  const client = new (stripeSdk())(secretKey, {
     maxNetworkRetries: 1,
     timeout: 20000,
     telemetry: false,

@@ -9,7 +9,7 @@
 // Stripe-compatible server (tests).
 import express, { Request, Response } from 'express';
 import type pg from 'pg';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Config } from '../../core/config';
 import { ApiError } from '../../core/errors';
 import { stripeCalls } from '../../core/metrics';
@@ -17,7 +17,7 @@ import { inCommunity } from '../../db/community-transaction';
 import { completeCheckout } from '../../domain/checkout/checkout-completion';
 import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext, RefundRequest, SubscriptionRef } from '../../domain/checkout/payment-port';
-import { StripeAccounts, StripeClient } from './stripe-accounts';
+import { StripeAccounts, StripeClient, stripeSdk } from './stripe-accounts';
 
 /** What the inbound webhook route needs: the keys, and an owner pool to apply events with. */
 export interface StripeWebhookDeps {
@@ -472,7 +472,7 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
  * community's own webhook secret (else STRIPE_WEBHOOK_SECRET), each event once.
  */
 export function mountStripeWebhook(app: express.Express, deps: StripeWebhookDeps): void {
-  const verifier = new Stripe('sk_unused_only_verifies');
+  let verifier: Stripe | null = null; // made with the first event: the SDK loads when used
   const accounts = new StripeAccounts(deps.config);
   app.post('/webhooks/stripe/:communityId', express.raw({ type: () => true, limit: '1mb' }), async (req: Request, res: Response) => {
     const communityId = String(req.params.communityId);
@@ -489,6 +489,7 @@ export function mountStripeWebhook(app: express.Express, deps: StripeWebhookDeps
     let event: Stripe.Event;
     try {
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.from('');
+      verifier ??= new (stripeSdk())('sk_unused_only_verifies');
       event = verifier.webhooks.constructEvent(body, req.header('stripe-signature') ?? '', secret);
     } catch {
       return void res.status(400).json({ error: 'Invalid Stripe signature.' });
