@@ -1,4 +1,4 @@
--- db/migrations sha256:6ca643f58966a2e1fc7e44274e8746868f92663b64f867c2adca43d19b01a70a (regenerate with npm run db:schema)
+-- db/migrations sha256:f036d4d94da7c5f5805a5f4c5704cbf5c6aa56e61833c9b539de0199be152958 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -8247,8 +8247,7 @@ CREATE TABLE billing.platform_configs (
     name text,
     settings jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT platform_configs_platform_check CHECK ((platform = ANY (ARRAY['discord'::text, 'telegram'::text]))),
-    CONSTRAINT platform_configs_settings_valid CHECK ((billing.platform_settings_problem(platform, settings) IS NULL))
+    CONSTRAINT platform_configs_platform_check CHECK ((platform = ANY (ARRAY['discord'::text, 'telegram'::text])))
 );
 
 ALTER TABLE ONLY billing.platform_configs FORCE ROW LEVEL SECURITY;
@@ -10084,6 +10083,14 @@ ALTER TABLE ONLY billing.platform_configs
 
 ALTER TABLE ONLY billing.platform_configs
     ADD CONSTRAINT platform_configs_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: platform_configs platform_configs_settings_valid; Type: CHECK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.platform_configs
+    ADD CONSTRAINT platform_configs_settings_valid CHECK ((billing.platform_settings_problem(platform, settings) IS NULL)) NOT VALID;
 
 
 --

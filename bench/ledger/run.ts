@@ -69,7 +69,7 @@ async function seed(db: pg.Client): Promise<Catalog> {
   const { id: c } = await createCommunity(db as unknown as pg.Pool, 'Ledger bench');
   await db.query('set session_replication_role = replica');
   await db.query('set synchronous_commit = off');
-  await db.query(`insert into billing.platform_configs (community_id, key, platform) values ($1, 'main', 'discord')`, [c]);
+  await db.query(`insert into billing.platform_configs (community_id, key, platform, settings) values ($1, 'main', 'discord', '{"guild_id": "1"}')`, [c]);
   await db.query(`insert into billing.tiers (community_id, key, name, rank) values ($1, 't0', 'Silver', 0), ($1, 't1', 'Gold', 1), ($1, 't2', 'Platinum', 2)`, [c]);
   await db.query(`insert into billing.plans (community_id, tier_id, key, name, amount_cents, currency, interval)
     select community_id, id, key || '-m', name || ' monthly', 500 * (rank + 1), 'usd', 'month' from billing.tiers where community_id = $1`, [c]);

@@ -15,7 +15,7 @@ insert into billing.entitlements (community_id, key, name) values (:'community',
 insert into billing.tier_entitlements (community_id, tier_id, entitlement_id)
 select t.community_id, t.id, e.id from billing.tiers t join billing.entitlements e on e.community_id = t.community_id
 where t.community_id = :'community' and (e.key = 'chat' or t.key <> 'silver');
-insert into billing.platform_configs (community_id, key, platform, name) values (:'community', 'discord-main', 'discord', 'Main server');
+insert into billing.platform_configs (community_id, key, platform, name, settings) values (:'community', 'discord-main', 'discord', 'Main server', '{"guild_id": "1"}');
 insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value)
 select e.community_id, e.id, pc.id, 'role', e.key from billing.entitlements e
 join billing.platform_configs pc on pc.community_id = e.community_id where e.community_id = :'community';

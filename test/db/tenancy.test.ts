@@ -15,7 +15,7 @@ let b: Tenant;
 async function seedEverything(communityId: string) {
   await asTenant(owner, communityId, async (client) => {
     const q = async (sql: string, values: unknown[] = []) => (await client.query(sql, values)).rows[0];
-    const pcfg = await q(`insert into billing.platform_configs (community_id, key, platform) values ($1, 'main', 'discord') returning id`, [communityId]);
+    const pcfg = await q(`insert into billing.platform_configs (community_id, key, platform, settings) values ($1, 'main', 'discord', '{"guild_id": "1"}') returning id`, [communityId]);
     const tier = await q(`insert into billing.tiers (community_id, key, name) values ($1, 'gold', 'Gold') returning id`, [communityId]);
     const plan = await q(`insert into billing.plans (community_id, tier_id, key, amount_cents, currency, interval) values ($1, $2, 'gold-m', 1500, 'usd', 'month') returning id`, [communityId, tier.id]);
     const ent = await q(`insert into billing.entitlements (community_id, key, name) values ($1, 'chat', 'Chat') returning id`, [communityId]);

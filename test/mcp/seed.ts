@@ -19,8 +19,9 @@ export class McpSeed {
   }
 
   async platform(platform: 'discord' | 'telegram'): Promise<string> {
-    return this.id('insert into billing.platform_configs (community_id, key, platform, name) values ($1, $2, $3, $3) returning id',
-      [this.communityId, this.unique(platform), platform]);
+    const settings = platform === 'discord' ? { guild_id: '1' } : { chat_id: '-1001' };
+    return this.id('insert into billing.platform_configs (community_id, key, platform, name, settings) values ($1, $2, $3, $3, $4) returning id',
+      [this.communityId, this.unique(platform), platform, settings]);
   }
 
   async tier(name: string, opts: { rank?: number; kind?: 'subscription' | 'one_time' } = {}): Promise<string> {

@@ -19,7 +19,7 @@ beforeAll(async () => {
   await seed.plan(platinum, { amount: 5000 });
   chat = await seed.entitlement('chat', 'Chat');
   const q = (sql: string, values: unknown[]) => app.owner.query(sql, values);
-  pcfg = (await q(`insert into billing.platform_configs (community_id, key, platform) values ($1, 'main', 'discord') returning id`, [tenant.communityId])).rows[0].id;
+  pcfg = (await q(`insert into billing.platform_configs (community_id, key, platform, settings) values ($1, 'main', 'discord', '{"guild_id": "1"}') returning id`, [tenant.communityId])).rows[0].id;
   await q(`insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value) values ($1, $2, $3, 'role', 'chatter')`, [tenant.communityId, chat, pcfg]);
   for (const tier of [silver, platinum]) {
     await q('insert into billing.tier_entitlements (community_id, tier_id, entitlement_id) values ($1, $2, $3)', [tenant.communityId, tier, chat]);

@@ -22,7 +22,7 @@ export async function seedWorld(db: pg.Pool | pg.PoolClient, opts: {
   const links = opts.links ?? [[0, 0], [1, 0], [1, 1], [2, 2]];
   const communityId = opts.communityId ?? (await createCommunity(db as pg.Pool, 'ledger world')).id;
   const { rows: [pc] } = await db.query<{ id: string }>(
-    `insert into billing.platform_configs (community_id, key, platform) values ($1, 'main', 'discord') returning id`,
+    `insert into billing.platform_configs (community_id, key, platform, settings) values ($1, 'main', 'discord', '{"guild_id": "1"}') returning id`,
     [communityId]);
   const tiers: string[] = [];
   const plans: string[] = [];

@@ -10,6 +10,9 @@ import { createEndpoint, ENCRYPTION_KEY, insertEvents, isolatedDatabase, Receive
 
 let db: Awaited<ReturnType<typeof isolatedDatabase>>;
 let app: TestApp;
+/** Healthy deliveries arrive within this, however the faulty endpoints behave (a hanging one holds 15 s). */
+const HEALTHY_BOUND_MS = 5_000;
+
 let receiver: Receiver;
 let running: WorkerHandle | null = null;
 
@@ -75,8 +78,9 @@ test('endpoints that hang, fail, reset or answer slowly do not delay deliveries 
     expect(ids.size).toBe(30);
     const latencies = got.map((r) => r.at - committedAt.get(r.headers['webhook-id'])!).sort((x, y) => x - y);
     // Commit to receipt; a worker whose slots were taken by the hanging endpoints
-    // would take 15 s for some of them.
-    expect(latencies[latencies.length - 1]).toBeLessThan(2_000);
+    // would take 15 s for some of them. The bound leaves room for a loaded machine
+    // (2.3 s seen in CI-like runs) and still sits far below that.
+    expect(latencies[latencies.length - 1]).toBeLessThan(HEALTHY_BOUND_MS);
   }
 
   // The healthy deliveries are recorded as succeeded promptly too: a job holds one
@@ -88,7 +92,7 @@ test('endpoints that hang, fail, reset or answer slowly do not delay deliveries 
        where d.endpoint_id = any ($1)`, [[a.endpoints.healthy.id, b.endpoints.healthy.id]]);
     return rows.length === 60 && rows.every((r) => r.status === 'succeeded') ? rows : null;
   }, 10_000);
-  expect(Math.max(...recorded.map((r) => Number(r.lag_ms)))).toBeLessThan(2_000);
+  expect(Math.max(...recorded.map((r) => Number(r.lag_ms)))).toBeLessThan(HEALTHY_BOUND_MS);
 
   // The faults really happened meanwhile: each bad endpoint was tried and logged its failure.
   const attempts = await app.owner.query<{ endpoint_id: string; status_code: number | null; error: string | null }>(

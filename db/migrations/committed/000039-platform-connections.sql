@@ -1,5 +1,5 @@
 --! Previous: sha1:ef969c863e4a83b93be0d4f965441cbc83644612
---! Hash: sha1:dd3968f8d810835c5fb108e7e88749caf53f61a4
+--! Hash: sha1:1c59b98717f0e0948e657a9c6189195e835f00ba
 --! Message: platform-connections
 
 --! split: 1-current.sql
@@ -13,9 +13,10 @@
 --
 -- A bot token written into settings before this (in clear, readable by the API role
 -- and operator logins) is removed from settings here: set it again with
--- `billing catalog apply` (it is then stored encrypted). A row whose other settings do
--- not pass the new check makes this migration fail with the check's name: fix the row
--- (its settings), then migrate again.
+-- `billing catalog apply` (it is then stored encrypted). The check is added NOT VALID:
+-- rows written before it are not re-read (the deploy never fails on them, nor scans
+-- the table under its lock); every insert and update is checked from now on, and
+-- `billing catalog apply` always writes the whole settings.
 update billing.platform_configs set settings = settings - 'bot_token' where settings ? 'bot_token';
 
 -- What a connection's settings may hold, per platform (issue 29): Discord a server
@@ -74,7 +75,7 @@ grant execute on function billing.platform_settings_problem(text, jsonb) to bill
 
 alter table billing.platform_configs drop constraint if exists platform_configs_settings_valid;
 alter table billing.platform_configs add constraint platform_configs_settings_valid
-  check (billing.platform_settings_problem(platform, settings) is null);
+  check (billing.platform_settings_problem(platform, settings) is null) not valid;
 
 -- A connection's bot token (AES-256-GCM under WEBHOOK_ENCRYPTION_KEY, bound to the
 -- community and the connection: src/platforms/platform-secrets.ts). Owner only, as
