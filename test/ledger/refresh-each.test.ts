@@ -4,7 +4,8 @@
 // first grants (no row yet), grants again (an inactive row), updates (sources
 // changed), revokes (no source any more), nothing (already right), a member listed
 // twice. Both run in one transaction from the same state (savepoints), so their times
-// agree; only generated ids differ.
+// agree; only generated ids differ. (Since issue 28 the per-member refresh is the core
+// over a list of one: this holds the list's order and first-place rules.)
 import type pg from 'pg';
 import { startApp, TestApp } from '../support/app';
 import { createShop, subscribe } from '../support/shop';
@@ -80,4 +81,20 @@ test('refreshing a list of members at once equals refreshing them one by one, in
   } finally {
     client.release();
   }
+});
+
+// Issue 28 item 3: the grant / update / revoke and the events are written once. Every
+// refresh (one member, a statement's list, one reason for many, the sweep) goes through
+// billing.ledger_refresh_each; no other function writes a ledger row or decides an
+// entitlement event's type.
+test('only billing.ledger_refresh_each writes the ledger; every refresh calls it', async () => {
+  const { rows } = await app.owner.query<{ name: string; body: string }>(
+    `select n.nspname || '.' || p.proname as name, p.prosrc as body
+     from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname in ('billing', 'billing_api', 'billing_private')`);
+  const matching = (re: RegExp) => rows.filter((r) => re.test(r.body)).map((r) => r.name).sort();
+  expect(matching(/(insert\s+into|update)\s+billing\.member_entitlements\b/i)).toEqual(['billing.ledger_refresh_each']);
+  expect(matching(/'member\.entitlement\.(granted|updated|revoked)'\s+(end|else)/i)).toEqual(['billing.ledger_refresh_each']);
+  expect(matching(/\bledger_refresh_each\s*\(/)).toEqual(expect.arrayContaining([
+    'billing.ledger_refresh_list', 'billing.ledger_refresh_member', 'billing.ledger_refresh_members', 'billing.ledger_sweep']));
 });
