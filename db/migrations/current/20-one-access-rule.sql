@@ -6,6 +6,8 @@
 -- ledger_members_on_tiers), grant_json and check_eligible.
 -- The ledger's refresh, once: billing.ledger_refresh_each, which ledger_refresh_member,
 -- _members, _list and ledger_sweep call (billing.ledger_change: its rows to write).
+-- A plan switch validated once: billing.switch_validate, called by the switch, the
+-- immediate switch and the portal's preview.
 
 -- Does this source grant access (its tier's entitlements) at p_now? The rule:
 --   subscription: active or trialing; past_due while one of its open invoices still has
@@ -409,5 +411,170 @@ begin
   if cardinality(p_member_ids) > 0 then
     perform billing.ledger_refresh_each(p_community_ids, p_member_ids, p_reasons, p_trigger_event_ids);
   end if;
+end
+$$;
+
+-- The switch rule, checked in one place by every path that switches or shows a switch
+-- (billing_api.subscription_switch, billing_private.subscription_switch_now, which the
+-- API role may also call, and the portal's billing_api.subscription_switch_preview):
+-- only an active or trialing subscription switches (409, billing.require_switchable),
+-- to one of its switch options (billing.switch_options; 422 invalid_request on
+-- plan_id), and with p_immediate only to one that applies now (same tier or upgrade).
+-- Returns the option's group: same_tier, upgrades or downgrades.
+create or replace function billing.switch_validate(p_sub billing.subscriptions, p_plan_id text,
+  p_immediate boolean default false) returns text
+  language plpgsql stable
+as $$
+declare
+  v_grp text;
+begin
+  perform billing.require_switchable(p_sub);
+  select e.g into v_grp from jsonb_each(billing.switch_options(p_sub)) e(g, arr), jsonb_array_elements(arr) o
+  where o->>'plan_id' = p_plan_id and (not p_immediate or e.g in ('same_tier', 'upgrades'))
+  limit 1;
+  if v_grp is null then
+    perform billing.raise('BL422', 'plan_id ' || coalesce(p_plan_id, '') || ' is not among this subscription''s '
+      || case when p_immediate then 'immediate ' else '' end || 'switch options.', 'plan_id');
+  end if;
+  return v_grp;
+end
+$$;
+
+grant execute on function billing.switch_validate(billing.subscriptions, text, boolean) to billing_api;
+
+-- Same tier or upgrade: applies now; the period is kept and the proration recorded
+-- (credit for the unused time of the old plan, charge for the same time on the new
+-- one; nothing while trialing). Downgrade: scheduled for the period end.
+-- A plan that is not among the switch options answers 422 invalid_request (plan_id).
+create or replace function billing_api.subscription_switch(p_args jsonb) returns jsonb
+  language plpgsql volatile
+  security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_sub billing.subscriptions;
+  v_grp text;
+  v_old billing.plans;
+  v_new billing.plans;
+  v_prov jsonb;
+begin
+  perform billing.require_scope('subscriptions:write');
+  v_sub := billing.lock_subscription(p_args->>'id');
+  v_grp := billing.switch_validate(v_sub, p_args->>'plan_id');
+  v_prov := billing.subscription_provider(v_sub);
+  select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_args->>'plan_id';
+  if v_grp = 'downgrades' then
+    update billing.subscriptions s set scheduled_plan_id = v_new.id, scheduled_at = s.current_period_end, updated_at = now()
+    where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  else
+    v_sub := billing_private.subscription_switch_now(v_sub.id, v_new.id);
+  end if;
+  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', v_prov || jsonb_build_object(
+    'kind', case when v_grp = 'downgrades' then 'scheduled' else 'immediate' end,
+    'new_plan_id', v_new.id, 'new_stripe_price_id', v_new.stripe_price_id, 'old_stripe_price_id', v_old.stripe_price_id));
+end
+$$;
+
+-- An immediate switch (same tier or upgrade) of the current community's subscription
+-- to p_plan_id, validated again here (billing.switch_validate, 40-subscriptions.sql)
+-- because the API role may call it. The
+-- proration: credit for the unused time of the old plan, charge for the new plan over
+-- the rest of the period; a change of interval starts a new period now (charge: the
+-- whole new period). Credit beyond the charge is kept (credit_cents) for the next
+-- renewals. A sandbox subscription's proration is invoiced and collected first, and
+-- the switch applies only when that invoice is paid: a decline raises BLPAY
+-- (payment_failed) and changes nothing. While trialing nothing is charged.
+-- Stripe subscriptions: the plan changes here and Stripe invoices the proration (its
+-- invoice.* events are mirrored), refused by the handler if Stripe cannot collect.
+create or replace function billing_private.subscription_switch_now(p_subscription_id text, p_plan_id text)
+  returns billing.subscriptions language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_sub billing.subscriptions;
+  v_old billing.plans;
+  v_new billing.plans;
+  v_now timestamptz := billing.now();
+  v_new_period boolean;
+  v_start timestamptz;
+  v_end timestamptz;
+  v_charge bigint;
+  v_credit bigint;
+  v_applied bigint;
+  v_lines jsonb;
+  v_inv billing.invoices;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_subscription_id for update;
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || coalesce(p_subscription_id, '') || '.');
+  end if;
+  perform billing.switch_validate(v_sub, p_plan_id, p_immediate => true);
+  select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_plan_id;
+  select q.new_period, q.period_start, q.period_end, q.charge_cents, q.credit_cents, q.applied_cents
+    into v_new_period, v_start, v_end, v_charge, v_credit, v_applied
+  from billing.switch_proration(v_sub, v_old, v_new, v_now) q;
+  if v_sub.provider = 'sandbox' and v_charge > 0 then
+    v_lines := jsonb_build_array(jsonb_build_object('type', 'proration',
+      'description', 'Remaining time on ' || coalesce(v_new.name, v_new.id), 'amount_cents', v_charge,
+      'plan_id', v_new.id, 'period_start', billing.iso(v_now), 'period_end', billing.iso(v_end)));
+    if v_applied > 0 then
+      v_lines := v_lines || jsonb_build_object('type', 'proration',
+        'description', 'Unused time on ' || coalesce(v_old.name, v_old.id), 'amount_cents', -v_applied,
+        'plan_id', v_old.id, 'period_start', billing.iso(v_now), 'period_end', billing.iso(v_sub.current_period_end));
+    end if;
+    v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id, 'subscription_update', v_new.currency, v_lines,
+      v_now, v_end, 'sandbox', v_now);
+    if not billing.sandbox_charge_succeeds(v_inv) then
+      raise exception using errcode = 'BLPAY',
+        message = 'The payment of ' || v_inv.total_cents || ' ' || v_inv.currency
+          || ' for this plan change was declined; the subscription is unchanged.';
+    end if;
+    perform billing.invoice_mark_paid(v_inv, v_now, 'sandbox_ch_' || substr(md5(v_inv.id), 1, 16));
+  end if;
+  update billing.subscriptions s set plan_id = v_new.id, scheduled_plan_id = null, scheduled_at = null,
+    current_period_start = v_start, current_period_end = v_end,
+    billing_anchor = case when v_new_period then v_start else s.billing_anchor end,
+    credit_cents = s.credit_cents + case when s.provider = 'sandbox' then v_credit - v_applied else 0 end,
+    proration_credit_cents = v_credit, proration_charge_cents = v_charge, prorated_at = v_now, updated_at = now()
+  where s.community_id = v_sub.community_id and s.id = v_sub.id returning * into v_sub;
+  return v_sub;
+end
+$$;
+
+-- What switching a subscription to p_args.plan_id would do now: an immediate switch's
+-- proration (billing.switch_proration, the rule the switch applies) or, for a
+-- downgrade, the date it is scheduled for. 409 / 422 as the switch itself (billing.switch_validate).
+create or replace function billing_api.subscription_switch_preview(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_sub billing.subscriptions;
+  v_old billing.plans;
+  v_new billing.plans;
+  v_group text;
+  v_q record;
+begin
+  perform billing.require_scope('subscriptions:read');
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || coalesce(p_args->>'id', '') || '.');
+  end if;
+  v_group := billing.switch_validate(v_sub, p_args->>'plan_id');
+  select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_args->>'plan_id';
+  if v_group = 'downgrades' then
+    return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'period_end',
+      'applies_at', billing.iso(v_sub.current_period_end), 'currency', v_new.currency,
+      'charge_cents', 0, 'credit_cents', 0, 'due_now_cents', 0, 'period_end', billing.iso(v_sub.current_period_end));
+  end if;
+  select * into v_q from billing.switch_proration(v_sub, v_old, v_new, billing.now());
+  return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'now',
+    'applies_at', billing.iso(billing.now()), 'currency', v_new.currency,
+    'charge_cents', v_q.charge_cents, 'credit_cents', v_q.applied_cents,
+    'due_now_cents', v_q.charge_cents - v_q.applied_cents, 'period_end', billing.iso(v_q.period_end));
 end
 $$;
