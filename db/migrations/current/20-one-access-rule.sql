@@ -205,8 +205,10 @@ create or replace function billing.ledger_refresh_each(p_community_ids text[], p
   set enable_seqscan = off
 as $$
 declare
-  v_changed integer;
+  v_changed integer := 0;
+  v_n integer;
   v_present integer[];
+  v_part integer[];
   v_changes billing.ledger_change[];
 begin
   -- One refresh of a member at a time: a concurrent one waits for the first to commit,
@@ -222,120 +224,125 @@ begin
   cross join lateral (select 1 from billing.members mb
                       where mb.community_id = p_community_ids[k] and mb.id = p_member_ids[k]
                       for no key update) l;
-  with req as (
-    -- each member at its first place in the list; a member being deleted is skipped
-    select distinct on (l.c, l.m) l.k, l.c, l.m, p_reasons[l.k] as reason, p_trigger_event_ids[l.k] as trigger_event_id
-    from (select k, p_community_ids[k] as c, p_member_ids[k] as m from unnest(v_present) k) l
-    order by l.c, l.m, l.k
-  ), mem as materialized (
-    -- billing.community_now and billing.member_json(text, text), joined rather than
-    -- called: a plpgsql call per member starts an executor for each of its queries
-    select r.*, now() + coalesce(co.clock_offset, '0'::interval) as now, t.member,
-      jsonb_build_object('identities', t.member->'identities',
-        'external_subjects', t.member->'external_subjects') as snapshot
-    from req r
-    left join billing.communities co on co.id = r.c
-    cross join lateral (select o.member from billing.member_object(r.c, r.m) o(member) offset 0) t
-  ), des as (
-    select mem.k, d.entitlement_id, d.sources, d.benefits, d.next_check_at
-    from mem cross join lateral billing.ledger_desired(mem.c, mem.m, mem.now) d
-  ), sto as (
-    select mem.k, x.id, x.entitlement_id, x.status, x.sources, x.benefits, x.identities, x.next_check_at
-    from mem join billing.member_entitlements x on x.community_id = mem.c and x.member_id = mem.m
-  ), cmp as materialized (
-    select mem.k, mem.c, mem.m, mem.now, mem.snapshot, mem.member, mem.reason, mem.trigger_event_id,
-      coalesce(des.entitlement_id, sto.entitlement_id) as entitlement_id,
-      des.entitlement_id as d_ent, des.sources as d_sources, des.benefits as d_benefits, des.next_check_at as d_next,
-      sto.id as stored_id, sto.status as s_status, sto.sources as s_sources, sto.benefits as s_benefits,
-      sto.identities as s_identities, sto.next_check_at as s_next,
-      case when des.entitlement_id is not null then 'active' else 'inactive' end as status
-    from des full join sto on sto.k = des.k and sto.entitlement_id = des.entitlement_id
-    join mem on mem.k = coalesce(des.k, sto.k)
-  ), act as (
-    -- A new row's id is drawn here rather than by the column default, so its event is
-    -- built from this row: joining the inserted rows back to act (three keys, through
-    -- the returned record) was a nested loop the planner chose on a one-row estimate,
-    -- 1.5 s of a 1,000-switch statement.
-    select cmp.*, case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end as identities,
-      case when cmp.stored_id is null then billing.gen_id('ment') end as new_id,
-      case
-        when cmp.stored_id is null then 'member.entitlement.granted'
-        when cmp.s_status = cmp.status and cmp.s_sources = coalesce(cmp.d_sources, '[]')
-             and cmp.s_benefits = coalesce(cmp.d_benefits, '[]')
-             and cmp.s_identities = case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end then null
-        when cmp.s_status = cmp.status then 'member.entitlement.updated'
-        when cmp.status = 'active' then 'member.entitlement.granted'
-        else 'member.entitlement.revoked' end as type
-    from cmp
-  )
-  -- What to write: the rows that change visibly (type) or only in next_check_at. None
-  -- (a refresh that finds the ledger right, the usual single-row case): no statement
-  -- writes, so no trigger of the ledger's or the events' tables fires.
-  select array_agg(row(a.k, a.c, a.m, a.now, a.snapshot, a.member, a.reason, a.trigger_event_id, a.entitlement_id,
-      a.d_ent, a.d_sources, a.d_benefits, a.d_next, a.stored_id, a.s_status, a.s_sources, a.s_benefits,
-      a.s_identities, a.s_next, a.status, a.identities, a.new_id, a.type)::billing.ledger_change
-    order by a.k, a.entitlement_id) into v_changes
-  from act a
-  where a.type is not null or a.s_next is distinct from a.d_next;
-  if v_changes is null then
-    return 0;
-  end if;
-  with act as (
-    select * from unnest(v_changes)
-  ), nxt as (
-    update billing.member_entitlements x set next_check_at = a.d_next
+  -- In parts of 1,000 list places, in order: a part's rows to write are held in memory
+  -- (v_changes), so a list of 100,000 members (a catalog change) never holds them all.
+  -- A member listed again in a later part finds nothing left to change.
+  for v_from in 1 .. coalesce(cardinality(v_present), 0) by 1000 loop
+    v_part := v_present[v_from : v_from + 999];
+    with req as (
+      -- each member at its first place in the list; a member being deleted is skipped
+      select distinct on (l.c, l.m) l.k, l.c, l.m, p_reasons[l.k] as reason, p_trigger_event_ids[l.k] as trigger_event_id
+      from (select k, p_community_ids[k] as c, p_member_ids[k] as m from unnest(v_part) k) l
+      order by l.c, l.m, l.k
+    ), mem as materialized (
+      -- billing.community_now and billing.member_json(text, text), joined rather than
+      -- called: a plpgsql call per member starts an executor for each of its queries
+      select r.*, now() + coalesce(co.clock_offset, '0'::interval) as now, t.member,
+        jsonb_build_object('identities', t.member->'identities',
+          'external_subjects', t.member->'external_subjects') as snapshot
+      from req r
+      left join billing.communities co on co.id = r.c
+      cross join lateral (select o.member from billing.member_object(r.c, r.m) o(member) offset 0) t
+    ), des as (
+      select mem.k, d.entitlement_id, d.sources, d.benefits, d.next_check_at
+      from mem cross join lateral billing.ledger_desired(mem.c, mem.m, mem.now) d
+    ), sto as (
+      select mem.k, x.id, x.entitlement_id, x.status, x.sources, x.benefits, x.identities, x.next_check_at
+      from mem join billing.member_entitlements x on x.community_id = mem.c and x.member_id = mem.m
+    ), cmp as materialized (
+      select mem.k, mem.c, mem.m, mem.now, mem.snapshot, mem.member, mem.reason, mem.trigger_event_id,
+        coalesce(des.entitlement_id, sto.entitlement_id) as entitlement_id,
+        des.entitlement_id as d_ent, des.sources as d_sources, des.benefits as d_benefits, des.next_check_at as d_next,
+        sto.id as stored_id, sto.status as s_status, sto.sources as s_sources, sto.benefits as s_benefits,
+        sto.identities as s_identities, sto.next_check_at as s_next,
+        case when des.entitlement_id is not null then 'active' else 'inactive' end as status
+      from des full join sto on sto.k = des.k and sto.entitlement_id = des.entitlement_id
+      join mem on mem.k = coalesce(des.k, sto.k)
+    ), act as (
+      -- A new row's id is drawn here rather than by the column default, so its event is
+      -- built from this row: joining the inserted rows back to act (three keys, through
+      -- the returned record) was a nested loop the planner chose on a one-row estimate,
+      -- 1.5 s of a 1,000-switch statement.
+      select cmp.*, case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end as identities,
+        case when cmp.stored_id is null then billing.gen_id('ment') end as new_id,
+        case
+          when cmp.stored_id is null then 'member.entitlement.granted'
+          when cmp.s_status = cmp.status and cmp.s_sources = coalesce(cmp.d_sources, '[]')
+               and cmp.s_benefits = coalesce(cmp.d_benefits, '[]')
+               and cmp.s_identities = case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end then null
+          when cmp.s_status = cmp.status then 'member.entitlement.updated'
+          when cmp.status = 'active' then 'member.entitlement.granted'
+          else 'member.entitlement.revoked' end as type
+      from cmp
+    )
+    -- What to write: the rows that change visibly (type) or only in next_check_at. None
+    -- (a refresh that finds the ledger right, the usual single-row case): no statement
+    -- writes, so no trigger of the ledger's or the events' tables fires.
+    select array_agg(row(a.k, a.c, a.m, a.now, a.snapshot, a.member, a.reason, a.trigger_event_id, a.entitlement_id,
+        a.d_ent, a.d_sources, a.d_benefits, a.d_next, a.stored_id, a.s_status, a.s_sources, a.s_benefits,
+        a.s_identities, a.s_next, a.status, a.identities, a.new_id, a.type)::billing.ledger_change
+      order by a.k, a.entitlement_id) into v_changes
     from act a
-    where a.type is null and a.s_next is distinct from a.d_next and x.community_id = a.c and x.id = a.stored_id
-  ), upd as (
-    -- returning what the row's event needs, so no join finds the row again
-    update billing.member_entitlements x set
-      status = a.status,
-      revision = x.revision + 1,
-      sources = coalesce(a.d_sources, '[]'),
-      benefits = coalesce(a.d_benefits, '[]'),
-      identities = a.identities,
-      granted_at = case when a.type = 'member.entitlement.granted' then a.now else x.granted_at end,
-      revoked_at = case when a.type = 'member.entitlement.granted' then null
-                        when a.type = 'member.entitlement.revoked' then a.now else x.revoked_at end,
-      next_check_at = a.d_next,
-      updated_at = now()
-    from act a
-    where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
-    returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, x as me
-  ), ins as (
-    insert into billing.member_entitlements (community_id, id, member_id, entitlement_id, status,
-      revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
-    select a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now, a.d_next, now()
-    from act a
-    where a.stored_id is null
-    order by a.k, a.entitlement_id
-  ), changed as (
-    select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.me from upd u
-    union all
-    -- the row ins writes, as it writes it: its columns in the table's order (a row of
-    -- another length fails the cast; test/ledger/refresh-each.test.ts compares the events)
-    select a.k, a.type, a.entitlement_id, null, a.member, a.reason, a.trigger_event_id,
-      row(a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now,
-        null, now(), a.d_next)::billing.member_entitlements
-    from act a
-    where a.stored_id is null
-  ), ev as (
-    -- One event per changed row, in list order, then entitlement order (the calls' order).
-    insert into billing.events (community_id, type, data)
-    select (r.me).community_id, r.type, jsonb_build_object(
-      'member', r.member,
-      'entitlement', billing.member_entitlement_json(r.me, ent),
-      'changes', jsonb_build_object(
-        'added_benefits', billing.jsonb_array_minus((r.me).benefits, coalesce(r.s_benefits, '[]')),
-        'removed_benefits', billing.jsonb_array_minus(coalesce(r.s_benefits, '[]'), (r.me).benefits)),
-      'reason', r.reason,
-      'trigger_event_id', r.trigger_event_id)
-    from changed r
-    join billing.entitlements ent on ent.community_id = (r.me).community_id and ent.id = (r.me).entitlement_id
-    order by r.k, r.entitlement_id
-    returning 1
-  )
-  select count(*)::integer into v_changed from ev;
+    where a.type is not null or a.s_next is distinct from a.d_next;
+    continue when v_changes is null;
+    with act as (
+      select * from unnest(v_changes)
+    ), nxt as (
+      update billing.member_entitlements x set next_check_at = a.d_next
+      from act a
+      where a.type is null and a.s_next is distinct from a.d_next and x.community_id = a.c and x.id = a.stored_id
+    ), upd as (
+      -- returning what the row's event needs, so no join finds the row again
+      update billing.member_entitlements x set
+        status = a.status,
+        revision = x.revision + 1,
+        sources = coalesce(a.d_sources, '[]'),
+        benefits = coalesce(a.d_benefits, '[]'),
+        identities = a.identities,
+        granted_at = case when a.type = 'member.entitlement.granted' then a.now else x.granted_at end,
+        revoked_at = case when a.type = 'member.entitlement.granted' then null
+                          when a.type = 'member.entitlement.revoked' then a.now else x.revoked_at end,
+        next_check_at = a.d_next,
+        updated_at = now()
+      from act a
+      where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
+      returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, x as me
+    ), ins as (
+      insert into billing.member_entitlements (community_id, id, member_id, entitlement_id, status,
+        revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
+      select a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now, a.d_next, now()
+      from act a
+      where a.stored_id is null
+      order by a.k, a.entitlement_id
+    ), changed as (
+      select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.me from upd u
+      union all
+      -- the row ins writes, as it writes it: its columns in the table's order (a row of
+      -- another length fails the cast; test/ledger/refresh-each.test.ts compares the events)
+      select a.k, a.type, a.entitlement_id, null, a.member, a.reason, a.trigger_event_id,
+        row(a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now,
+          null, now(), a.d_next)::billing.member_entitlements
+      from act a
+      where a.stored_id is null
+    ), ev as (
+      -- One event per changed row, in list order, then entitlement order (the calls' order).
+      insert into billing.events (community_id, type, data)
+      select (r.me).community_id, r.type, jsonb_build_object(
+        'member', r.member,
+        'entitlement', billing.member_entitlement_json(r.me, ent),
+        'changes', jsonb_build_object(
+          'added_benefits', billing.jsonb_array_minus((r.me).benefits, coalesce(r.s_benefits, '[]')),
+          'removed_benefits', billing.jsonb_array_minus(coalesce(r.s_benefits, '[]'), (r.me).benefits)),
+        'reason', r.reason,
+        'trigger_event_id', r.trigger_event_id)
+      from changed r
+      join billing.entitlements ent on ent.community_id = (r.me).community_id and ent.id = (r.me).entitlement_id
+      order by r.k, r.entitlement_id
+      returning 1
+    )
+    select count(*)::integer into v_n from ev;
+    v_changed := v_changed + v_n;
+  end loop;
   return v_changed;
 end
 $$;
