@@ -85,8 +85,10 @@ async function seed(db: pg.Client): Promise<Catalog> {
   await db.query(`insert into billing.members (community_id, id) select $1, id from bm order by g`, [c]);
   await db.query(`insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
     select $1, id, 'discord', 'd' || g, 'user' || g from bm`, [c]);
-  await db.query(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start, current_period_end)
-    select $1, id, ($2::text[])[1 + g % 3], 'active', now(), now() + interval '30 days' from bm where g <= ${SUBSCRIBED} order by g`,
+  // price_cents by hand: the seed runs without triggers (billing.tg_subscriptions__price)
+  await db.query(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start, current_period_end, price_cents)
+    select $1, bm.id, p.id, 'active', now(), now() + interval '30 days', p.amount_cents
+    from bm join billing.plans p on p.community_id = $1 and p.id = ($2::text[])[1 + g % 3] where g <= ${SUBSCRIBED} order by g`,
     [c, plans.map((p) => p.id)]);
   // The ledger exactly as the triggers would have built it (one event-free pass).
   await db.query(`insert into billing.member_entitlements (community_id, member_id, entitlement_id, status, revision,
@@ -143,8 +145,10 @@ async function sourceChanges(url: string, cat: Catalog, anchor: boolean, singleR
   const unsubscribed = await ids(db, `select m.id from billing.members m where m.community_id = $1
     and not exists (select 1 from billing.subscriptions s where s.community_id = m.community_id and s.member_id = m.id) order by m.id`, [c]);
   phases.push(await batched(db, c, 'new subscription (grant)', unsubscribed,
-    `insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start, current_period_end)
-     select $1, m, $3, 'active', now(), now() + interval '30 days' from unnest($2::text[]) m`, [cat.plans[1]]));
+    // with its price, as a checkout gives it (the bare anchor runs no price trigger)
+    `insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_start, current_period_end, price_cents)
+     select $1, m, $3, 'active', now(), now() + interval '30 days',
+       (select p.amount_cents from billing.plans p where p.community_id = $1 and p.id = $3) from unnest($2::text[]) m`, [cat.plans[1]]));
   const active = await ids(db, `select id from billing.subscriptions where community_id = $1 and status = 'active' order by id limit 20000`, [c]);
   phases.push(await batched(db, c, 'cancel at period end (update)', active,
     `update billing.subscriptions set status = 'cancelling', cancel_at = current_period_end where community_id = $1 and id = any ($2)`));

@@ -4,9 +4,11 @@
 // first grants (no row yet), grants again (an inactive row), updates (sources
 // changed), revokes (no source any more), nothing (already right), a member listed
 // twice. Both run in one transaction from the same state (savepoints), so their times
-// agree; only generated ids differ.
+// agree; only generated ids differ. (Since issue 28 the per-member refresh is the core
+// over a list of one: this holds the list's order and first-place rules.)
 import type pg from 'pg';
-import { startApp, TestApp } from '../support/app';
+import { createTenant, startApp, TestApp } from '../support/app';
+import { Seed } from '../support/seed';
 import { createShop, subscribe } from '../support/shop';
 
 let app: TestApp;
@@ -80,4 +82,53 @@ test('refreshing a list of members at once equals refreshing them one by one, in
   } finally {
     client.release();
   }
+});
+
+// Issue 28 item 3: the grant / update / revoke and the events are written once. Every
+// refresh (one member, a statement's list, one reason for many, the sweep) goes through
+// billing.ledger_refresh_each; no other function writes a ledger row or decides an
+// entitlement event's type.
+test('only billing.ledger_refresh_each writes the ledger; every refresh calls it', async () => {
+  const { rows } = await app.owner.query<{ name: string; body: string }>(
+    `select n.nspname || '.' || p.proname as name, p.prosrc as body
+     from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname in ('billing', 'billing_api', 'billing_private')`);
+  const matching = (re: RegExp) => rows.filter((r) => re.test(r.body)).map((r) => r.name).sort();
+  expect(matching(/(insert\s+into|update)\s+billing\.member_entitlements\b/i)).toEqual(['billing.ledger_refresh_each']);
+  expect(matching(/'member\.entitlement\.(granted|updated|revoked)'\s+(end|else)/i)).toEqual(['billing.ledger_refresh_each']);
+  expect(matching(/\bledger_refresh_each\s*\(/)).toEqual(expect.arrayContaining([
+    'billing.ledger_refresh_list', 'billing.ledger_refresh_member', 'billing.ledger_refresh_members', 'billing.ledger_sweep']));
+});
+
+// The core works in parts of 1,000 list places (its rows to write are held in memory):
+// a statement of 1,200 rows refreshes every member once, and a member listed again in
+// a later part finds nothing left to change.
+test('a list longer than a part refreshes every member once', async () => {
+  const { communityId: c } = await createTenant(app.owner);
+  const seed = new Seed(app.owner, c);
+  const tier = await seed.tier();
+  const plan = await seed.plan(tier);
+  const chat = await seed.entitlement('chat');
+  await app.owner.query('insert into billing.tier_entitlements (community_id, tier_id, entitlement_id) values ($1, $2, $3)', [c, tier, chat]);
+  const { rows: members } = await app.owner.query<{ id: string }>(
+    'insert into billing.members (community_id) select $1 from generate_series(1, 1200) returning id', [c]);
+  const ids = members.map((m) => m.id);
+  const count = async (type: string) => Number((await app.owner.query(
+    'select count(*) as n from billing.events where community_id = $1 and type = $2', [c, type])).rows[0].n);
+  // One statement, 1,200 rows: two parts.
+  await app.owner.query(`insert into billing.subscriptions (community_id, member_id, plan_id, status, current_period_end)
+    select $1, m, $2, 'active', now() + interval '30 days' from unnest($3::text[]) m`, [c, plan, ids]);
+  expect(await count('member.entitlement.granted')).toBe(1200);
+  const { rows: [{ n: active }] } = await app.owner.query(
+    `select count(*)::int as n from billing.member_entitlements where community_id = $1 and status = 'active'`, [c]);
+  expect(active).toBe(1200);
+  // The ledger rows taken away behind its back, then refreshed as a list with the first
+  // member again at place 1,101 (the second part): one grant each.
+  await app.owner.query('delete from billing.member_entitlements where community_id = $1', [c]);
+  const list = [...ids.slice(0, 1100), ids[0], ...ids.slice(1100)];
+  const { rows: [{ n }] } = await app.owner.query(
+    `select billing.ledger_refresh_each(array_fill($1::text, array[$3::int]), $2::text[],
+       array_fill('manual'::text, array[$3::int]), array_fill(null::text, array[$3::int])) as n`, [c, list, list.length]);
+  expect(n).toBe(1200);
+  expect(await count('member.entitlement.granted')).toBe(2400);
 });
