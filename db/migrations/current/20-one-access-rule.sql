@@ -469,7 +469,6 @@ declare
   v_new billing.plans;
   v_prov jsonb;
 begin
-  perform billing.require_scope('subscriptions:write');
   v_sub := billing.lock_subscription(p_args->>'id');
   v_grp := billing.switch_validate(v_sub, p_args->>'plan_id');
   v_prov := billing.subscription_provider(v_sub);
@@ -481,9 +480,10 @@ begin
   else
     v_sub := billing_private.subscription_switch_now(v_sub.id, v_new.id);
   end if;
-  return billing.subscription_json(v_sub) || jsonb_build_object('_provider', v_prov || jsonb_build_object(
-    'kind', case when v_grp = 'downgrades' then 'scheduled' else 'immediate' end,
-    'new_plan_id', v_new.id, 'new_stripe_price_id', v_new.stripe_price_id, 'old_stripe_price_id', v_old.stripe_price_id));
+  return jsonb_build_object('subscription', billing.subscription_json(v_sub), 'changed', true,
+    'provider', v_prov || jsonb_build_object(
+      'kind', case when v_grp = 'downgrades' then 'scheduled' else 'immediate' end,
+      'new_plan_id', v_new.id, 'new_stripe_price_id', v_new.stripe_price_id, 'old_stripe_price_id', v_old.stripe_price_id));
 end
 $$;
 
@@ -568,7 +568,6 @@ declare
   v_group text;
   v_q record;
 begin
-  perform billing.require_scope('subscriptions:read');
   select * into v_sub from billing.subscriptions s
   where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
   if v_sub.id is null then
