@@ -1,4 +1,4 @@
--- db/migrations sha256:f036d4d94da7c5f5805a5f4c5704cbf5c6aa56e61833c9b539de0199be152958 (regenerate with npm run db:schema)
+-- db/migrations sha256:4f4c569fe51ce3a9e07672855763d5109ab78651cc20fd641cdc79dc1024e396 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -51,6 +51,37 @@ CREATE SCHEMA billing_graphql;
 --
 
 CREATE SCHEMA billing_private;
+
+
+--
+-- Name: ledger_change; Type: TYPE; Schema: billing; Owner: -
+--
+
+CREATE TYPE billing.ledger_change AS (
+	k integer,
+	c text COLLATE pg_catalog."C",
+	m text COLLATE pg_catalog."C",
+	now timestamp with time zone,
+	snapshot jsonb,
+	member jsonb,
+	reason text,
+	trigger_event_id text,
+	entitlement_id text COLLATE pg_catalog."C",
+	d_ent text COLLATE pg_catalog."C",
+	d_sources jsonb,
+	d_benefits jsonb,
+	d_next timestamp with time zone,
+	stored_id text COLLATE pg_catalog."C",
+	s_status text,
+	s_sources jsonb,
+	s_benefits jsonb,
+	s_identities jsonb,
+	s_next timestamp with time zone,
+	status text,
+	identities jsonb,
+	new_id text COLLATE pg_catalog."C",
+	type text
+);
 
 
 --
@@ -439,8 +470,8 @@ declare
   v_other text;
 begin
   if exists (select 1 from billing.purchases pu join billing.plans p on p.community_id = pu.community_id and p.id = pu.plan_id
-             where pu.member_id = p_member_id and p.tier_id = p_tier.id and pu.status = 'completed'
-               and (pu.access_expires_at is null or pu.access_expires_at > billing.now())) then
+             where pu.member_id = p_member_id and p.tier_id = p_tier.id
+               and billing.source_grants_access('purchase', pu.community_id, pu.id, pu.status, pu.access_expires_at, billing.now())) then
     raise exception using errcode = 'BLNEL', message = 'The buyer already purchased this tier and its access has not expired.';
   end if;
   select p.tier_id into v_other
@@ -1324,7 +1355,8 @@ CREATE FUNCTION billing.grant_json(p_g billing.grants) RETURNS jsonb
   select jsonb_build_object('id', p_g.id, 'member_id', p_g.member_id, 'tier_id', p_g.tier_id, 'note', p_g.note,
     'expires_at', billing.iso(p_g.expires_at), 'revoked_at', billing.iso(p_g.revoked_at),
     'status', case when p_g.revoked_at is not null then 'revoked'
-                   when p_g.expires_at is not null and p_g.expires_at <= billing.community_now(p_g.community_id) then 'expired'
+                   when not billing.source_grants_access('grant', p_g.community_id, p_g.id, 'active', p_g.expires_at,
+                          billing.community_now(p_g.community_id)) then 'expired'
                    else 'active' end,
     'created_at', billing.iso(p_g.created_at))
 $$;
@@ -1838,30 +1870,28 @@ $$;
 CREATE FUNCTION billing.ledger_desired(p_community_id text, p_member_id text, p_now timestamp with time zone) RETURNS TABLE(entitlement_id text, sources jsonb, benefits jsonb, next_check_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $$
-  with src as (
-    select 'subscription' as type, s.id, s.status, p.tier_id, s.plan_id, s.client_reference_id,
-      case when s.status = 'paused' then s.paid_through else s.current_period_end end as valid_until,
-      s.status in ('cancelling', 'paused') as lapses
+  with all_src as (
+    -- every source of the member, with its end (the rule's p_valid_until)
+    select 'subscription' as type, s.community_id, s.id, s.status, p.tier_id, s.plan_id, s.client_reference_id,
+      case when s.status = 'paused' then s.paid_through else s.current_period_end end as valid_until
     from billing.subscriptions s
     join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
     where s.community_id = p_community_id and s.member_id = p_member_id
-      and (s.status in ('active', 'trialing')
-        or (s.status = 'past_due' and billing.subscription_retry_open(s.community_id, s.id))
-        or (s.status = 'cancelling' and (s.current_period_end is null or s.current_period_end > p_now)
-            and not billing.subscription_unpaid(s.community_id, s.id))
-        or (s.status = 'paused' and s.paid_through > p_now))
     union all
-    select 'grant', g.id, 'active', g.tier_id, null, null, g.expires_at, g.expires_at is not null
+    select 'grant', g.community_id, g.id, case when g.revoked_at is null then 'active' else 'revoked' end,
+      g.tier_id, null, null, g.expires_at
     from billing.grants g
-    where g.community_id = p_community_id and g.member_id = p_member_id and g.revoked_at is null
-      and (g.expires_at is null or g.expires_at > p_now)
+    where g.community_id = p_community_id and g.member_id = p_member_id
     union all
-    select 'purchase', u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id,
-      u.access_expires_at, u.access_expires_at is not null
+    select 'purchase', u.community_id, u.id, u.status, p.tier_id, u.plan_id, u.client_reference_id, u.access_expires_at
     from billing.purchases u
     join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
     where u.community_id = p_community_id and u.member_id = p_member_id
-      and u.status = 'completed' and (u.access_expires_at is null or u.access_expires_at > p_now)
+  ), src as (
+    -- those that grant now; one lapses when it stops granting by itself at its end
+    select a.*, not billing.source_grants_access(a.type, a.community_id, a.id, a.status, a.valid_until, a.valid_until) as lapses
+    from all_src a
+    where billing.source_grants_access(a.type, a.community_id, a.id, a.status, a.valid_until, p_now)
   ), per_ent as (
     select te.entitlement_id,
       jsonb_agg(jsonb_build_object('type', src.type, 'id', src.id, 'status', src.status,
@@ -1895,14 +1925,18 @@ CREATE FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids 
     select s.member_id from billing.subscriptions s
     join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
     where s.community_id = p_community_id and p.tier_id = any (p_tier_ids)
-      and (s.status in ('active', 'trialing', 'past_due', 'cancelling') or s.status = 'paused' and s.paid_through is not null)
+      and billing.source_grants_access('subscription', s.community_id, s.id, s.status,
+        case when s.status = 'paused' then s.paid_through else s.current_period_end end, '-infinity')
     union all
     select u.member_id from billing.purchases u
     join billing.plans p on p.community_id = u.community_id and p.id = u.plan_id
-    where u.community_id = p_community_id and p.tier_id = any (p_tier_ids) and u.status = 'completed'
+    where u.community_id = p_community_id and p.tier_id = any (p_tier_ids)
+      and billing.source_grants_access('purchase', u.community_id, u.id, u.status, u.access_expires_at, '-infinity')
     union all
     select g.member_id from billing.grants g
-    where g.community_id = p_community_id and g.tier_id = any (p_tier_ids) and g.revoked_at is null
+    where g.community_id = p_community_id and g.tier_id = any (p_tier_ids) and g.revoked_at is null -- (the index grants_tier)
+      and billing.source_grants_access('grant', g.community_id, g.id,
+        case when g.revoked_at is null then 'active' else 'revoked' end, g.expires_at, '-infinity')
   ) m
 $$;
 
@@ -1914,119 +1948,147 @@ $$;
 CREATE FUNCTION billing.ledger_refresh_each(p_community_ids text[], p_member_ids text[], p_reasons text[], p_trigger_event_ids text[]) RETURNS integer
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
-  v_changed integer;
+  v_changed integer := 0;
+  v_n integer;
   v_present integer[];
+  v_part integer[];
+  v_changes billing.ledger_change[];
 begin
-  -- One refresh of a member at a time (see ledger_refresh_member), taken in list order:
-  -- each member's row locked by its key, one index probe per entry (the lateral runs
-  -- per entry, in order; joined, the planner hashed every member of the community for
-  -- each statement). The entries whose member exists (not being deleted) are kept.
+  -- One refresh of a member at a time: a concurrent one waits for the first to commit,
+  -- then reads what it wrote. A row lock on the member (not an advisory lock: one
+  -- statement may refresh 100,000 members, more than the shared lock table holds); NO
+  -- KEY UPDATE leaves inserts of rows that reference the member unblocked. Taken in
+  -- list order: each member's row locked by its key, one index probe per entry (the
+  -- lateral runs per entry, in order; joined, the planner hashed every member of the
+  -- community for each statement). The entries whose member exists (not being deleted)
+  -- are kept.
   select array_agg(k order by k) into v_present
   from generate_subscripts(p_member_ids, 1) k
   cross join lateral (select 1 from billing.members mb
                       where mb.community_id = p_community_ids[k] and mb.id = p_member_ids[k]
                       for no key update) l;
-  with req as (
-    -- each member at its first place in the list; a member being deleted is skipped
-    select distinct on (l.c, l.m) l.k, l.c, l.m, p_reasons[l.k] as reason, p_trigger_event_ids[l.k] as trigger_event_id
-    from (select k, p_community_ids[k] as c, p_member_ids[k] as m from unnest(v_present) k) l
-    order by l.c, l.m, l.k
-  ), mem as materialized (
-    -- billing.community_now and billing.member_json(text, text), joined rather than
-    -- called: a plpgsql call per member starts an executor for each of its queries
-    select r.*, now() + coalesce(co.clock_offset, '0'::interval) as now, t.member,
-      jsonb_build_object('identities', t.member->'identities',
-        'external_subjects', t.member->'external_subjects') as snapshot
-    from req r
-    left join billing.communities co on co.id = r.c
-    cross join lateral (select o.member from billing.member_object(r.c, r.m) o(member) offset 0) t
-  ), des as (
-    select mem.k, d.entitlement_id, d.sources, d.benefits, d.next_check_at
-    from mem cross join lateral billing.ledger_desired(mem.c, mem.m, mem.now) d
-  ), sto as (
-    select mem.k, x.id, x.entitlement_id, x.status, x.sources, x.benefits, x.identities, x.next_check_at
-    from mem join billing.member_entitlements x on x.community_id = mem.c and x.member_id = mem.m
-  ), cmp as materialized (
-    select mem.k, mem.c, mem.m, mem.now, mem.snapshot, mem.member, mem.reason, mem.trigger_event_id,
-      coalesce(des.entitlement_id, sto.entitlement_id) as entitlement_id,
-      des.entitlement_id as d_ent, des.sources as d_sources, des.benefits as d_benefits, des.next_check_at as d_next,
-      sto.id as stored_id, sto.status as s_status, sto.sources as s_sources, sto.benefits as s_benefits,
-      sto.identities as s_identities, sto.next_check_at as s_next,
-      case when des.entitlement_id is not null then 'active' else 'inactive' end as status
-    from des full join sto on sto.k = des.k and sto.entitlement_id = des.entitlement_id
-    join mem on mem.k = coalesce(des.k, sto.k)
-  ), act as materialized (
-    -- A new row's id is drawn here rather than by the column default, so its event is
-    -- built from this row: joining the inserted rows back to act (three keys, through
-    -- the returned record) was a nested loop the planner chose on a one-row estimate,
-    -- 1.5 s of a 1,000-switch statement.
-    select cmp.*, case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end as identities,
-      case when cmp.stored_id is null then billing.gen_id('ment') end as new_id,
-      case
-        when cmp.stored_id is null then 'member.entitlement.granted'
-        when cmp.s_status = cmp.status and cmp.s_sources = coalesce(cmp.d_sources, '[]')
-             and cmp.s_benefits = coalesce(cmp.d_benefits, '[]')
-             and cmp.s_identities = case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end then null
-        when cmp.s_status = cmp.status then 'member.entitlement.updated'
-        when cmp.status = 'active' then 'member.entitlement.granted'
-        else 'member.entitlement.revoked' end as type
-    from cmp
-  ), nxt as (
-    update billing.member_entitlements x set next_check_at = a.d_next
+  -- In parts of 1,000 list places, in order: a part's rows to write are held in memory
+  -- (v_changes), so a list of 100,000 members (a catalog change) never holds them all.
+  -- A member listed again in a later part finds nothing left to change.
+  for v_from in 1 .. coalesce(cardinality(v_present), 0) by 1000 loop
+    v_part := v_present[v_from : v_from + 999];
+    with req as (
+      -- each member at its first place in the list; a member being deleted is skipped
+      select distinct on (l.c, l.m) l.k, l.c, l.m, p_reasons[l.k] as reason, p_trigger_event_ids[l.k] as trigger_event_id
+      from (select k, p_community_ids[k] as c, p_member_ids[k] as m from unnest(v_part) k) l
+      order by l.c, l.m, l.k
+    ), mem as materialized (
+      -- billing.community_now and billing.member_json(text, text), joined rather than
+      -- called: a plpgsql call per member starts an executor for each of its queries
+      select r.*, now() + coalesce(co.clock_offset, '0'::interval) as now, t.member,
+        jsonb_build_object('identities', t.member->'identities',
+          'external_subjects', t.member->'external_subjects') as snapshot
+      from req r
+      left join billing.communities co on co.id = r.c
+      cross join lateral (select o.member from billing.member_object(r.c, r.m) o(member) offset 0) t
+    ), des as (
+      select mem.k, d.entitlement_id, d.sources, d.benefits, d.next_check_at
+      from mem cross join lateral billing.ledger_desired(mem.c, mem.m, mem.now) d
+    ), sto as (
+      select mem.k, x.id, x.entitlement_id, x.status, x.sources, x.benefits, x.identities, x.next_check_at
+      from mem join billing.member_entitlements x on x.community_id = mem.c and x.member_id = mem.m
+    ), cmp as materialized (
+      select mem.k, mem.c, mem.m, mem.now, mem.snapshot, mem.member, mem.reason, mem.trigger_event_id,
+        coalesce(des.entitlement_id, sto.entitlement_id) as entitlement_id,
+        des.entitlement_id as d_ent, des.sources as d_sources, des.benefits as d_benefits, des.next_check_at as d_next,
+        sto.id as stored_id, sto.status as s_status, sto.sources as s_sources, sto.benefits as s_benefits,
+        sto.identities as s_identities, sto.next_check_at as s_next,
+        case when des.entitlement_id is not null then 'active' else 'inactive' end as status
+      from des full join sto on sto.k = des.k and sto.entitlement_id = des.entitlement_id
+      join mem on mem.k = coalesce(des.k, sto.k)
+    ), act as (
+      -- A new row's id is drawn here rather than by the column default, so its event is
+      -- built from this row: joining the inserted rows back to act (three keys, through
+      -- the returned record) was a nested loop the planner chose on a one-row estimate,
+      -- 1.5 s of a 1,000-switch statement.
+      select cmp.*, case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end as identities,
+        case when cmp.stored_id is null then billing.gen_id('ment') end as new_id,
+        case
+          when cmp.stored_id is null then 'member.entitlement.granted'
+          when cmp.s_status = cmp.status and cmp.s_sources = coalesce(cmp.d_sources, '[]')
+               and cmp.s_benefits = coalesce(cmp.d_benefits, '[]')
+               and cmp.s_identities = case when cmp.status = 'active' then cmp.snapshot else cmp.s_identities end then null
+          when cmp.s_status = cmp.status then 'member.entitlement.updated'
+          when cmp.status = 'active' then 'member.entitlement.granted'
+          else 'member.entitlement.revoked' end as type
+      from cmp
+    )
+    -- What to write: the rows that change visibly (type) or only in next_check_at. None
+    -- (a refresh that finds the ledger right, the usual single-row case): no statement
+    -- writes, so no trigger of the ledger's or the events' tables fires.
+    select array_agg(row(a.k, a.c, a.m, a.now, a.snapshot, a.member, a.reason, a.trigger_event_id, a.entitlement_id,
+        a.d_ent, a.d_sources, a.d_benefits, a.d_next, a.stored_id, a.s_status, a.s_sources, a.s_benefits,
+        a.s_identities, a.s_next, a.status, a.identities, a.new_id, a.type)::billing.ledger_change
+      order by a.k, a.entitlement_id) into v_changes
     from act a
-    where a.type is null and a.s_next is distinct from a.d_next and x.community_id = a.c and x.id = a.stored_id
-  ), upd as (
-    -- returning what the row's event needs, so no join finds the row again
-    update billing.member_entitlements x set
-      status = a.status,
-      revision = x.revision + 1,
-      sources = coalesce(a.d_sources, '[]'),
-      benefits = coalesce(a.d_benefits, '[]'),
-      identities = a.identities,
-      granted_at = case when a.type = 'member.entitlement.granted' then a.now else x.granted_at end,
-      revoked_at = case when a.type = 'member.entitlement.granted' then null
-                        when a.type = 'member.entitlement.revoked' then a.now else x.revoked_at end,
-      next_check_at = a.d_next,
-      updated_at = now()
-    from act a
-    where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
-    returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, x as me
-  ), ins as (
-    insert into billing.member_entitlements (community_id, id, member_id, entitlement_id, status,
-      revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
-    select a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now, a.d_next, now()
-    from act a
-    where a.stored_id is null
-    order by a.k, a.entitlement_id
-  ), changed as (
-    select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.me from upd u
-    union all
-    -- the row ins writes, as it writes it: its columns in the table's order (a row of
-    -- another length fails the cast; test/ledger/refresh-each.test.ts compares the events)
-    select a.k, a.type, a.entitlement_id, null, a.member, a.reason, a.trigger_event_id,
-      row(a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now,
-        null, now(), a.d_next)::billing.member_entitlements
-    from act a
-    where a.stored_id is null
-  ), ev as (
-    -- One event per changed row, in list order, then entitlement order (the calls' order).
-    insert into billing.events (community_id, type, data)
-    select (r.me).community_id, r.type, jsonb_build_object(
-      'member', r.member,
-      'entitlement', billing.member_entitlement_json(r.me, ent),
-      'changes', jsonb_build_object(
-        'added_benefits', billing.jsonb_array_minus((r.me).benefits, coalesce(r.s_benefits, '[]')),
-        'removed_benefits', billing.jsonb_array_minus(coalesce(r.s_benefits, '[]'), (r.me).benefits)),
-      'reason', r.reason,
-      'trigger_event_id', r.trigger_event_id)
-    from changed r
-    join billing.entitlements ent on ent.community_id = (r.me).community_id and ent.id = (r.me).entitlement_id
-    order by r.k, r.entitlement_id
-    returning 1
-  )
-  select count(*)::integer into v_changed from ev;
+    where a.type is not null or a.s_next is distinct from a.d_next;
+    continue when v_changes is null;
+    with act as (
+      select * from unnest(v_changes)
+    ), nxt as (
+      update billing.member_entitlements x set next_check_at = a.d_next
+      from act a
+      where a.type is null and a.s_next is distinct from a.d_next and x.community_id = a.c and x.id = a.stored_id
+    ), upd as (
+      -- returning what the row's event needs, so no join finds the row again
+      update billing.member_entitlements x set
+        status = a.status,
+        revision = x.revision + 1,
+        sources = coalesce(a.d_sources, '[]'),
+        benefits = coalesce(a.d_benefits, '[]'),
+        identities = a.identities,
+        granted_at = case when a.type = 'member.entitlement.granted' then a.now else x.granted_at end,
+        revoked_at = case when a.type = 'member.entitlement.granted' then null
+                          when a.type = 'member.entitlement.revoked' then a.now else x.revoked_at end,
+        next_check_at = a.d_next,
+        updated_at = now()
+      from act a
+      where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
+      returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, x as me
+    ), ins as (
+      insert into billing.member_entitlements (community_id, id, member_id, entitlement_id, status,
+        revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
+      select a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now, a.d_next, now()
+      from act a
+      where a.stored_id is null
+      order by a.k, a.entitlement_id
+    ), changed as (
+      select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.me from upd u
+      union all
+      -- the row ins writes, as it writes it: its columns in the table's order (a row of
+      -- another length fails the cast; test/ledger/refresh-each.test.ts compares the events)
+      select a.k, a.type, a.entitlement_id, null, a.member, a.reason, a.trigger_event_id,
+        row(a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now,
+          null, now(), a.d_next)::billing.member_entitlements
+      from act a
+      where a.stored_id is null
+    ), ev as (
+      -- One event per changed row, in list order, then entitlement order (the calls' order).
+      insert into billing.events (community_id, type, data)
+      select (r.me).community_id, r.type, jsonb_build_object(
+        'member', r.member,
+        'entitlement', billing.member_entitlement_json(r.me, ent),
+        'changes', jsonb_build_object(
+          'added_benefits', billing.jsonb_array_minus((r.me).benefits, coalesce(r.s_benefits, '[]')),
+          'removed_benefits', billing.jsonb_array_minus(coalesce(r.s_benefits, '[]'), (r.me).benefits)),
+        'reason', r.reason,
+        'trigger_event_id', r.trigger_event_id)
+      from changed r
+      join billing.entitlements ent on ent.community_id = (r.me).community_id and ent.id = (r.me).entitlement_id
+      order by r.k, r.entitlement_id
+      returning 1
+    )
+    select count(*)::integer into v_n from ev;
+    v_changed := v_changed + v_n;
+  end loop;
   return v_changed;
 end
 $$;
@@ -2040,11 +2102,7 @@ CREATE FUNCTION billing.ledger_refresh_list(p_community_ids text[], p_member_ids
     LANGUAGE plpgsql
     AS $$
 begin
-  if cardinality(p_member_ids) <= 8 then
-    for i in 1 .. cardinality(p_member_ids) loop
-      perform billing.ledger_refresh_member(p_community_ids[i], p_member_ids[i], p_reasons[i], p_trigger_event_ids[i]);
-    end loop;
-  elsif p_member_ids is not null then
+  if cardinality(p_member_ids) > 0 then
     perform billing.ledger_refresh_each(p_community_ids, p_member_ids, p_reasons, p_trigger_event_ids);
   end if;
 end
@@ -2057,98 +2115,10 @@ $$;
 
 CREATE FUNCTION billing.ledger_refresh_member(p_community_id text, p_member_id text, p_reason text, p_trigger_event_id text) RETURNS integer
     LANGUAGE plpgsql
-    SET enable_seqscan TO 'off'
     AS $$
-declare
-  v_now timestamptz := billing.community_now(p_community_id);
-  v_member jsonb;
-  v_snapshot jsonb;
-  v_rec record;
-  v_row billing.member_entitlements;
-  v_status text;
-  v_identities jsonb;
-  v_type text;
-  v_types text[] := '{}';
-  v_datas jsonb[] := '{}';
 begin
-  -- One refresh of a member at a time: a concurrent one waits for the first to
-  -- commit, then reads what it wrote. A row lock on the member (not an advisory lock:
-  -- one statement may refresh 100,000 members, more than the shared lock table holds);
-  -- NO KEY UPDATE leaves inserts of rows that reference the member unblocked.
-  perform 1 from billing.members m where m.community_id = p_community_id and m.id = p_member_id
-    for no key update;
-  if not found then
-    return 0; -- the member is being deleted; its ledger rows go with it
-  end if;
-  v_member := billing.member_json(p_community_id, p_member_id);
-  v_snapshot := jsonb_build_object('identities', v_member->'identities',
-    'external_subjects', v_member->'external_subjects');
-
-  for v_rec in
-    select d.entitlement_id as d_ent, d.sources as d_sources, d.benefits as d_benefits,
-      d.next_check_at as d_next, me.r as stored
-    from billing.ledger_desired(p_community_id, p_member_id, v_now) d
-    full join (select x as r, x.entitlement_id from billing.member_entitlements x
-               where x.community_id = p_community_id and x.member_id = p_member_id) me
-      on me.entitlement_id = d.entitlement_id
-    order by coalesce(d.entitlement_id, me.entitlement_id)
-  loop
-    v_status := case when v_rec.d_ent is not null then 'active' else 'inactive' end;
-    if (v_rec.stored).id is null then
-      -- first grant of this entitlement to this member
-      insert into billing.member_entitlements as x (community_id, member_id, entitlement_id, status,
-        revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
-      values (p_community_id, p_member_id, v_rec.d_ent, 'active', 1, v_rec.d_sources, v_rec.d_benefits,
-        v_snapshot, v_now, v_rec.d_next, now())
-      returning * into v_row;
-      v_type := 'member.entitlement.granted';
-    else
-      v_row := v_rec.stored;
-      v_identities := case when v_status = 'active' then v_snapshot else v_row.identities end;
-      if v_row.status = v_status
-         and v_row.sources = coalesce(v_rec.d_sources, '[]')
-         and v_row.benefits = coalesce(v_rec.d_benefits, '[]')
-         and v_row.identities = v_identities then
-        if v_row.next_check_at is distinct from v_rec.d_next then
-          update billing.member_entitlements x set next_check_at = v_rec.d_next
-          where x.community_id = p_community_id and x.id = v_row.id;
-        end if;
-        continue;
-      end if;
-      v_type := case
-        when v_row.status = v_status then 'member.entitlement.updated'
-        when v_status = 'active' then 'member.entitlement.granted'
-        else 'member.entitlement.revoked' end;
-      update billing.member_entitlements x set
-        status = v_status,
-        revision = x.revision + 1,
-        sources = coalesce(v_rec.d_sources, '[]'),
-        benefits = coalesce(v_rec.d_benefits, '[]'),
-        identities = v_identities,
-        granted_at = case when v_type = 'member.entitlement.granted' then v_now else x.granted_at end,
-        revoked_at = case when v_type = 'member.entitlement.granted' then null
-                          when v_type = 'member.entitlement.revoked' then v_now else x.revoked_at end,
-        next_check_at = v_rec.d_next,
-        updated_at = now()
-      where x.community_id = p_community_id and x.id = v_row.id
-      returning * into v_row;
-    end if;
-    v_types := v_types || v_type;
-    v_datas := v_datas || jsonb_build_object(
-      'member', v_member,
-      'entitlement', billing.member_entitlement_json(v_row),
-      'changes', jsonb_build_object(
-        'added_benefits', billing.jsonb_array_minus(v_row.benefits, coalesce((v_rec.stored).benefits, '[]')),
-        'removed_benefits', billing.jsonb_array_minus(coalesce((v_rec.stored).benefits, '[]'), v_row.benefits)),
-      'reason', p_reason,
-      'trigger_event_id', p_trigger_event_id);
-  end loop;
-  -- One insert for the member's events (ids follow the entitlement order above).
-  if cardinality(v_types) > 0 then
-    insert into billing.events (community_id, type, data)
-    select p_community_id, v_types[i], v_datas[i] from generate_subscripts(v_types, 1) i order by i;
-  end if;
-  return cardinality(v_types);
+  return billing.ledger_refresh_each(array[p_community_id], array[p_member_id], array[p_reason],
+    array[p_trigger_event_id]);
 end
 $$;
 
@@ -2161,13 +2131,14 @@ CREATE FUNCTION billing.ledger_refresh_members(p_community_id text, p_member_ids
     LANGUAGE plpgsql
     AS $$
 declare
-  v_member text;
-  v_changed integer := 0;
+  v_members text[];
 begin
-  for v_member in select distinct m from unnest(p_member_ids) m where m is not null order by 1 loop
-    v_changed := v_changed + billing.ledger_refresh_member(p_community_id, v_member, p_reason, p_trigger_event_id);
-  end loop;
-  return v_changed;
+  select array_agg(distinct m order by m) into v_members from unnest(p_member_ids) m where m is not null;
+  if v_members is null then
+    return 0;
+  end if;
+  return billing.ledger_refresh_each(array_fill(p_community_id, array[cardinality(v_members)]), v_members,
+    array_fill(p_reason, array[cardinality(v_members)]), array_fill(p_trigger_event_id, array[cardinality(v_members)]));
 end
 $$;
 
@@ -2181,21 +2152,22 @@ CREATE FUNCTION billing.ledger_sweep(p_community_id text) RETURNS integer
     AS $$
 declare
   v_community text;
-  v_member text;
+  v_members text[];
   v_changed integer := 0;
 begin
   for v_community in
     select c.id from billing.communities c
     where p_community_id is null or c.id = p_community_id
   loop
-    for v_member in
-      select distinct x.member_id from billing.member_entitlements x
-      where x.community_id = v_community and x.status = 'active'
-        and x.next_check_at <= billing.community_now(v_community)
-      order by x.member_id
-    loop
-      v_changed := v_changed + billing.ledger_refresh_member(v_community, v_member, 'access_expired', null);
-    end loop;
+    select array_agg(distinct x.member_id order by x.member_id) into v_members
+    from billing.member_entitlements x
+    where x.community_id = v_community and x.status = 'active'
+      and x.next_check_at <= billing.community_now(v_community);
+    if v_members is not null then
+      v_changed := v_changed + billing.ledger_refresh_each(array_fill(v_community, array[cardinality(v_members)]),
+        v_members, array_fill('access_expired'::text, array[cardinality(v_members)]),
+        array_fill(null::text, array[cardinality(v_members)]));
+    end if;
   end loop;
   return v_changed;
 end
@@ -3154,6 +3126,33 @@ $$;
 
 
 --
+-- Name: source_grants_access(text, text, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.source_grants_access(p_type text, p_community_id text, p_id text, p_status text, p_valid_until timestamp with time zone, p_now timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+  select coalesce(case p_type
+    when 'subscription' then
+      p_status in ('active', 'trialing')
+      or (p_status = 'past_due' and billing.subscription_retry_open(p_community_id, p_id))
+      or (p_status = 'cancelling' and (p_valid_until is null or p_valid_until > p_now)
+          and not billing.subscription_unpaid(p_community_id, p_id))
+      or (p_status = 'paused' and p_valid_until > p_now)
+    when 'purchase' then p_status = 'completed' and (p_valid_until is null or p_valid_until > p_now)
+    when 'grant' then p_status = 'active' and (p_valid_until is null or p_valid_until > p_now)
+  end, false)
+$$;
+
+
+--
+-- Name: FUNCTION source_grants_access(p_type text, p_community_id text, p_id text, p_status text, p_valid_until timestamp with time zone, p_now timestamp with time zone); Type: COMMENT; Schema: billing; Owner: -
+--
+
+COMMENT ON FUNCTION billing.source_grants_access(p_type text, p_community_id text, p_id text, p_status text, p_valid_until timestamp with time zone, p_now timestamp with time zone) IS 'The entitlement rule: does this source (subscription, purchase or grant) grant access at p_now? See 41-access-rule.sql.';
+
+
+--
 -- Name: subscription_advance(text, timestamp with time zone); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -3478,6 +3477,29 @@ begin
     credit_cents := round(p_sub.price_cents * v_frac)::bigint;
   end if;
   applied_cents := least(credit_cents, charge_cents);
+end
+$$;
+
+
+--
+-- Name: switch_validate(billing.subscriptions, text, boolean); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.switch_validate(p_sub billing.subscriptions, p_plan_id text, p_immediate boolean DEFAULT false) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_grp text;
+begin
+  perform billing.require_switchable(p_sub);
+  select e.g into v_grp from jsonb_each(billing.switch_options(p_sub)) e(g, arr), jsonb_array_elements(arr) o
+  where o->>'plan_id' = p_plan_id and (not p_immediate or e.g in ('same_tier', 'upgrades'))
+  limit 1;
+  if v_grp is null then
+    perform billing.raise('BL422', 'plan_id ' || coalesce(p_plan_id, '') || ' is not among this subscription''s '
+      || case when p_immediate then 'immediate ' else '' end || 'switch options.', 'plan_id');
+  end if;
+  return v_grp;
 end
 $$;
 
@@ -5295,12 +5317,7 @@ declare
   v_prov jsonb;
 begin
   v_sub := billing.lock_subscription(p_args->>'id');
-  perform billing.require_switchable(v_sub);
-  select g into v_grp from jsonb_each(billing.switch_options(v_sub)) e(g, arr), jsonb_array_elements(arr) o
-  where o->>'plan_id' = p_args->>'plan_id';
-  if v_grp is null then
-    perform billing.raise('BL422', 'plan_id ' || coalesce(p_args->>'plan_id', '') || ' is not among this subscription''s switch options.', 'plan_id');
-  end if;
+  v_grp := billing.switch_validate(v_sub, p_args->>'plan_id');
   v_prov := billing.subscription_provider(v_sub);
   select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
   select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_args->>'plan_id';
@@ -5357,12 +5374,7 @@ begin
   if v_sub.id is null then
     perform billing.raise('BL404', 'No subscription ' || coalesce(p_args->>'id', '') || '.');
   end if;
-  perform billing.require_switchable(v_sub);
-  select e.g into v_group from jsonb_each(billing.switch_options(v_sub)) e(g, arr), jsonb_array_elements(arr) o
-  where o->>'plan_id' = p_args->>'plan_id' limit 1;
-  if v_group is null then
-    perform billing.raise('BL422', 'plan_id ' || coalesce(p_args->>'plan_id', '') || ' is not a switch option of this subscription.', 'plan_id');
-  end if;
+  v_group := billing.switch_validate(v_sub, p_args->>'plan_id');
   select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
   select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_args->>'plan_id';
   if v_group = 'downgrades' then
@@ -7122,11 +7134,7 @@ begin
   if v_sub.id is null then
     perform billing.raise('BL404', 'No subscription ' || coalesce(p_subscription_id, '') || '.');
   end if;
-  perform billing.require_switchable(v_sub);
-  if not exists (select 1 from jsonb_each(billing.switch_options(v_sub)) e(g, arr), jsonb_array_elements(arr) o
-                 where g in ('same_tier', 'upgrades') and o->>'plan_id' = p_plan_id) then
-    perform billing.raise('BL422', 'plan_id ' || coalesce(p_plan_id, '') || ' is not an immediate switch option of this subscription.', 'plan_id');
-  end if;
+  perform billing.switch_validate(v_sub, p_plan_id, p_immediate => true);
   select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
   select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_plan_id;
   select q.new_period, q.period_start, q.period_end, q.charge_cents, q.credit_cents, q.applied_cents
@@ -13329,6 +13337,14 @@ REVOKE ALL ON FUNCTION billing.sandbox_set_card(p_subscription_id text, p_declin
 
 
 --
+-- Name: FUNCTION source_grants_access(p_type text, p_community_id text, p_id text, p_status text, p_valid_until timestamp with time zone, p_now timestamp with time zone); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.source_grants_access(p_type text, p_community_id text, p_id text, p_status text, p_valid_until timestamp with time zone, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.source_grants_access(p_type text, p_community_id text, p_id text, p_status text, p_valid_until timestamp with time zone, p_now timestamp with time zone) TO billing_api;
+
+
+--
 -- Name: FUNCTION subscription_advance(p_sub_id text, p_now timestamp with time zone); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -13413,6 +13429,14 @@ GRANT ALL ON FUNCTION billing.switch_options(p_sub billing.subscriptions) TO bil
 
 REVOKE ALL ON FUNCTION billing.switch_proration(p_sub billing.subscriptions, p_old billing.plans, p_new billing.plans, p_now timestamp with time zone, OUT new_period boolean, OUT period_start timestamp with time zone, OUT period_end timestamp with time zone, OUT charge_cents bigint, OUT credit_cents bigint, OUT applied_cents bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.switch_proration(p_sub billing.subscriptions, p_old billing.plans, p_new billing.plans, p_now timestamp with time zone, OUT new_period boolean, OUT period_start timestamp with time zone, OUT period_end timestamp with time zone, OUT charge_cents bigint, OUT credit_cents bigint, OUT applied_cents bigint) TO billing_api;
+
+
+--
+-- Name: FUNCTION switch_validate(p_sub billing.subscriptions, p_plan_id text, p_immediate boolean); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.switch_validate(p_sub billing.subscriptions, p_plan_id text, p_immediate boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.switch_validate(p_sub billing.subscriptions, p_plan_id text, p_immediate boolean) TO billing_api;
 
 
 --

@@ -1,3 +1,11 @@
+--! Previous: sha1:1c59b98717f0e0948e657a9c6189195e835f00ba
+--! Hash: sha1:37f212125bb7c08c74b1c0c6ce2524fb194f1e07
+--! Message: one-access-rule
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 20-one-access-rule.sql
 -- Issue 28 item 3, "Files that hold one idea" (changed functions restated whole; the
 -- fixtures hold the same text).
 -- The entitlement rule, once: billing.source_grants_access (fixtures/41-access-rule.sql,
