@@ -429,7 +429,7 @@ export class Executor {
     try {
       await client.query('begin');
       open = true;
-      // Lock order (db/migrations/fixtures/10-tenancy.sql): the key's rate bucket is
+      // Lock order (db/migrations/fixtures/functions/10-tenancy.sql): the key's rate bucket is
       // taken last, after the operation's rows, unless it is already empty (429 first).
       const { rows } = await client.query<{ r: SqlOutcome & { token_available?: boolean } }>('select billing.api_auth_deferred($1, $2, $3) as r',
         [this.keyHash(caller), caller.ip, this.config.rateLimits]);
