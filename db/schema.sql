@@ -1,4 +1,4 @@
--- db/migrations sha256:3eae819b28ff11352e88510a284d2ade502caf9d3584751de55b596deacf6894 (regenerate with npm run db:schema)
+-- db/migrations sha256:9718da39c1e7bd78351f60b5116839b2f3e5d76b0003f138cc9f1842c304d89a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
