@@ -1,4 +1,4 @@
--- db/migrations sha256:4f4c569fe51ce3a9e07672855763d5109ab78651cc20fd641cdc79dc1024e396 (regenerate with npm run db:schema)
+-- db/migrations sha256:959871e1804da187cb6edd51b5d738d093d667dc6141cc783226196d0278e68f (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --

@@ -22,6 +22,7 @@ import { hashKey } from '../../src/core/ids';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { withDatabase } from '../../src/db/migrate';
 import { createBenchDatabase, machineLine, writeResultsSection } from '../support';
+import { fixtureFiles, fixturesDir } from '../../test/support/fixtures';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = process.env.BENCH_DB ?? 'billing_bench_read';
@@ -245,11 +246,10 @@ async function main() {
   let key: string;
   if (process.env.BENCH_REUSE_DB === '1') {
     // Development shortcut: keep the seeded database, re-run every (idempotent) fixture
-    // of db/migrations/fixtures so changed functions apply, then make a new key.
+    // of db/migrations/fixtures, in load order, so changed functions apply, then make a new key.
     url = withDatabase(SERVER, DB);
-    const fixtures = path.join(__dirname, '../../db/migrations/fixtures');
-    for (const file of fs.readdirSync(fixtures).filter((f) => f.endsWith('.sql')).sort()) {
-      execFileSync('psql', ['-q', '-v', 'ON_ERROR_STOP=1', '-d', url, '-f', path.join(fixtures, file)], { stdio: ['ignore', 'ignore', 'inherit'] });
+    for (const file of fixtureFiles()) {
+      execFileSync('psql', ['-q', '-v', 'ON_ERROR_STOP=1', '-d', url, '-f', path.join(fixturesDir, file)], { stdio: ['ignore', 'ignore', 'inherit'] });
     }
     const owner = new pg.Pool({ connectionString: url, max: 1 });
     const { rows } = await owner.query<{ id: string }>(`select id from billing.communities where name = 'Bench community'`);

@@ -8,7 +8,7 @@ export const SCOPES = [
 export type Scope = (typeof SCOPES)[number];
 
 /**
- * Scopes only operator sessions hold (db/migrations/fixtures/15-operators.sql,
+ * Scopes only operator sessions hold (db/migrations/fixtures/functions/15-operators.sql,
  * billing_private.operator_role_scopes): managing API keys (admins and owners) and
  * dashboard users (owners). No key can hold them.
  */

@@ -1,5 +1,5 @@
 // The PostGraphile 5 preset of /graphql: the billing_graphql schema only (SQL views in
-// db/migrations/fixtures/95-graphql.sql), read-only, connections with keyset cursors,
+// db/migrations/fixtures/functions/95-graphql.sql), read-only, connections with keyset cursors,
 // run as billing_api with the caller's community and scopes in pgSettings, so the
 // same RLS policies (and the views' scope filters) fence it.
 import 'postgraphile';

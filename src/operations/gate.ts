@@ -1,7 +1,7 @@
 // The request gate: the one way an operation reaches the database, whichever door it
 // came through (REST, MCP, GraphQL, the pages) and whether it runs in SQL or in
 // TypeScript. This module is the only code that sends the gate's SQL functions
-// (db/migrations/fixtures/10-tenancy.sql; test/operations/single-entry.test.ts):
+// (db/migrations/fixtures/functions/10-tenancy.sql; test/operations/single-entry.test.ts):
 //
 //   billing.gate_open   the credential (key or session), 429 first if its bucket is
 //                       already empty, the tenant settings, op.scope (the registry's,

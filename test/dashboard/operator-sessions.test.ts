@@ -1,6 +1,6 @@
 // Operator users (issue 16): one-time links, password sign-in, and sessions that run
 // the registry's operations under their community and role, fenced by the database
-// (db/migrations/fixtures/15-operators.sql). A viewer's writes are refused by SQL.
+// (db/migrations/fixtures/*/15-operators.sql). A viewer's writes are refused by SQL.
 import { inviteOperator, setPassword, signInWithLink, signInWithPassword, sessionInfo, signOut } from '../../src/domain/operators/operator-accounts';
 import { dashboardOperation } from '../../src/operations';
 import type { Caller } from '../../src/operations/executor';

@@ -1,5 +1,5 @@
 // The cross-field rules of the catalog validator (checkRules in src/catalog.ts) hold
-// for every door into the tables, SQL included (db/migrations/fixtures/20-catalog.sql).
+// for every door into the tables, SQL included (db/migrations/fixtures/tables/20-catalog.sql).
 import pg from 'pg';
 import { createTenant, TEST_DB, Tenant } from '../support/app';
 import { createOwnerPool } from '../../src/db/pool';

@@ -1,6 +1,6 @@
 // Webhook event types live in one SQL catalog (billing_private.event_types), equal to
 // the TypeScript list the API serves, and every door into webhook_endpoints checks
-// against it (db/migrations/fixtures/70-webhooks.sql).
+// against it (db/migrations/fixtures/*/70-webhooks.sql).
 import pg from 'pg';
 import { EVENT_TYPES } from '../../src/domain/events/event-types';
 import { createTenant, TEST_DB, Tenant } from '../support/app';

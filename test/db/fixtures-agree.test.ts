@@ -1,7 +1,7 @@
 // The fixtures (db/migrations/fixtures/) are the source each migration's change is
 // written from, and a migration holds only that change. So the two must describe one
-// schema: a database built from the fixtures alone (each file applied until all stand,
-// then once more in order) and one built by the migrations (committed, then current/)
+// schema: a database built from the fixtures alone (statement by statement until all
+// stand, then each file once more, whole and in order) and one built by the migrations (committed, then current/)
 // must have the same functions, views, columns, indexes, constraints, triggers,
 // policies and grants. A migration that forgot part of a fixture's change, or a
 // change written into a migration but not into its fixture, fails here, naming it.
@@ -10,12 +10,12 @@ import path from 'node:path';
 import pg from 'pg';
 import { runMigrations as runWorkerMigrations, Logger } from 'graphile-worker';
 import { withDatabase } from '../../src/db/migrate';
+import { fixtureFiles, readFixture, splitStatements } from '../support/fixtures';
 
 const stamp = `${Date.now()}_${process.pid}`;
 const fromFixtures = `billing_fixtures_${stamp}`;
 const fromMigrations = `billing_migrations_${stamp}`;
 const server = () => process.env.BILLING_TEST_SERVER!;
-const fixturesDir = path.resolve(__dirname, '../../db/migrations/fixtures');
 const snapshotSql = fs.readFileSync(path.join(__dirname, 'schema-snapshot.sql'), 'utf8');
 
 async function withClient<T>(database: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -32,26 +32,31 @@ async function snapshot(database: string): Promise<Map<string, string>> {
   });
 }
 
-// Fixtures refer to each other's objects in both directions, so there is no one order
-// that applies them from nothing: apply each file (one transaction) until every file
-// stands, then all once more in name order so that each file's last word is the one kept.
+// A domain's tables need some of its functions (trigger functions, the functions of CHECK
+// constraints, defaults and policies) and its functions need its tables (row types in
+// signatures, SQL bodies), across domains too: no order of whole files applies from
+// nothing. So statements are applied one by one, in load order (fixtureFiles), those
+// that fail again in the next pass until all stand; then every file once more, whole
+// and in order, as a migration that includes it would (each file's last word is kept,
+// and each file is shown to run again on a built database).
 async function buildFromFixtures(database: string): Promise<void> {
   await runWorkerMigrations({ connectionString: withDatabase(server(), database), logger: new Logger(() => () => undefined) });
-  const files = fs.readdirSync(fixturesDir).filter((f) => f.endsWith('.sql')).sort();
-  const apply = (c: pg.Client, file: string) => c.query(fs.readFileSync(path.join(fixturesDir, file), 'utf8'));
+  const files = fixtureFiles();
   await withClient(database, async (c) => {
-    let pending = files;
-    for (let pass = 0; pending.length > 0; pass++) {
-      const failed: { file: string; error: string }[] = [];
-      for (const file of pending) {
-        try { await apply(c, file); } catch (err) { failed.push({ file, error: (err as Error).message }); }
+    let pending = files.flatMap((file) => splitStatements(readFixture(file)).map((sql) => ({ file, sql })));
+    while (pending.length > 0) {
+      const failed: { file: string; sql: string; error: string }[] = [];
+      for (const s of pending) {
+        try { await c.query(s.sql); } catch (err) { failed.push({ ...s, error: (err as Error).message }); }
       }
-      if (failed.length === pending.length || pass > files.length) {
-        throw new Error(`fixtures that never apply: ${failed.map((f) => `${f.file}: ${f.error}`).join('; ')}`);
+      if (failed.length === pending.length) {
+        throw new Error(`fixture statements that never apply: ${failed.map((f) => `${f.file}: ${f.error}: ${f.sql.slice(0, 120)}`).join('; ')}`);
       }
-      pending = failed.map((f) => f.file);
+      pending = failed;
     }
-    for (const file of files) await apply(c, file);
+    for (const file of files) {
+      try { await c.query(readFixture(file)); } catch (err) { throw new Error(`${file} does not run again: ${(err as Error).message}`); }
+    }
   });
 }
 

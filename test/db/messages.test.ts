@@ -1,15 +1,15 @@
 // SQL error messages become the problem's detail wherever the call came from (API, CLI,
 // worker), so they speak of the value, never of one adapter's flag.
-import fs from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
 import { createTenant, TEST_DB } from '../support/app';
 import { createOwnerPool } from '../../src/db/pool';
+import { fixtureFiles, readFixture } from '../support/fixtures';
 
 test('no message raised in db/migrations/fixtures names a CLI flag', () => {
-  const dir = path.resolve(__dirname, '../../db/migrations/fixtures');
-  for (const file of fs.readdirSync(dir)) {
-    const text = fs.readFileSync(path.join(dir, file), 'utf8');
+  const files = fixtureFiles();
+  expect(files.length).toBeGreaterThan(20);
+  for (const file of files) {
+    const text = readFixture(file);
     expect([file, text.match(/(raise\([^)]*|message\s*=\s*)'--[a-z]/g)]).toEqual([file, null]);
   }
 });

@@ -1,4 +1,4 @@
-// Execute rights are opt-in (db/migrations/fixtures/00-foundation.sql): no function is
+// Execute rights are opt-in (db/migrations/fixtures/tables/00-foundation.sql): no function is
 // executable by PUBLIC, and billing_api gets only what it calls. Owner-only
 // operations (time, the test clock, completing checkouts, provider state) have no grant.
 import pg from 'pg';

@@ -1,11 +1,10 @@
 // Tenancy is enforced by PostgreSQL itself: RLS forced on every table, and the API
 // role (no BYPASSRLS) sees only the community set in its transaction.
-import fs from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
 import { createTenant, TEST_DB, Tenant } from '../support/app';
 import { createOwnerPool } from '../../src/db/pool';
 import { asTenant } from '../support/tenant';
+import { fixtureFiles, readFixture } from '../support/fixtures';
 
 let owner: pg.Pool;
 let a: Tenant;
@@ -179,8 +178,7 @@ test('every table of billing has RLS forced and policies named tenant and owner_
 });
 
 test('each tenant policy is written out by name in db/migrations/fixtures (greppable, no generating loop)', async () => {
-  const dir = path.resolve(__dirname, '../../db/migrations/fixtures');
-  const text = fs.readdirSync(dir).filter((f) => f.endsWith('.sql')).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
+  const text = fixtureFiles().map(readFixture).join('\n');
   const written = new Set([...text.matchAll(/^create policy tenant on (billing\.[a-z_]+)/gm)].map((m) => m[1]));
   for (const table of await tenantTables()) expect([table, written.has(table)]).toEqual([table, true]);
   expect(text).not.toMatch(/execute format\('create policy/);

@@ -1,6 +1,6 @@
 // GraphQL at /graphql ("Operators' own doors", item 1): the same bearer keys, the same
 // rate bucket and the same RLS fence as REST; scopes enforced by the billing_graphql
-// views in SQL (db/migrations/fixtures/95-graphql.sql) and named in an error when a key
+// views in SQL (db/migrations/fixtures/functions/95-graphql.sql) and named in an error when a key
 // lacks one; read-only; depth and cost limits (more in graphql-cost.test.ts).
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { Seed } from '../support/seed';

@@ -93,7 +93,7 @@ describe("the one-scope agreement", () => {
        order by 1`);
     expect(rows.map((r) => r.fn)).toEqual([]);
     const fixtures = path.resolve(__dirname, '../../db/migrations/fixtures');
-    for (const file of fs.readdirSync(fixtures)) {
+    for (const file of fs.readdirSync(fixtures, { recursive: true }).map(String).filter((f) => f.endsWith('.sql'))) {
       expect({ file, text: /require_scope/.test(fs.readFileSync(path.join(fixtures, file), 'utf8')) }).toEqual({ file, text: false });
     }
   });

@@ -1,4 +1,4 @@
-// The analytics views (db/migrations/fixtures/48-analytics.sql) and
+// The analytics views (db/migrations/fixtures/functions/48-analytics.sql) and
 // GET /v1/analytics/summary come from one definition (analytics.subscription_mrr):
 // their figures agree, in SQL and through GraphQL.
 import { createKey } from '../../src/domain/communities/community-admin';

@@ -1,5 +1,5 @@
 // The read API over the real ledger: subscriptions written as the lifecycle writes
-// them, entitlements maintained by the ledger triggers (db/migrations/fixtures/50-ledger.sql), read back
+// them, entitlements maintained by the ledger triggers (db/migrations/fixtures/functions/50-ledger.sql), read back
 // through GET /v1/entitlements/check and GET /v1/members/{id}/entitlements.
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { Seed } from '../support/seed';

@@ -2,7 +2,7 @@
 // member of billing_operator. It reads the analytics views and its community's billing
 // tables through the tenant policies; billing.current_community_id() takes its
 // community from billing_private.operator_roles by the login's name, never from a
-// setting (db/migrations/fixtures/00-foundation.sql). Runs as the owner (the CLI).
+// setting (db/migrations/fixtures/functions/00-foundation.sql). Runs as the owner (the CLI).
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { scramVerifier } from '../../db/logins';
@@ -25,7 +25,7 @@ function operatorUrl(ownerUrl: string, role: string, password: string): string {
 
 /**
  * Applies what this login may do of billing_private.operator_fence (db/migrations/
- * fixtures/10-tenancy.sql): statistics and sizes that count every community's rows
+ * fixtures/functions/10-tenancy.sql): statistics and sizes that count every community's rows
  * taken from PUBLIC (superuser only), TEMPORARY and large objects too, so an operator
  * login writes nothing even with default_transaction_read_only off. Returns what is
  * still open (empty when the fence holds).

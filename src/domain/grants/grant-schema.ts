@@ -1,5 +1,5 @@
 // A grant (comp): access handed out by an operator, as billing.grant_json builds it
-// (db/migrations/fixtures/47-grants.sql). It is a ledger source like a subscription.
+// (db/migrations/fixtures/functions/47-grants.sql). It is a ledger source like a subscription.
 import { z } from 'zod';
 import { timestamp } from '../fields';
 

@@ -1,4 +1,4 @@
-// The invoice, as billing.invoice_json builds it (db/migrations/fixtures/46-invoices.sql):
+// The invoice, as billing.invoice_json builds it (db/migrations/fixtures/functions/46-invoices.sql):
 // every charge is one, its lines add up to its total (database constraints), and it
 // is paid at most once.
 import { z } from 'zod';

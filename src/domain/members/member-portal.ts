@@ -1,6 +1,6 @@
 // The member portal of the sandbox provider: a portal URL (ten minutes, one use) opened in time
 // becomes a member portal session (one hour, cookie), a credential the database fences
-// to the member (db/migrations/fixtures/82-member-portal.sql). The portal's pages run
+// to the member (db/migrations/fixtures/*/82-member-portal.sql). The portal's pages run
 // the API's operations with it (src/operations/executor.ts, Caller.session).
 import crypto from 'node:crypto';
 import type pg from 'pg';

@@ -1,6 +1,6 @@
 // Operator users of the dashboard: invitations (one-time sign-in links), password
 // sign-in and server-side sessions. The tables and their rules are SQL's
-// (db/migrations/fixtures/15-operators.sql); only hashes of tokens are stored, and
+// (db/migrations/fixtures/*/15-operators.sql); only hashes of tokens are stored, and
 // passwords are hashed here with Node's scrypt (no native build). Everything an
 // operator does once signed in runs the registry's operations with the session as the
 // credential (src/operations/executor.ts, Caller.session).
