@@ -88,7 +88,7 @@ async function compare(shop: Shop): Promise<Json> {
     series: (await client.query(`select billing_api.analytics_series('{"days": 90}') as r`)).rows[0].r,
     views30: await fromViews(client, shop.communityId, 30),
     views90: await fromViews(client, shop.communityId, 90),
-  }), { scopes: 'analytics:read' });
+  }), { scopes: 'analytics:read', isolation: 'repeatable read' });
   expect(overview30).toEqual(views30);
   expect(overview90).toEqual(views90);
   expect(summary).toEqual(views90.summary);

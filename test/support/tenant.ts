@@ -10,6 +10,11 @@ export interface AsTenantOptions {
   scopes?: string;
   /** Commit when fn resolves. By default the transaction is rolled back and leaves nothing. */
   commit?: boolean;
+  /**
+   * 'repeatable read': every statement of fn reads one snapshot, for a test that compares
+   * two reads of the same state while other files' workers may commit in between.
+   */
+  isolation?: 'repeatable read';
 }
 
 /**
@@ -19,7 +24,7 @@ export interface AsTenantOptions {
 export async function asTenant<T>(pool: pg.Pool, communityId: string | null, fn: (client: pg.PoolClient) => Promise<T>, opts: AsTenantOptions = {}): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('begin');
+    await client.query(opts.isolation ? `begin isolation level ${opts.isolation}` : 'begin');
     if (opts.role !== undefined) await client.query(`select set_config('role', $1, true)`, [opts.role]);
     if (communityId !== null) await client.query(`select set_config('app.community_id', $1, true)`, [communityId]);
     if (opts.scopes !== undefined) await client.query(`select set_config('app.scopes', $1, true)`, [opts.scopes]);
