@@ -55,7 +55,14 @@ async function buildFromFixtures(database: string): Promise<void> {
       pending = failed;
     }
     for (const file of files) {
-      try { await c.query(readFixture(file)); } catch (err) { throw new Error(`${file} does not run again: ${(err as Error).message}`); }
+      // Roles and their grants are cluster-wide: another file granting at the same moment
+      // makes PostgreSQL answer "tuple concurrently updated"; that is tried again.
+      for (let attempt = 1; ; attempt++) {
+        try { await c.query(readFixture(file)); break; } catch (err) {
+          if (attempt < 5 && /tuple concurrently updated/.test((err as Error).message)) continue;
+          throw new Error(`${file} does not run again: ${(err as Error).message}`);
+        }
+      }
     }
   });
 }
