@@ -230,7 +230,9 @@ export class Executor {
    * Outcome REST answers.
    */
   async identify(caller: Caller): Promise<{ ok: true; identity: Identity } | { ok: false; outcome: Outcome }> {
-    const passed = await this.gate.pass(caller, null);
+    // Not on a lease: a query then charges the rest of its cost in the bucket itself,
+    // and its RateLimit headers are the bucket's.
+    const passed = await this.gate.pass(caller, null, false);
     return 'outcome' in passed ? { ok: false, outcome: passed.outcome } : { ok: true, identity: passed.identity };
   }
 

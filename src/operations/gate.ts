@@ -114,10 +114,14 @@ export class Gate {
   /**
    * Identifies the caller and takes its token without running anything: refused input
    * (answered with the caller's own 401/429/403 first) and GraphQL, which runs its
-   * own statements under the identity. A missing scope is an outcome.
+   * own statements under the identity. A missing scope is an outcome. lease: take
+   * the token from this process's lease, as a SQL operation does (false for GraphQL,
+   * which charges a query's cost in the bucket).
    */
-  async pass(caller: Caller, scope: string | null): Promise<{ identity: Identity } | { outcome: Outcome }> {
-    const { r } = await this.apiCall([this.credential(caller), caller.ip, this.config.rateLimits, scope, null, null, null, false]);
+  async pass(caller: Caller, scope: string | null, lease = true): Promise<{ identity: Identity } | { outcome: Outcome }> {
+    const credential = this.credential(caller);
+    const { r } = (lease ? await this.leased(caller, credential, scope, null, null) : null)
+      ?? await this.apiCall([credential, caller.ip, this.config.rateLimits, scope, null, null, null, false]);
     const refused = this.refused(r, caller);
     if (refused) return { outcome: refused };
     if (typeof r.error === 'object') return { outcome: sqlProblem(r.error, r.rl) };
@@ -161,17 +165,25 @@ export class Gate {
     idem: IdempotencyKey | null): Promise<Outcome> {
     const status = op.status ?? 200;
     const credential = this.credential(caller);
-    if (!idem && credential && caller.session === undefined && this.leases.enabled) {
-      const lease = await this.leases.take(credential);
-      if (lease.kind === 'limited') return limited(lease.rl);
-      if (lease.kind === 'token') {
-        const answer = await this.apiCall([credential, null, null, op.scope, sql, input, null, true]);
-        // Revoked since the lease: answered below, as any unknown key is.
-        if (answer.r.ok) return this.sqlOutcome({ ...answer.r, rl: lease.rl }, answer.t, caller, status);
-      }
-    }
-    const answer = await this.apiCall([credential, caller.ip, this.config.rateLimits, op.scope, sql, input, idem, false]);
+    const answer = (idem ? null : await this.leased(caller, credential, op.scope, sql, input))
+      ?? await this.apiCall([credential, caller.ip, this.config.rateLimits, op.scope, sql, input, idem, false]);
     return this.sqlOutcome(answer.r, answer.t, caller, status);
+  }
+
+  /**
+   * The call on a token of this process's lease, for a key (not a session). Every
+   * token a process takes for a key comes from the lease, so the RateLimit headers it
+   * answers count them all. Null when there is no lease to use, or the key was revoked
+   * since the lease (then the caller takes the database path, as any unknown key does).
+   */
+  private async leased(caller: Caller, credential: string | null, scope: string | null, sql: string | null,
+    input: Record<string, unknown> | null): Promise<{ r: GateAnswer; t: string | null } | null> {
+    if (!credential || caller.session !== undefined || !this.leases.enabled) return null;
+    const lease = await this.leases.take(credential);
+    if (lease.kind === 'limited') return { r: { ok: false, error: 'rate_limited', rl: lease.rl }, t: null };
+    if (lease.kind !== 'token') return null;
+    const answer = await this.apiCall([credential, null, null, scope, sql, input, null, true]);
+    return answer.r.ok ? { r: { ...answer.r, rl: lease.rl }, t: answer.t } : null;
   }
 
   private sqlOutcome(out: GateAnswer, text: string | null, caller: Caller, status: number): Outcome {

@@ -43,6 +43,34 @@ test('with the default limits (burst 60) a key leases 6 tokens at once; reads on
   expect((await bucket(tenant.keyId)).xmin).not.toBe(versions[0]);
 });
 
+test('requests that only authenticate (refused input, GET /mcp) spend lease tokens too: headers count down one per request across leases', async () => {
+  // One token a minute: nothing refills during the test, so the count is exact.
+  const exact = await startApp({ rateLimits: { key_per_minute: 1, key_burst: 60, ip_per_minute: 1e6, ip_burst: 1e6 }, tokenLeaseMs: 60_000 });
+  try {
+    const tenant = await createTenant(exact.owner);
+    const remaining: number[] = [];
+    const note = (r: { headers: Headers }) => remaining.push(Number(r.headers.get('ratelimit-remaining')));
+    note(await call(exact.url, 'GET', '/v1/subscriptions', { key: tenant.key }));
+    // These only authenticate (src/operations/gate.ts pass): before, they took their
+    // token from the bucket behind the lease's back, and the next lease's headers
+    // jumped down by as many.
+    const bad = await call(exact.url, 'GET', '/v1/subscriptions?limit=nonsense', { key: tenant.key });
+    expect(bad.status).toBe(422);
+    note(bad);
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(new URL('/mcp', exact.url), { headers: { authorization: `Bearer ${tenant.key}` } });
+      expect(res.status).toBe(405);
+      await res.text();
+      note(res);
+    }
+    // Six per lease: these cross into the second and third leases.
+    for (let i = 0; i < 8; i++) note(await call(exact.url, 'GET', '/v1/subscriptions', { key: tenant.key }));
+    expect(remaining).toEqual(Array.from({ length: 13 }, (_, i) => 59 - i));
+  } finally {
+    await exact.close();
+  }
+});
+
 test('a revoked key is refused on the next request, however many tokens its lease still holds', async () => {
   const tenant = await createTenant(app.owner);
   expect((await call(app.url, 'GET', '/v1/subscriptions', { key: tenant.key })).status).toBe(200);
