@@ -17,6 +17,7 @@ const PROVIDERS = '^src/providers/';
 const DASHBOARD = '^src/dashboard/';
 const TASKS = '^worker/tasks/';
 const ROOTS = '^(src/(app|main)\\.ts|worker/index\\.ts)$';
+const PLATFORMS = '^src/platforms/';
 const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, DASHBOARD, TASKS];
 
 const layer = (name, from, allowed, comment) => ({
@@ -54,8 +55,9 @@ module.exports = {
     layer('core-imports-nothing', CORE, [], 'core (errors, ids, statuses, api version, cursor, config) imports no other module of the service'),
     layer('db-only-core', DB, [CORE], 'db (pools, transactions, migrations) builds on core only'),
     layer('infrastructure-only-core', INFRA, [CORE], 'webhook signing and sending build on core only'),
-    layer('domain-no-upward', DOMAIN, [CORE, DB, INFRA], 'the domain (schemas, operations, ports) never imports the registry, adapters, providers or roots'),
-    layer('operations-no-upward', OPERATIONS, [CORE, DB, INFRA, DOMAIN], 'the registry and executor never import adapters, providers or roots'),
+    layer('platform-clients-only-core', PLATFORMS, [CORE], 'the platforms\' clients (Discord, Telegram) build on core only'),
+    layer('domain-no-upward', DOMAIN, [CORE, DB, INFRA, PLATFORMS], 'the domain (schemas, operations, ports) never imports the registry, adapters, providers or roots'),
+    layer('operations-no-upward', OPERATIONS, [CORE, DB, INFRA, PLATFORMS, DOMAIN], 'the registry and executor never import adapters, providers or roots'),
     layer('web-no-upward', WEB, [CORE, OPERATIONS], 'express plumbing shared by the HTTP-mounted adapters'),
     ...adapterIsolation,
     {
@@ -63,7 +65,7 @@ module.exports = {
       comment: 'a module outside the layers above has no place in the import rules: move it into one',
       severity: 'error',
       from: {},
-      to: { path: '^(src|worker)/', pathNot: [CORE, DB, INFRA, DOMAIN, OPERATIONS, WEB, ...ADAPTERS, ROOTS] },
+      to: { path: '^(src|worker)/', pathNot: [CORE, DB, INFRA, PLATFORMS, DOMAIN, OPERATIONS, WEB, ...ADAPTERS, ROOTS] },
     },
     {
       name: 'server-roots-not-cli',

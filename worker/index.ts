@@ -13,7 +13,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Logger, run, Runner, TaskList, WorkerEvents } from 'graphile-worker';
-import { Config, DEFAULT_DB_TIMEOUTS, loadConfig } from '../src/core/config';
+import { Config, DEFAULT_DB_TIMEOUTS, DEFAULT_DISCORD_API_URL, DEFAULT_TELEGRAM_API_URL, loadConfig } from '../src/core/config';
 import { databaseUnavailableCause } from '../src/core/errors';
 import { log } from '../src/core/log';
 import { jobDuration, jobs } from '../src/core/metrics';
@@ -22,6 +22,7 @@ import { makeWebhookSendTask } from './tasks/webhook_deliveries__send';
 import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
 import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
 import { analyticsCompactCron } from './tasks/analytics__compact';
+import { makePlatformDeliveryTask, type PlatformDeliveryOptions } from './tasks/platform_deliveries__apply';
 
 export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
 
@@ -54,6 +55,8 @@ export interface StartWorkerOptions {
   connectTimeoutMs?: number;
   /** How long a connect waits for the database to come back before failing (default 5 min). */
   outageWaitMs?: number;
+  /** The platforms' API URLs and deployment bot tokens (default: the config's, DISCORD_API_URL and so on). */
+  platforms?: Partial<Omit<PlatformDeliveryOptions, 'encryptionKey'>>;
   /** Log graphile-worker's info lines too (default: warnings and errors only). */
   verbose?: boolean;
 }
@@ -196,7 +199,16 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     maxPerEndpoint: opts.endpointConcurrency ?? Math.max(1, Math.floor(concurrency / 2)),
     slowEndpointMs: opts.slowEndpointMs,
   });
-  const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
+  const full = config as Partial<Config>;
+  const platforms = makePlatformDeliveryTask({
+    discordApiUrl: full.discordApiUrl ?? DEFAULT_DISCORD_API_URL,
+    telegramApiUrl: full.telegramApiUrl ?? DEFAULT_TELEGRAM_API_URL,
+    discordBotToken: full.discordBotToken ?? null,
+    telegramBotToken: full.telegramBotToken ?? null,
+    ...opts.platforms,
+    encryptionKey: config.webhookEncryptionKey,
+  });
+  const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task, platform_deliveries__apply: platforms.task };
 
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',
@@ -270,6 +282,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     });
   } catch (err) {
     delivery.close();
+    platforms.close();
     await pool.end();
     throw err;
   }
@@ -287,6 +300,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
         await runner.stop();
         await pool.query('select billing_private.worker_heartbeat_stop($1)', [[...workerIds]]).catch(() => {});
         delivery.close();
+        platforms.close();
         await pool.end();
       })();
       return stopping;

@@ -1,0 +1,117 @@
+// The calls a benefit delivery makes on Discord and Telegram (issue 29), through the
+// platforms' kept clients: @discordjs/rest (it waits out Discord's 429s per route
+// bucket and retries 5xx) and grammY's Api. Each call answers what happened in the
+// terms a delivery needs: ok, gone (what a removal wanted is already true), retry
+// (the platform or the network failed: try again later) or action_required (only a
+// person can fix it: a permission, a role above the bot, a member not in the server).
+// Messages never carry a token.
+import { DiscordAPIError, REST } from '@discordjs/rest';
+import { Api, GrammyError } from 'grammy';
+
+export type CallResult =
+  | { outcome: 'ok' | 'gone' }
+  | { outcome: 'retry' | 'action_required'; status: number | null; error: string };
+
+/** VIEW_CHANNEL (1 << 10): what a channel benefit's member overwrite allows. */
+export const VIEW_CHANNEL = 1024;
+
+/** Discord's JSON error codes a delivery tells apart. */
+const UNKNOWN = { guild: 10004, channel: 10003, member: 10007, role: 10011, user: 10013 } as const;
+
+export interface PlatformClientOptions {
+  /** DISCORD_API_URL, with its version (https://discord.com/api/v10). */
+  discordApiUrl: string;
+  /** TELEGRAM_API_URL (grammY's apiRoot). */
+  telegramApiUrl: string;
+  /** Per-request timeout, ms (default 15 s). */
+  timeoutMs?: number;
+  /** Retries of a 5xx or a network error within one call (default 2; the job retries later too). */
+  retries?: number;
+}
+
+/** One client per bot token and process: @discordjs/rest keeps Discord's rate-limit buckets per instance. */
+export class PlatformClients {
+  private readonly discord = new Map<string, REST>();
+  private readonly telegram = new Map<string, Api>();
+
+  constructor(private readonly opts: PlatformClientOptions) {}
+
+  discordRest(token: string): REST {
+    let rest = this.discord.get(token);
+    if (!rest) {
+      const versioned = /^(.*)\/v(\d+)$/.exec(this.opts.discordApiUrl);
+      rest = new REST({
+        api: versioned ? versioned[1] : this.opts.discordApiUrl,
+        version: versioned ? versioned[2] : '10',
+        retries: this.opts.retries ?? 2,
+        timeout: this.opts.timeoutMs ?? 15_000,
+      }).setToken(token);
+      this.discord.set(token, rest);
+    }
+    return rest;
+  }
+
+  telegramApi(token: string): Api {
+    let api = this.telegram.get(token);
+    if (!api) {
+      api = new Api(token, { apiRoot: this.opts.telegramApiUrl, timeoutSeconds: Math.ceil((this.opts.timeoutMs ?? 15_000) / 1000) });
+      this.telegram.set(token, api);
+    }
+    return api;
+  }
+
+  /** Drops the clients (their timers and queues). */
+  close(): void {
+    for (const rest of this.discord.values()) rest.clearHashSweeper(), rest.clearHandlerSweeper();
+    this.discord.clear();
+    this.telegram.clear();
+  }
+}
+
+/** A Discord call's failure as a delivery reads it; `removing`: a 404 of the target means done. */
+export function discordFailure(err: unknown, removing: boolean): CallResult {
+  if (!(err instanceof DiscordAPIError)) {
+    const status = typeof (err as { status?: unknown })?.status === 'number' ? (err as { status: number }).status : null;
+    return { outcome: 'retry', status, error: `Discord could not be reached or failed${status ? ` (HTTP ${status})` : ''}; retrying.` };
+  }
+  const { status, code } = err;
+  if (status === 404 && removing && (code === UNKNOWN.member || code === UNKNOWN.role || code === UNKNOWN.user)) return { outcome: 'gone' };
+  if (status === 404 && code === UNKNOWN.member) {
+    return { outcome: 'action_required', status, error: 'The member is not in the Discord server: they need to join it (delivery is retried when they do, or from the dashboard).' };
+  }
+  if (status === 404 && code === UNKNOWN.role) return { outcome: 'action_required', status, error: 'The role does not exist in the Discord server: fix the benefit\'s value in the catalog.' };
+  if (status === 404 && code === UNKNOWN.channel) return { outcome: 'action_required', status, error: 'The channel does not exist: fix the benefit\'s value in the catalog.' };
+  if (status === 404 && code === UNKNOWN.guild) return { outcome: 'action_required', status, error: 'The bot is not in the Discord server (or guild_id is wrong): invite the bot.' };
+  if (status === 403) {
+    return { outcome: 'action_required', status, error: `Discord refused (${code} ${err.message}): the bot needs Manage Roles (Manage Channels for a channel benefit) and its highest role must be above the benefit's role.` };
+  }
+  if (status === 401) return { outcome: 'action_required', status, error: 'Discord rejected the bot token: set a valid one in the catalog.' };
+  if (status === 429 || status >= 500) return { outcome: 'retry', status, error: `Discord answered HTTP ${status}; retrying.` };
+  return { outcome: 'action_required', status, error: `Discord refused the request (${code} ${err.message}).` };
+}
+
+/** A Telegram call's failure as a delivery reads it. */
+export function telegramFailure(err: unknown, removing: boolean): CallResult {
+  if (!(err instanceof GrammyError)) return { outcome: 'retry', status: null, error: 'Telegram could not be reached or failed; retrying.' };
+  const status = err.error_code;
+  if (status === 429 || status >= 500) return { outcome: 'retry', status, error: `Telegram answered ${status}; retrying.` };
+  if (removing && status === 400 && /user not found|PARTICIPANT_ID_INVALID|USER_NOT_PARTICIPANT/i.test(err.description)) return { outcome: 'gone' };
+  if (status === 403 && /blocked by the user|can't initiate conversation|bot can't initiate/i.test(err.description)) {
+    return { outcome: 'action_required', status, error: 'The member has not started a chat with the bot (or blocked it): they need to open the bot and press Start.' };
+  }
+  if (status === 403) return { outcome: 'action_required', status, error: `Telegram refused (${err.description}): add the bot to the chat as an administrator allowed to invite and ban users.` };
+  if (status === 401) return { outcome: 'action_required', status, error: 'Telegram rejected the bot token: set a valid one in the catalog.' };
+  return { outcome: 'action_required', status, error: `Telegram refused the request (${err.description}).` };
+}
+
+/** Waits what Telegram asks (parameters.retry_after) once, when it is short; the job retries longer waits. */
+export async function withTelegramFlood<T>(call: () => Promise<T>, maxWaitS = 10): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    const wait = err instanceof GrammyError && err.error_code === 429 ? err.parameters.retry_after : undefined;
+    if (wait === undefined || wait > maxWaitS) throw err;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    return call();
+  }
+}

@@ -1,0 +1,246 @@
+// Benefit delivery (issue 29 item 2): the worker applies each member's benefits on its
+// platform through the real clients (@discordjs/rest, grammY) against the local
+// stand-ins, which check every request against what the platforms publish. Grant,
+// update, revoke, an identity linked later or changed, each failure class (429 waited
+// out, 5xx retried, 403 and 404 as action_required), and the delivery each benefit
+// shows in GET /v1/members/{id}/entitlements. The ledger stays the authority: a failed
+// delivery never changes an entitlement.
+import type pg from 'pg';
+import { PlatformSecretBox, storePlatformSecret } from '../../src/domain/catalog/platform-secrets';
+import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
+import { startDiscordServer, type DiscordGuild, type DiscordServer } from '../support/discord-server';
+import { startTelegramServer, type TelegramChat, type TelegramServer } from '../support/telegram-server';
+import { ENCRYPTION_KEY, worker } from '../support/webhooks';
+import type { WorkerHandle } from '../../worker';
+
+let app: TestApp;
+let discord: DiscordServer;
+let telegram: TelegramServer;
+let handle: WorkerHandle;
+
+beforeAll(async () => {
+  app = await startApp();
+  discord = await startDiscordServer();
+  telegram = await startTelegramServer();
+  handle = await worker({
+    platforms: { discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, discordBotToken: discord.token, telegramBotToken: telegram.token, timeoutMs: 5000 },
+  });
+});
+afterAll(async () => {
+  await handle.stop();
+  discord.assertClean();
+  telegram.assertClean();
+  await discord.close();
+  await telegram.close();
+  await app.close();
+});
+
+interface Shop { tenant: Tenant; tierId: string; entitlementId: string; pcfg: string }
+
+/** A community with one tier whose entitlement carries the given benefits on one connection. */
+async function shop(owner: pg.Pool, platform: 'discord' | 'telegram', settings: Record<string, string>, benefits: { type: string; value: string }[]): Promise<Shop> {
+  const tenant = await createTenant(owner);
+  const c = tenant.communityId;
+  const { rows: [p] } = await owner.query<{ id: string }>(
+    `insert into billing.platform_configs (community_id, key, platform, settings) values ($1, 'main', $2, $3) returning id`, [c, platform, settings]);
+  const { rows: [t] } = await owner.query<{ id: string }>(`insert into billing.tiers (community_id, key, name) values ($1, 'gold', 'Gold') returning id`, [c]);
+  const { rows: [e] } = await owner.query<{ id: string }>(`insert into billing.entitlements (community_id, key, name) values ($1, 'gold', 'Gold access') returning id`, [c]);
+  await owner.query(`insert into billing.tier_entitlements (community_id, tier_id, entitlement_id) values ($1, $2, $3)`, [c, t.id, e.id]);
+  for (const b of benefits) {
+    await owner.query(`insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value) values ($1, $2, $3, $4, $5)`,
+      [c, e.id, p.id, b.type, b.value]);
+  }
+  return { tenant, tierId: t.id, entitlementId: e.id, pcfg: p.id };
+}
+
+async function member(owner: pg.Pool, s: Shop, identity?: { platform: 'discord' | 'telegram'; uid: string }): Promise<string> {
+  const { rows: [m] } = await owner.query<{ id: string }>(`insert into billing.members (community_id) values ($1) returning id`, [s.tenant.communityId]);
+  if (identity) await link(owner, s, m.id, identity);
+  return m.id;
+}
+
+async function link(owner: pg.Pool, s: Shop, memberId: string, identity: { platform: 'discord' | 'telegram'; uid: string }) {
+  await owner.query(`delete from billing.member_identities where community_id = $1 and member_id = $2 and platform = $3`, [s.tenant.communityId, memberId, identity.platform]);
+  await owner.query(`insert into billing.member_identities (community_id, member_id, platform, platform_uid) values ($1, $2, $3, $4)`,
+    [s.tenant.communityId, memberId, identity.platform, identity.uid]);
+}
+
+async function grant(owner: pg.Pool, s: Shop, memberId: string): Promise<string> {
+  const { rows: [g] } = await owner.query<{ id: string }>(
+    `insert into billing.grants (community_id, member_id, tier_id, created_at) values ($1, $2, $3, now()) returning id`, [s.tenant.communityId, memberId, s.tierId]);
+  return g.id;
+}
+
+async function revoke(owner: pg.Pool, s: Shop, grantId: string) {
+  await owner.query(`update billing.grants set revoked_at = now() where community_id = $1 and id = $2`, [s.tenant.communityId, grantId]);
+}
+
+/** The member's active entitlements' benefits with their delivery, as the API shows them. */
+async function deliveries(s: Shop, memberId: string): Promise<{ type: string; value: string; delivery: { status: string; error: string | null; updated_at: string | null } }[]> {
+  const r = await call(app.url, 'GET', `/v1/members/${memberId}/entitlements`, { key: s.tenant.key });
+  expect(r.status).toBe(200);
+  return r.body.data.flatMap((e: { benefits: unknown[] }) => e.benefits);
+}
+
+async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const statuses = async (s: Shop, m: string) => (await deliveries(s, m)).map((b) => b.delivery.status);
+
+function discordGuild(): { guild: DiscordGuild; role: string; channel: string } {
+  const guild = discord.addGuild({ botRolePosition: 10, roles: [{ name: 'Gold', position: 3 }, { name: 'Admins', position: 20 }] });
+  const role = [...guild.roles.values()].find((r) => r.name === 'Gold')!.id;
+  return { guild, role, channel: discord.addChannel(guild.id) };
+}
+
+test('a Discord role and channel are granted when the entitlement is, shown delivered, and removed when it is revoked', async () => {
+  const { guild, role, channel } = discordGuild();
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }, { type: 'channel', value: channel }]);
+  const user = discord.addMember(guild.id);
+  const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
+  const g = await grant(app.owner, s, m);
+
+  await until('role granted', () => statuses(s, m), (v) => v.join() === 'delivered,delivered');
+  expect(discord.memberRoles(guild.id, user.userId)).toEqual([role]);
+  expect(discord.overwrites.get(channel)?.get(user.userId)).toEqual({ type: 1, allow: 1024, deny: 0 });
+  const put = discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === user.userId);
+  expect(put.map((r) => [r.status, r.reason, r.authorization])).toEqual([[204, 'Gold access: entitlement granted', `Bot ${discord.token}`]]);
+
+  await revoke(app.owner, s, g);
+  await until('role removed', async () => discord.memberRoles(guild.id, user.userId), (r) => r !== null && r.length === 0);
+  await until('overwrite removed', async () => discord.overwrites.get(channel)?.has(user.userId) ?? false, (v) => v === false);
+  // Nothing left to hold: the delivery rows are gone, the log keeps every call.
+  await until('rows gone', async () => (await app.owner.query(`select 1 from billing.benefit_deliveries where community_id = $1`, [s.tenant.communityId])).rowCount, (n) => n === 0);
+  const { rows } = await app.owner.query<{ action: string; outcome: string }>(
+    `select action, outcome from billing.platform_actions where community_id = $1 order by id`, [s.tenant.communityId]);
+  expect(rows.map((r) => `${r.action}:${r.outcome}`).sort()).toEqual(['add_channel:ok', 'add_role:ok', 'remove_channel:ok', 'remove_role:ok']);
+});
+
+test('a member without a linked Discord account is action_required; linking one delivers at once', async () => {
+  const { guild, role } = discordGuild();
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }]);
+  const user = discord.addMember(guild.id);
+  const m = await member(app.owner, s);
+  await grant(app.owner, s, m);
+  const [b] = await until('action_required', () => deliveries(s, m), (v) => v[0]?.delivery.status === 'action_required');
+  expect(b.delivery.error).toMatch(/has not linked a Discord account/);
+  // The entitlement itself is untouched by the delivery.
+  expect((await call(app.url, 'GET', `/v1/members/${m}/entitlements`, { key: s.tenant.key })).body.data[0].status).toBe('active');
+
+  await link(app.owner, s, m, { platform: 'discord', uid: user.userId });
+  await until('delivered after linking', () => statuses(s, m), (v) => v.join() === 'delivered');
+  expect(discord.memberRoles(guild.id, user.userId)).toEqual([role]);
+});
+
+test('a changed identity moves the role: removed from the old account, granted to the new one', async () => {
+  const { guild, role } = discordGuild();
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }]);
+  const [first, second] = [discord.addMember(guild.id), discord.addMember(guild.id)];
+  const m = await member(app.owner, s, { platform: 'discord', uid: first.userId });
+  await grant(app.owner, s, m);
+  await until('first holds it', async () => discord.memberRoles(guild.id, first.userId), (r) => r?.length === 1);
+  await link(app.owner, s, m, { platform: 'discord', uid: second.userId });
+  await until('second holds it', async () => discord.memberRoles(guild.id, second.userId), (r) => r?.length === 1);
+  expect(discord.memberRoles(guild.id, first.userId)).toEqual([]);
+  expect(await statuses(s, m)).toEqual(['delivered']);
+});
+
+test('429 is waited out and 5xx retried: the role arrives once, the log shows the failed attempt', async () => {
+  const { guild, role } = discordGuild();
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }]);
+  const user = discord.addMember(guild.id);
+  // More 5xx than the client retries within one call (2): the job fails, is retried by
+  // graphile-worker, and then succeeds.
+  discord.fault({ kind: 'rate-limit', operation: 'add_guild_member_role', retryAfter: 0.2 });
+  discord.fault({ kind: 'server-error', operation: 'add_guild_member_role', status: 502, times: 3 });
+  const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
+  await grant(app.owner, s, m);
+  await until('delivered after retries', () => statuses(s, m), (v) => v.join() === 'delivered', 30_000);
+  expect(discord.memberRoles(guild.id, user.userId)).toEqual([role]);
+  const calls = discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === user.userId).map((r) => r.status);
+  expect(calls).toEqual([429, 502, 502, 502, 204]);
+  const { rows } = await app.owner.query<{ outcome: string; status_code: number | null }>(
+    `select outcome, status_code from billing.platform_actions where community_id = $1 order by id`, [s.tenant.communityId]);
+  expect(rows.map((r) => `${r.outcome}:${r.status_code}`)).toEqual(['retry:502', 'ok:null']);
+});
+
+test('403 Missing Permissions (a role above the bot) and 404 Unknown Member are action_required with a reason', async () => {
+  const { guild } = discordGuild();
+  const high = [...guild.roles.values()].find((r) => r.name === 'Admins')!.id;
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: high }]);
+  const inGuild = discord.addMember(guild.id);
+  const m1 = await member(app.owner, s, { platform: 'discord', uid: inGuild.userId });
+  await grant(app.owner, s, m1);
+  const [b1] = await until('403', () => deliveries(s, m1), (v) => v[0]?.delivery.status === 'action_required');
+  expect(b1.delivery.error).toMatch(/Manage Roles.*above the benefit's role/);
+
+  const s2 = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: [...guild.roles.values()].find((r) => r.name === 'Gold')!.id }]);
+  const m2 = await member(app.owner, s2, { platform: 'discord', uid: discord.snowflake() });
+  await grant(app.owner, s2, m2);
+  const [b2] = await until('404', () => deliveries(s2, m2), (v) => v[0]?.delivery.status === 'action_required');
+  expect(b2.delivery.error).toMatch(/not in the Discord server/);
+  expect(discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === inGuild.userId).map((r) => r.status)).toEqual([403]);
+});
+
+test('a connection\'s own bot token (encrypted in the catalog) is used over the deployment\'s', async () => {
+  const { guild, role } = discordGuild();
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }]);
+  const own = 'OwnTokenOfThisConnection.abcdef.ghijklmnopqrstuvwxyz0123';
+  await storePlatformSecret(app.owner, new PlatformSecretBox(ENCRYPTION_KEY), s.tenant.communityId, s.pcfg, 'bot_token', own);
+  const user = discord.addMember(guild.id);
+  const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
+  await grant(app.owner, s, m);
+  // The stand-in knows only the deployment's token: the connection's own is refused (401).
+  const [b] = await until('refused', () => deliveries(s, m), (v) => v[0]?.delivery.status === 'action_required');
+  expect(b.delivery.error).toMatch(/rejected the bot token/);
+  const sent = discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === user.userId);
+  expect(sent.map((r) => [r.status, r.authorization])).toEqual([[401, `Bot ${own}`]]);
+  expect(JSON.stringify(await deliveries(s, m))).not.toContain(own);
+});
+
+describe('Telegram', () => {
+  let chat: TelegramChat;
+  beforeAll(() => { chat = telegram.addChat({ botStatus: 'administrator' }); });
+
+  test('a chat benefit sends a one-use invite link; revoking removes the member without a lasting ban', async () => {
+    const s = await shop(app.owner, 'telegram', { chat_id: String(chat.id) }, [{ type: 'chat', value: String(chat.id) }]);
+    const user = telegram.addUser({ startedBot: true });
+    const m = await member(app.owner, s, { platform: 'telegram', uid: String(user.id) });
+    const g = await grant(app.owner, s, m);
+    await until('invite sent', () => statuses(s, m), (v) => v.join() === 'delivered');
+    const sent = telegram.sent.filter((x) => x.chatId === user.id);
+    expect(sent).toHaveLength(1);
+    const link = /(https:\/\/t\.me\/\+\S+)/.exec(sent[0].text)![1];
+    expect(telegram.requestsTo('createChatInviteLink').at(-1)?.params).toMatchObject({ chat_id: String(chat.id), member_limit: 1 });
+    expect(telegram.join(link, user.id)).toEqual({ joined: true });
+    expect(telegram.status(chat.id, user.id)).toBe('member');
+
+    await revoke(app.owner, s, g);
+    await until('removed', async () => telegram.status(chat.id, user.id), (st) => st === 'left');
+    expect(telegram.requestsTo('banChatMember').length).toBeGreaterThan(0);
+    expect(telegram.requestsTo('unbanChatMember').at(-1)?.params).toMatchObject({ only_if_banned: true });
+  });
+
+  test('a member who never started the bot is action_required; the invite link made is kept, not made again', async () => {
+    const s = await shop(app.owner, 'telegram', { chat_id: String(chat.id) }, [{ type: 'chat', value: String(chat.id) }]);
+    const user = telegram.addUser({ startedBot: false });
+    const m = await member(app.owner, s, { platform: 'telegram', uid: String(user.id) });
+    await grant(app.owner, s, m);
+    const [b] = await until('403', () => deliveries(s, m), (v) => v[0]?.delivery.status === 'action_required');
+    expect(b.delivery.error).toMatch(/press Start/);
+    const made = telegram.requestsTo('createChatInviteLink').length;
+    // They start the bot; the operator's retry (here: the job queued again) reuses the link.
+    telegram.users.get(user.id)!.startedBot = true;
+    await app.owner.query(`select billing_private.enqueue_deliveries(array[$1], array[$2])`, [s.tenant.communityId, m]);
+    await until('delivered', () => statuses(s, m), (v) => v.join() === 'delivered');
+    expect(telegram.requestsTo('createChatInviteLink').length).toBe(made);
+    expect(telegram.sent.filter((x) => x.chatId === user.id)).toHaveLength(1);
+  });
+});
