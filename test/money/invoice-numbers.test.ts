@@ -102,8 +102,13 @@ test('20 checkouts paid at once: consecutive numbers, no gap and no duplicate', 
   }
   const paid = await Promise.all(links.map((url) => pay(url)));
   expect(paid.map((p) => p.status)).toEqual(Array(20).fill(303));
+  expect(await expectInvoicesGapless(shop.communityId)).toHaveLength(20);
+  // Their renewals, one batch (billing.renew_batch numbers a block at once), go on from there.
+  await advance(app, shop, 31);
   const rows = await expectInvoicesGapless(shop.communityId);
-  expect(rows).toHaveLength(20);
+  expect(rows).toHaveLength(40);
+  const { rows: renewed } = await app.owner.query(`select count(*)::int as n from billing.invoices where community_id = $1 and billing_reason = 'subscription_cycle' and status = 'paid'`, [shop.communityId]);
+  expect(renewed[0].n).toBe(20);
 });
 
 test('20 connections renewing at once, a quarter of them rolled back: the committed numbers have no gap and no duplicate', async () => {

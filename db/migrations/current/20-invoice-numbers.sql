@@ -70,7 +70,7 @@ drop policy if exists owner_access on billing.credit_notes;
 create policy owner_access on billing.credit_notes to current_user using (true) with check (true);
 grant select on billing.credit_notes to billing_api;
 
--- ---- functions (functions/46-invoices.sql, functions/46-refunds-and-disputes.sql) --------
+-- ---- functions (functions/46-invoices.sql, 46-refunds-and-disputes.sql, 46-renewals.sql) ----
 
 -- The next number of a community's kind ('invoice', 'credit_note') and series: the
 -- counter row is written in the caller's transaction, so its rollback (or a rolled back
@@ -300,6 +300,116 @@ begin
     'invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re) || jsonb_build_object('credit_note_number', v_cn.number)));
   return jsonb_build_object('invoice', billing.invoice_json(v_inv),
     'refund', billing.refund_json(v_re) || jsonb_build_object('credit_note_number', v_cn.number), 'duplicate', false);
+end
+$$;
+
+-- Renews, in a few statements for the whole set, those of p_ids (subscriptions of the
+-- current community, locked by the caller) whose next step at p_now is a renewal that
+-- is paid and leaves them current: active or trialing sandbox subscriptions whose
+-- period ended, whose card does not decline (or the invoice is free) and whose new
+-- period ends after p_now. Each gets what billing.subscription_advance would give it:
+-- one invoice for the new period (billing.renewal_terms), paid by one succeeded
+-- attempt at the period end, then the subscription moved on; the statement-level
+-- triggers write invoice.created, invoice.paid, subscription.updated and the ledger's
+-- events, in the transaction. Returns the ids it renewed; the others are left to
+-- billing.subscription_advance (declines and dunning, cancellations, resumes,
+-- periods more than one interval behind).
+create or replace function billing.renew_batch(p_ids text[], p_now timestamptz) returns text[]
+  language plpgsql volatile
+as $$
+declare
+  v_community text := billing.current_community_id();
+  v_subs text[];
+  v_ctids tid[];
+  v_n integer;
+  v_done integer;
+begin
+  -- The batch's terms, in a table of the session (emptied at commit).
+  if to_regclass('pg_temp.renew_batch_terms') is null then
+    create temporary table renew_batch_terms (
+      subscription_id text collate "C" primary key, member_id text collate "C", at timestamptz, provider text,
+      t billing.renewal_terms, subtotal_cents bigint, discount_cents bigint, invoice_id text collate "C"
+    ) on commit delete rows;
+  end if;
+  delete from renew_batch_terms;
+  insert into renew_batch_terms (subscription_id, member_id, at, provider, t, subtotal_cents, discount_cents)
+  select r.id, r.member_id, r.current_period_end, r.provider, r.t,
+    billing.invoice_lines_sum((r.t).lines, array['plan', 'proration']), -billing.invoice_lines_sum((r.t).lines, array['discount'])
+  -- One index probe per id (the lateral subquery runs per element): a scan of the
+  -- community's subscriptions per batch made a storm of n renewals cost n^2.
+  from unnest(p_ids) x(id)
+  cross join lateral (select s.*, billing.renewal_terms(s, s.current_period_end) as t
+        from billing.subscriptions s
+        where s.community_id = v_community and s.id = x.id and s.provider = 'sandbox'
+          and s.status in ('active', 'trialing') and s.current_period_end <= p_now
+        offset 0) r
+  where (r.t).period_end > p_now
+    and (billing.invoice_lines_sum((r.t).lines, null) = 0
+         or not coalesce((select c.declines from billing.sandbox_cards c
+                          where c.community_id = v_community and c.subscription_id = r.id), false));
+  -- Row counts for the planner (a temporary table has no statistics of its own).
+  analyze renew_batch_terms;
+  -- The invoices (billing.invoice_open), then their payments (billing.invoice_mark_paid).
+  -- The invoices written paid, with their one succeeded attempt: what billing.invoice_open
+  -- then billing.invoice_mark_paid write, in one insert each (the insert trigger writes
+  -- invoice.created and invoice.paid as those two steps would; a second pass over every
+  -- invoice to mark it paid was a fifth of a storm's time).
+  -- Their numbers (docs/decisions/invoice-numbers.md) taken as one block per series, in
+  -- subscription order: numbered a row at a time by _050_number, the counter row got a
+  -- new version per invoice in one transaction, and each step walked them all (n^2).
+  with blocks as (
+    insert into billing_private.number_counters as k (community_id, kind, series, last_number)
+    select v_community, 'invoice', billing_private.number_series(v_community, b.at), count(*)
+    from renew_batch_terms b
+    group by 3
+    on conflict (community_id, kind, series) do update set last_number = k.last_number + excluded.last_number
+    returning k.series, k.last_number
+  ), numbered as (
+    select b.*, billing_private.number_text(x.series, x.last_number - count(*) over (partition by x.series)
+      + row_number() over (partition by x.series order by b.subscription_id)) as number
+    from renew_batch_terms b
+    join blocks x on x.series = billing_private.number_series(v_community, b.at)
+  ), ins as (
+    insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines,
+      subtotal_cents, discount_cents, total_cents, amount_paid_cents, attempt_count, paid_at,
+      period_start, period_end, provider, created_at, number)
+    select v_community, b.member_id, b.subscription_id, 'paid', 'subscription_cycle', (b.t).currency, (b.t).lines,
+      b.subtotal_cents, b.discount_cents, b.subtotal_cents - b.discount_cents, b.subtotal_cents - b.discount_cents, 1, b.at,
+      b.at, (b.t).period_end, b.provider, b.at, b.number
+    from numbered b
+    order by b.subscription_id
+    returning id, subscription_id
+  )
+  update renew_batch_terms b set invoice_id = ins.id from ins where ins.subscription_id = b.subscription_id;
+  insert into billing.payment_attempts (community_id, invoice_id, status, amount_cents, provider, provider_ref, attempted_at)
+  select v_community, b.invoice_id, 'succeeded', b.subtotal_cents - b.discount_cents, b.provider,
+    'sandbox_ch_' || substr(md5(b.invoice_id || b.at::text), 1, 16), b.at
+  from renew_batch_terms b
+  order by b.invoice_id;
+  -- The subscriptions found by their keys, one index probe each, and updated by their
+  -- ctid alone (a TID scan): joined by the planner they were a scan of every
+  -- subscription of the community per batch, on statistics a storm makes stale, so a
+  -- storm of n renewals cost n^2. The ctids are read just before the statement, of rows
+  -- the caller locked, and the count is checked: a ctid whose row changed since would
+  -- find nothing and fail the batch, never touch another row.
+  select array_agg(p.ctid), count(*), array_agg(b.subscription_id order by b.subscription_id) into v_ctids, v_n, v_subs
+  from renew_batch_terms b
+  cross join lateral (select s.ctid from billing.subscriptions s
+                      where s.community_id = v_community and s.id = b.subscription_id offset 0) p;
+  update billing.subscriptions s set
+    status = 'active', plan_id = (b.t).plan_id, scheduled_plan_id = null, scheduled_at = null,
+    price_cents = (b.t).price_cents, price_migration_id = (b.t).price_migration_id,
+    current_period_start = b.at, current_period_end = (b.t).period_end, billing_anchor = (b.t).anchor,
+    credit_cents = s.credit_cents - greatest((b.t).credit_cents, 0),
+    trial_end = case when s.status = 'trialing' then coalesce(s.trial_end, b.at) else s.trial_end end,
+    updated_at = now()
+  from renew_batch_terms b
+  where s.ctid = any (v_ctids) and s.id = b.subscription_id;
+  get diagnostics v_done = row_count;
+  if v_done <> v_n then
+    raise exception 'renew_batch: % of % subscriptions renewed', v_done, v_n;
+  end if;
+  return coalesce(v_subs, '{}');
 end
 $$;
 
