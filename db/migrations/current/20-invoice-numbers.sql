@@ -20,7 +20,7 @@ alter table billing.communities add constraint communities_invoice_series_valid
 -- _050_number, gapless per community and series (billing_private.number_counters,
 -- below), and kept for good, void or not (_100_immutable).
 alter table billing.invoices add column if not exists number text;
--- Its credit notes as the invoice shows them ([{id, number, amount_cents, created_at}],
+-- Its credit notes as the invoice shows them ([{id, number, refund_id, amount_cents, created_at}],
 -- oldest first): a copy written with each refund (billing.invoice_record_refund), so
 -- billing.invoice_json stays one expression, as dispute does.
 alter table billing.invoices add column if not exists credit_notes jsonb not null default '[]';
