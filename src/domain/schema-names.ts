@@ -13,7 +13,7 @@ import { discount } from './discounts/discount-schema';
 import { entitlementBenefit, entitlementSource, memberEntitlement } from './entitlements/entitlement-schema';
 import { eventEnvelopeSchema } from './events/event-schema';
 import { grant } from './grants/grant-schema';
-import { invoice, invoiceLine, refund } from './invoices/invoice-schema';
+import { invoice, invoiceCreditNote, invoiceLine, refund } from './invoices/invoice-schema';
 import { externalSubject, identity, member } from './members/member-schema';
 import { billingPlan, tier } from './plans/plan-schema';
 import { purchase } from './purchases/purchase-schema';
@@ -32,6 +32,7 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   Purchase: purchase,
   Invoice: invoice,
   InvoiceLine: invoiceLine,
+  CreditNote: invoiceCreditNote,
   Refund: refund,
   Grant: grant,
   Discount: discount,

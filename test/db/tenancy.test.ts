@@ -33,7 +33,8 @@ async function seedEverything(communityId: string) {
       values ($1, $2, $3, 'open', 'subscription_cycle', 'usd', '[{"type": "plan", "description": "Gold", "amount_cents": 1500}]', 1500, 0, 1500, 'sandbox', now()) returning id`, [communityId, member.id, sub.id]);
     await q(`insert into billing.payment_attempts (community_id, invoice_id, status, amount_cents, failure_message, provider, attempted_at) values ($1, $2, 'failed', 1500, 'declined', 'sandbox', now())`, [communityId, inv.id]);
     await q(`insert into billing.sandbox_cards (community_id, subscription_id, declines) values ($1, $2, true)`, [communityId, sub.id]);
-    await q(`insert into billing.refunds (community_id, invoice_id, amount_cents, provider, created_at) values ($1, $2, 100, 'sandbox', now())`, [communityId, inv.id]);
+    const re = await q(`insert into billing.refunds (community_id, invoice_id, amount_cents, provider, created_at) values ($1, $2, 100, 'sandbox', now()) returning id`, [communityId, inv.id]);
+    await q(`insert into billing.credit_notes (community_id, invoice_id, refund_id, number, amount_cents, currency, created_at) values ($1, $2, $3, 'CN-T-000001', 100, 'usd', now())`, [communityId, inv.id, re.id]);
     await q(`insert into billing.disputes (community_id, invoice_id, amount_cents, status, provider, created_at) values ($1, $2, 100, 'needs_response', 'sandbox', now())`, [communityId, inv.id]);
     await q(`insert into billing.grants (community_id, member_id, tier_id, created_at) values ($1, $2, $3, now())`, [communityId, member.id, tier.id]);
     await q(`insert into billing.portal_sessions (community_id, member_id, url, expires_at) values ($1, $2, 'https://x', now())`, [communityId, member.id]);

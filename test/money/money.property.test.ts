@@ -616,6 +616,16 @@ async function check(run: Run, last: Cmd): Promise<void> {
     expect({ id: i.id, successes: i.successes, paid: Number(i.paid) })
       .toEqual({ id: i.id, successes: i.status === 'paid' ? 1 : 0, paid: i.status === 'paid' ? Number(i.total) : 0 });
   }
+  // Every invoice is numbered, and each series runs 1..n without a gap or a repeat
+  // (docs/decisions/invoice-numbers.md).
+  const { rows: [numbers] } = await app.owner.query<{ unnumbered: number; broken: string[] }>(
+    `select (select count(*)::int from billing.invoices where community_id = $1 and number is null) as unnumbered,
+       coalesce((select array_agg(series) from (
+         select regexp_replace(number, '-[0-9]+$', '') as series, count(*) as n,
+           max(substring(number from '[0-9]+$')::bigint) as last, count(distinct number) as distinct_numbers
+         from billing.invoices where community_id = $1 and number is not null group by 1) s
+       where not (s.n = s.last and s.n = s.distinct_numbers)), '{}') as broken`, [com]);
+  expect({ after: last, ...numbers }).toEqual({ after: last, unnumbered: 0, broken: [] });
   // No subscription source without a paid invoice covering now, or an open retry window.
   const { rows: unpaid } = await app.owner.query(
     `select x.member_id, s->>'id' as source from billing.member_entitlements x, jsonb_array_elements(x.sources) s

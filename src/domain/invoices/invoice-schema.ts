@@ -25,8 +25,19 @@ export const invoiceDispute = z.object({
   closed_at: timestamp.nullable().describe('when it was won or lost; null while open'),
 });
 
+/** A credit note as its invoice lists it (billing.credit_note_json): every refund makes one. */
+export const invoiceCreditNote = z.object({
+  id: z.string().describe('cn_...'),
+  number: z.string().describe('its own gapless sequence per community and series: CN-2026-000001'),
+  refund_id: z.string().describe('re_...: the refund it documents'),
+  amount_cents: z.number().int().min(1),
+  created_at: timestamp,
+});
+
 export const invoice = z.object({
   id: z.string().describe('inv_...'),
+  number: z.string().nullable().describe('gapless per community and series (2026-000042: the year of created_at, or the '
+    + 'community\'s own series), given when the invoice is finalized and kept if it is voided; null before'),
   status: z.enum(INVOICE_STATUSES),
   billing_reason: z.enum(INVOICE_BILLING_REASONS),
   member_id: z.string(),
@@ -46,6 +57,7 @@ export const invoice = z.object({
   paid_at: timestamp.nullable(),
   created_at: timestamp,
   dispute: invoiceDispute.nullable().describe('the dispute of its payment, null when none: a disputed invoice cannot be refunded (409 conflict)'),
+  credit_notes: z.array(invoiceCreditNote).describe('the credit notes of its refunds, oldest first'),
 });
 
 export const refund = z.object({
@@ -54,4 +66,5 @@ export const refund = z.object({
   amount_cents: z.number().int().min(1),
   revoke_access: z.boolean(),
   created_at: timestamp,
+  credit_note_number: z.string().describe('the number of the credit note the refund made (CN-2026-000001)'),
 });
