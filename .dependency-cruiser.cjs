@@ -1,6 +1,6 @@
 // Import rules of docs/development.md ("Layout"): imports point one way,
 //   core <- db, webhooks (infrastructure) <- domain <- operations <- web
-//   <- adapters (http, mcp, graphql, cli, providers, worker tasks) <- composition roots
+//   <- adapters (http, mcp, graphql, cli, providers, platforms, worker tasks) <- composition roots
 // (src/app.ts, src/main.ts, worker/index.ts). Adapters never import each other.
 // Run by `npm test` and `npm run deps`.
 const CORE = '^src/core/';
@@ -14,10 +14,11 @@ const MCP = '^src/mcp/';
 const GRAPHQL = '^src/graphql/';
 const CLI = '^src/cli/';
 const PROVIDERS = '^src/providers/';
+const PLATFORMS = '^src/platforms/';
 const DASHBOARD = '^src/dashboard/';
 const TASKS = '^worker/tasks/';
 const ROOTS = '^(src/(app|main)\\.ts|worker/index\\.ts)$';
-const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, DASHBOARD, TASKS];
+const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, PLATFORMS, DASHBOARD, TASKS];
 
 const layer = (name, from, allowed, comment) => ({
   name,
