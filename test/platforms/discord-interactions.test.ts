@@ -70,7 +70,7 @@ describe('signature', () => {
   test('missing or malformed signature headers answer 401', async () => {
     const body = JSON.stringify({ type: 1 });
     const good = signed(body);
-    for (const headers of [{}, { 'x-signature-ed25519': good['x-signature-ed25519'] }, { 'x-signature-timestamp': good['x-signature-timestamp'] },
+    for (const headers of [{} as Record<string, string>, { 'x-signature-ed25519': good['x-signature-ed25519'] }, { 'x-signature-timestamp': good['x-signature-timestamp'] },
       { ...good, 'x-signature-ed25519': 'zz' + good['x-signature-ed25519'].slice(2) }, { ...good, 'x-signature-ed25519': '' }]) {
       const r = await post(app, path(shop.discordId), body, headers);
       expect([headers, r.status, r.body?.code]).toEqual([headers, 401, 'unauthorized']);

@@ -52,7 +52,8 @@ export async function identities(app: TestApp, communityId: string) {
 
 /** A raw POST to the service (these routes are outside /v1 and its OpenAPI document). */
 export async function post(app: TestApp, path: string, body: string | Buffer, headers: Record<string, string> = {}) {
-  const res = await fetch(app.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  const res = await fetch(app.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : new Uint8Array(body) });
   const text = await res.text();
   let json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
