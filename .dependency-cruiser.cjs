@@ -1,7 +1,8 @@
 // Import rules of docs/development.md ("Layout"): imports point one way,
 //   core <- db, webhooks (infrastructure) <- domain <- operations <- web
-//   <- adapters (http, mcp, graphql, cli, providers, worker tasks) <- composition roots
+//   <- adapters (http, mcp, graphql, cli, providers, linking, worker tasks) <- composition roots
 // (src/app.ts, src/main.ts, worker/index.ts). Adapters never import each other.
+// src/platforms/ (the platforms' clients) builds on core alone, beside infrastructure.
 // Run by `npm test` and `npm run deps`.
 const CORE = '^src/core/';
 const DB = '^src/db/';
@@ -18,7 +19,8 @@ const DASHBOARD = '^src/dashboard/';
 const TASKS = '^worker/tasks/';
 const ROOTS = '^(src/(app|main)\\.ts|worker/index\\.ts)$';
 const PLATFORMS = '^src/platforms/';
-const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, DASHBOARD, TASKS];
+const LINKING = '^src/linking/';
+const ADAPTERS = [HTTP, MCP, GRAPHQL, CLI, PROVIDERS, LINKING, DASHBOARD, TASKS];
 
 const layer = (name, from, allowed, comment) => ({
   name,

@@ -1,6 +1,7 @@
 // Composition root of the HTTP service: builds the services handlers get (payment
 // providers, outbound webhooks), the executor, and mounts every adapter on one
-// express app: health routes, provider routes (sandbox pages, Stripe webhooks), MCP
+// express app: health routes, provider routes (sandbox pages, Stripe webhooks), the
+// platforms' inbound routes (/platforms/...: identity linking), MCP
 // (/mcp), GraphQL (/graphql, Ruru at /graphiql outside production) and REST (/v1,
 // mounted last: it answers what no other route took).
 import express from 'express';
@@ -18,6 +19,7 @@ import { mountMcp } from './mcp';
 import { observeDatabase } from './core/metrics';
 import { Executor } from './operations/executor';
 import { createPaymentServices, mountProviderRoutes } from './providers';
+import { mountPlatformLinking } from './linking/linking-routes';
 import { setBaseUrlOf } from './web/express-io';
 import { mountMetrics, observeRequests } from './web/observe';
 import { createWebhookService } from './webhooks';
@@ -75,6 +77,8 @@ export function createApp(opts: AppOptions) {
   mountMetrics(app, config.metricsToken);
   mountHealthRoutes(app, ownerPool, opts.started);
   mountProviderRoutes(app, { config, ownerPool });
+  // Members link their identities through the bots (Discord interactions, Telegram updates).
+  mountPlatformLinking(app, { config, apiPool });
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, {
     pool: apiPool, graphiql: config.graphiql, introspection: config.graphqlIntrospection, rateLimits: config.rateLimits,
