@@ -22,6 +22,8 @@ async function seedEverything(communityId: string) {
     await q(`insert into billing.tier_entitlements (community_id, tier_id, entitlement_id) values ($1, $2, $3)`, [communityId, tier.id, ent.id]);
     const member = await q(`insert into billing.members (community_id) values ($1) returning id`, [communityId]);
     await q(`insert into billing.member_identities (community_id, member_id, platform, platform_uid, username) values ($1, $2, 'discord', $3, 'u')`, [communityId, member.id, `uid-${communityId}`]);
+    await q(`insert into billing.benefit_deliveries (community_id, member_id, platform_config_id, type, value, want, status) values ($1, $2, $3, 'role', '1', 'present', 'pending')`, [communityId, member.id, pcfg.id]);
+    await q(`insert into billing.platform_actions (community_id, member_id, platform_config_id, action, target, outcome) values ($1, $2, $3, 'add_role', '1', 'ok')`, [communityId, member.id, pcfg.id]);
     await q(`insert into billing.external_subjects (community_id, member_id, namespace, external_user_id) values ($1, $2, 'app', $3)`, [communityId, member.id, `ext-${communityId}`]);
     const discount = await q(`insert into billing.discount_codes (community_id, code, value_type, percent_off) values ($1, 'TEN', 'percent', 10) returning id`, [communityId]);
     const cs = await q(`insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency, subject_kind, provider, discount_id) values ($1, $2, $3, $4, 1500, 'usd', 'member', 'sandbox', $5) returning id`, [communityId, member.id, tier.id, plan.id, discount.id]);
@@ -161,8 +163,8 @@ test('the API role cannot read private tables (keys, secrets, rate buckets)', as
 
 // Member-owned tables also carry member_fence (82-member-portal.sql): restrictive, so it
 // only ever narrows what tenant gives (a member portal session to its own member).
-const MEMBER_FENCED = ['checkout_sessions', 'external_subjects', 'grants', 'invoices', 'link_codes', 'member_entitlements',
-  'member_identities', 'members', 'portal_sessions', 'purchases', 'subscriptions'].map((t) => `billing.${t}`);
+const MEMBER_FENCED = ['benefit_deliveries', 'checkout_sessions', 'external_subjects', 'grants', 'invoices', 'link_codes', 'member_entitlements',
+  'member_identities', 'members', 'platform_actions', 'portal_sessions', 'purchases', 'subscriptions'].map((t) => `billing.${t}`);
 
 test('every table of billing has RLS forced and policies named tenant and owner_access (and a restrictive member_fence)', async () => {
   const { rows } = await owner.query(
