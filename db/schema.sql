@@ -1,4 +1,4 @@
--- db/migrations sha256:959871e1804da187cb6edd51b5d738d093d667dc6141cc783226196d0278e68f (regenerate with npm run db:schema)
+-- db/migrations sha256:d21376d823bb7476332d60e87c32d5a98376fa038ab639b1f62722af7969e50c (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -383,6 +383,30 @@ begin
       and i.next_attempt_at is not null;
   end if;
   return v_sub.id;
+end
+$$;
+
+
+--
+-- Name: benefits_with_delivery(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  if p_benefits = '[]' then
+    return p_benefits;
+  end if;
+  return (
+    select jsonb_agg(b || jsonb_build_object('delivery', case when d.member_id is null or d.want <> 'present'
+        then jsonb_build_object('status', 'pending', 'updated_at', null, 'error', null)
+        else jsonb_build_object('status', d.status, 'updated_at', billing.iso(d.updated_at), 'error', d.error) end)
+      order by o)
+    from jsonb_array_elements(p_benefits) with ordinality as x(b, o)
+    left join billing.benefit_deliveries d
+      on d.community_id = p_community_id and d.member_id = p_member_id
+     and d.platform_config_id = b->>'platform_config_id' and d.type = b->>'type' and d.value = b->>'value');
 end
 $$;
 
@@ -892,6 +916,38 @@ begin
   return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
     'subscription_id', v_sub_id, 'purchase_id', v_pur_id, 'already_completed', false);
 end
+$$;
+
+
+--
+-- Name: credit_notes; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.credit_notes (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('cn'::text) NOT NULL COLLATE pg_catalog."C",
+    invoice_id text NOT NULL COLLATE pg_catalog."C",
+    refund_id text NOT NULL COLLATE pg_catalog."C",
+    number text NOT NULL,
+    amount_cents bigint NOT NULL,
+    currency text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT credit_notes_amount_cents_check CHECK ((amount_cents > 0)),
+    CONSTRAINT credit_notes_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text))
+);
+
+ALTER TABLE ONLY billing.credit_notes FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: credit_note_json(billing.credit_notes); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.credit_note_json(p_cn billing.credit_notes) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object('id', p_cn.id, 'number', p_cn.number, 'refund_id', p_cn.refund_id,
+    'amount_cents', p_cn.amount_cents, 'created_at', billing.iso(p_cn.created_at))
 $$;
 
 
@@ -1506,6 +1562,8 @@ CREATE TABLE billing.invoices (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     dispute jsonb,
+    number text,
+    credit_notes jsonb DEFAULT '[]'::jsonb NOT NULL,
     CONSTRAINT invoices_amount_paid_cents_check CHECK ((amount_paid_cents >= 0)),
     CONSTRAINT invoices_amount_refunded_cents_check CHECK ((amount_refunded_cents >= 0)),
     CONSTRAINT invoices_attempt_count_check CHECK ((attempt_count >= 0)),
@@ -1559,6 +1617,7 @@ CREATE FUNCTION billing.invoice_json(p_inv billing.invoices) RETURNS jsonb
     AS $$
   select jsonb_build_object(
     'id', p_inv.id,
+    'number', p_inv.number,
     'status', p_inv.status,
     'billing_reason', p_inv.billing_reason,
     'member_id', p_inv.member_id,
@@ -1577,7 +1636,8 @@ CREATE FUNCTION billing.invoice_json(p_inv billing.invoices) RETURNS jsonb
     'next_attempt_at', billing.iso(p_inv.next_attempt_at),
     'paid_at', billing.iso(p_inv.paid_at),
     'created_at', billing.iso(p_inv.created_at),
-    'dispute', p_inv.dispute)
+    'dispute', p_inv.dispute,
+    'credit_notes', p_inv.credit_notes)
 $$;
 
 
@@ -1707,6 +1767,8 @@ CREATE FUNCTION billing.invoice_record_refund(p_invoice_id text, p_amount bigint
 declare
   v_inv billing.invoices;
   v_re billing.refunds;
+  v_cn billing.credit_notes;
+  v_series text;
   v_left bigint;
 begin
   select * into v_inv from billing.invoices i
@@ -1717,7 +1779,9 @@ begin
   if p_provider_ref is not null then
     select * into v_re from billing.refunds r where r.community_id = v_inv.community_id and r.provider_ref = p_provider_ref;
     if v_re.id is not null then
-      return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re), 'duplicate', true);
+      select * into v_cn from billing.credit_notes cn where cn.community_id = v_re.community_id and cn.refund_id = v_re.id;
+      return jsonb_build_object('invoice', billing.invoice_json(v_inv),
+        'refund', billing.refund_json(v_re) || jsonb_build_object('credit_note_number', v_cn.number), 'duplicate', true);
     end if;
   end if;
   if v_inv.status <> 'paid' then
@@ -1733,14 +1797,22 @@ begin
   insert into billing.refunds (community_id, invoice_id, amount_cents, revoke_access, provider, provider_ref, created_at)
   values (v_inv.community_id, v_inv.id, coalesce(p_amount, v_left), coalesce(p_revoke, false), v_inv.provider, p_provider_ref, billing.now())
   returning * into v_re;
-  update billing.invoices i set amount_refunded_cents = i.amount_refunded_cents + v_re.amount_cents
+  v_series := 'CN-' || billing_private.number_series(v_re.community_id, v_re.created_at);
+  insert into billing.credit_notes (community_id, invoice_id, refund_id, number, amount_cents, currency, created_at)
+  values (v_re.community_id, v_inv.id, v_re.id,
+    billing_private.number_text(v_series, billing_private.number_next(v_re.community_id, 'credit_note', v_series)),
+    v_re.amount_cents, v_inv.currency, v_re.created_at)
+  returning * into v_cn;
+  update billing.invoices i set amount_refunded_cents = i.amount_refunded_cents + v_re.amount_cents,
+    credit_notes = i.credit_notes || jsonb_build_array(billing.credit_note_json(v_cn))
   where i.community_id = v_inv.community_id and i.id = v_inv.id returning * into v_inv;
   if coalesce(p_revoke, false) then
     perform billing.invoice_end_access(v_inv, 'refunded');
   end if;
   perform billing.emit_event(v_inv.community_id, 'invoice.refunded', jsonb_build_object(
-    'invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re)));
-  return jsonb_build_object('invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re), 'duplicate', false);
+    'invoice', billing.invoice_json(v_inv), 'refund', billing.refund_json(v_re) || jsonb_build_object('credit_note_number', v_cn.number)));
+  return jsonb_build_object('invoice', billing.invoice_json(v_inv),
+    'refund', billing.refund_json(v_re) || jsonb_build_object('credit_note_number', v_cn.number), 'duplicate', false);
 end
 $$;
 
@@ -2175,6 +2247,46 @@ $$;
 
 
 --
+-- Name: link_code_apply(text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.link_code_apply(p_code text, p_platform text, p_platform_uid text, p_username text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+  v_lc billing.link_codes;
+  v_owner text;
+begin
+  select * into v_lc from billing.link_codes lc where lc.code = upper(p_code) for update;
+  if v_lc.id is null then
+    return jsonb_build_object('outcome', 'unknown');
+  elsif v_lc.redeemed_at is not null or v_lc.invalidated_at is not null then
+    return jsonb_build_object('outcome', 'used');
+  elsif v_lc.expires_at <= billing.now() then
+    return jsonb_build_object('outcome', 'expired');
+  elsif v_lc.intended_platform <> p_platform then
+    return jsonb_build_object('outcome', 'wrong_platform');
+  end if;
+  select i.member_id into v_owner from billing.member_identities i
+  where i.platform = p_platform and i.platform_uid = p_platform_uid;
+  if v_owner is not null and v_owner <> v_lc.member_id then
+    return jsonb_build_object('outcome', 'identity_taken');
+  end if;
+  if v_owner is null then
+    if exists (select 1 from billing.member_identities i where i.member_id = v_lc.member_id and i.platform = p_platform) then
+      return jsonb_build_object('outcome', 'member_has_identity', 'member_id', v_lc.member_id);
+    end if;
+    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+    values (v_cid, v_lc.member_id, p_platform, p_platform_uid, p_username);
+  end if;
+  update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
+  return jsonb_build_object('outcome', 'linked', 'member_id', v_lc.member_id, 'new_identity', v_owner is null);
+end
+$$;
+
+
+--
 -- Name: subscriptions; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -2575,6 +2687,24 @@ $$;
 
 
 --
+-- Name: platform_link_redeem(text, text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text, p_code text, p_username text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if billing.current_community_id() is null or not exists (select 1 from billing.platform_configs pc
+      where pc.id = p_platform_config_id and pc.platform = p_platform) then
+    return jsonb_build_object('outcome', 'no_connection');
+  end if;
+  return billing.link_code_apply(p_code, p_platform, p_platform_uid, p_username);
+end
+$$;
+
+
+--
 -- Name: platform_settings_problem(text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -2885,14 +3015,29 @@ begin
   -- then billing.invoice_mark_paid write, in one insert each (the insert trigger writes
   -- invoice.created and invoice.paid as those two steps would; a second pass over every
   -- invoice to mark it paid was a fifth of a storm's time).
-  with ins as (
+  -- Their numbers (docs/decisions/invoice-numbers.md) taken as one block per series, in
+  -- subscription order: numbered a row at a time by _050_number, the counter row got a
+  -- new version per invoice in one transaction, and each step walked them all (n^2).
+  with blocks as (
+    insert into billing_private.number_counters as k (community_id, kind, series, last_number)
+    select v_community, 'invoice', billing_private.number_series(v_community, b.at), count(*)
+    from renew_batch_terms b
+    group by 3
+    on conflict (community_id, kind, series) do update set last_number = k.last_number + excluded.last_number
+    returning k.series, k.last_number
+  ), numbered as (
+    select b.*, billing_private.number_text(x.series, x.last_number - count(*) over (partition by x.series)
+      + row_number() over (partition by x.series order by b.subscription_id)) as number
+    from renew_batch_terms b
+    join blocks x on x.series = billing_private.number_series(v_community, b.at)
+  ), ins as (
     insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines,
       subtotal_cents, discount_cents, total_cents, amount_paid_cents, attempt_count, paid_at,
-      period_start, period_end, provider, created_at)
+      period_start, period_end, provider, created_at, number)
     select v_community, b.member_id, b.subscription_id, 'paid', 'subscription_cycle', (b.t).currency, (b.t).lines,
       b.subtotal_cents, b.discount_cents, b.subtotal_cents - b.discount_cents, b.subtotal_cents - b.discount_cents, 1, b.at,
-      b.at, (b.t).period_end, b.provider, b.at
-    from renew_batch_terms b
+      b.at, (b.t).period_end, b.provider, b.at, b.number
+    from numbered b
     order by b.subscription_id
     returning id, subscription_id
   )
@@ -3649,10 +3794,31 @@ begin
       or new.subscription_id is distinct from old.subscription_id or new.purchase_id is distinct from old.purchase_id) then
     raise exception using errcode = 'BL409', message = 'Invoice ' || old.id || ' is finalized: its lines and amounts cannot change.';
   end if;
+  -- A number, once given, is the invoice's for good (void included: a tax office
+  -- expects every number of a series accounted for).
+  if old.number is not null and new.number is distinct from old.number then
+    raise exception using errcode = 'BL409', message = 'Invoice ' || old.id || ' is numbered ' || old.number || ': its number cannot change.';
+  end if;
   if old.status in ('paid', 'void', 'uncollectible') and new.status <> old.status then
     raise exception using errcode = 'BL409', message = 'Invoice ' || old.id || ' is ' || old.status || ' and cannot become ' || new.status || '.';
   end if;
   new.updated_at := now();
+  return new;
+end
+$$;
+
+
+--
+-- Name: tg_invoices__number(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_invoices__number() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_series text := billing_private.number_series(new.community_id, new.created_at);
+begin
+  new.number := billing_private.number_text(v_series, billing_private.number_next(new.community_id, 'invoice', v_series));
   return new;
 end
 $$;
@@ -4821,29 +4987,19 @@ CREATE FUNCTION billing_api.link_code_redeem(p_args jsonb) RETURNS jsonb
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-  v_cid text := billing.current_community_id();
-  v_lc billing.link_codes;
-  v_owner text;
+  v_r jsonb := billing.link_code_apply(p_args->>'code', p_args->>'platform', p_args->>'platform_uid', p_args->>'username');
 begin
-  select * into v_lc from billing.link_codes lc where lc.code = upper(p_args->>'code') for update;
-  if v_lc.id is null or v_lc.redeemed_at is not null or v_lc.invalidated_at is not null
-     or v_lc.expires_at <= billing.now() or v_lc.intended_platform <> p_args->>'platform' then
-    perform billing.raise('BL404', 'No usable link code ' || (p_args->>'code') || ' for ' || (p_args->>'platform') || '.');
-  end if;
-  select i.member_id into v_owner from billing.member_identities i
-  where i.platform = p_args->>'platform' and i.platform_uid = p_args->>'platform_uid';
-  if v_owner is not null and v_owner <> v_lc.member_id then
-    perform billing.raise('BL409', 'This ' || (p_args->>'platform') || ' identity belongs to another member.');
-  end if;
-  if v_owner is null then
-    if exists (select 1 from billing.member_identities i where i.member_id = v_lc.member_id and i.platform = p_args->>'platform') then
-      perform billing.raise('BL409', 'Member ' || v_lc.member_id || ' already has another ' || (p_args->>'platform') || ' identity.');
-    end if;
-    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
-    values (v_cid, v_lc.member_id, p_args->>'platform', p_args->>'platform_uid', p_args->>'username');
-  end if;
-  update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
-  return billing.member_json(v_cid, v_lc.member_id);
+  case v_r->>'outcome'
+    when 'linked' then
+      return billing.member_json(billing.current_community_id(), v_r->>'member_id');
+    when 'identity_taken' then
+      perform billing.raise('BL409', 'This ' || (p_args->>'platform') || ' identity belongs to another member.');
+    when 'member_has_identity' then
+      perform billing.raise('BL409', 'Member ' || (v_r->>'member_id') || ' already has another ' || (p_args->>'platform') || ' identity.');
+    else
+      perform billing.raise('BL404', 'No usable link code ' || (p_args->>'code') || ' for ' || (p_args->>'platform') || '.');
+  end case;
+  return null;
 end
 $$;
 
@@ -4885,8 +5041,11 @@ begin
                  where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
   end if;
+  -- Each benefit with its delivery on the platform (55-platform-delivery.sql).
   return jsonb_build_object('data', coalesce((
-    select jsonb_agg(billing.member_entitlement_json(me, e) order by me.id)
+    select jsonb_agg(billing.member_entitlement_json(me, e)
+      || jsonb_build_object('benefits', billing.benefits_with_delivery(me.community_id, me.member_id, me.benefits))
+      order by me.id)
     from billing.member_entitlements me
     join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
     where me.community_id = billing.current_community_id() and me.member_id = p_args->>'id'
@@ -6159,6 +6318,26 @@ $$;
 
 
 --
+-- Name: enqueue_deliveries(text[], text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.enqueue_deliveries(p_communities text[], p_members text[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if coalesce(cardinality(p_members), 0) = 0 then
+    return;
+  end if;
+  perform graphile_worker.add_jobs(array(
+    select row('platform_deliveries__apply', json_build_object('community_id', x.c, 'member_id', x.m), null, null,
+      null, 'deliver:' || x.c || ':' || x.m, null, null)::graphile_worker.job_spec
+    from (select distinct c, m from unnest(p_communities, p_members) as u(c, m)) x));
+end
+$$;
+
+
+--
 -- Name: grant_create(text, text, timestamp with time zone, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -6321,6 +6500,108 @@ $$;
 CREATE FUNCTION billing_private.member_portal_scopes() RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ select array['subscriptions:read', 'subscriptions:write', 'purchases:read', 'invoices:read', 'plans:read'] $$;
+
+
+--
+-- Name: number_backfill(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.number_backfill() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+  with todo as (
+    select i.community_id, i.id,
+      row_number() over (partition by i.community_id, billing_private.number_series(i.community_id, i.created_at)
+                         order by i.created_at, i.id) as k,
+      billing_private.number_series(i.community_id, i.created_at) as series
+    from billing.invoices i
+    where i.number is null and i.status <> 'draft'
+  ), numbered as (
+    select t.community_id, t.id, t.series, coalesce(c.last_number, 0) + t.k as n
+    from todo t
+    left join billing_private.number_counters c on c.community_id = t.community_id and c.kind = 'invoice' and c.series = t.series
+  ), counters as (
+    insert into billing_private.number_counters as c (community_id, kind, series, last_number)
+    select n.community_id, 'invoice', n.series, max(n.n) from numbered n group by n.community_id, n.series
+    on conflict (community_id, kind, series) do update set last_number = excluded.last_number
+  )
+  update billing.invoices i set number = billing_private.number_text(n.series, n.n)
+  from numbered n where i.community_id = n.community_id and i.id = n.id;
+
+  with todo as (
+    select r.community_id, r.id, r.invoice_id, r.amount_cents, r.created_at,
+      row_number() over (partition by r.community_id, 'CN-' || billing_private.number_series(r.community_id, r.created_at)
+                         order by r.created_at, r.id) as k,
+      'CN-' || billing_private.number_series(r.community_id, r.created_at) as series
+    from billing.refunds r
+    where not exists (select 1 from billing.credit_notes cn where cn.community_id = r.community_id and cn.refund_id = r.id)
+  ), numbered as (
+    select t.*, coalesce(c.last_number, 0) + t.k as n
+    from todo t
+    left join billing_private.number_counters c on c.community_id = t.community_id and c.kind = 'credit_note' and c.series = t.series
+  ), counters as (
+    insert into billing_private.number_counters as c (community_id, kind, series, last_number)
+    select n.community_id, 'credit_note', n.series, max(n.n) from numbered n group by n.community_id, n.series
+    on conflict (community_id, kind, series) do update set last_number = excluded.last_number
+  )
+  insert into billing.credit_notes (community_id, invoice_id, refund_id, number, amount_cents, currency, created_at)
+  select n.community_id, n.invoice_id, n.id, billing_private.number_text(n.series, n.n), n.amount_cents, i.currency, n.created_at
+  from numbered n join billing.invoices i on i.community_id = n.community_id and i.id = n.invoice_id
+  order by n.community_id, n.created_at, n.id;
+
+  update billing.invoices i set credit_notes = x.notes
+  from (select cn.community_id, cn.invoice_id, jsonb_agg(billing.credit_note_json(cn) order by cn.created_at, cn.id) as notes
+        from billing.credit_notes cn group by cn.community_id, cn.invoice_id) x
+  where i.community_id = x.community_id and i.id = x.invoice_id and i.credit_notes is distinct from x.notes;
+end
+$$;
+
+
+--
+-- Name: number_next(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.number_next(p_community text, p_kind text, p_series text) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_n bigint;
+begin
+  insert into billing_private.number_counters as k (community_id, kind, series, last_number)
+  values (p_community, p_kind, p_series, 1)
+  on conflict (community_id, kind, series) do update set last_number = k.last_number + 1
+  returning k.last_number into v_n;
+  return v_n;
+end
+$$;
+
+
+--
+-- Name: number_series(text, timestamp with time zone); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.number_series(p_community text, p_at timestamp with time zone) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_series text;
+begin
+  select c.invoice_series into v_series from billing.communities c where c.id = p_community;
+  return coalesce(v_series, to_char(p_at at time zone 'UTC', 'YYYY'));
+end
+$$;
+
+
+--
+-- Name: number_text(text, bigint); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.number_text(p_series text, p_n bigint) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select p_series || '-' || lpad(p_n::text, greatest(6, length(p_n::text)), '0')
+$$;
 
 
 --
@@ -6940,6 +7221,102 @@ $$;
 
 
 --
+-- Name: platform_config_inbound(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_config_inbound(p_platform_config_id text, p_platform text) RETURNS TABLE(community_id text, public_key text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select pc.community_id, pc.settings->>'public_key' from billing.platform_configs pc
+  where pc.id = p_platform_config_id and pc.platform = p_platform
+$$;
+
+
+--
+-- Name: platform_delivery_plan(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_delivery_plan(p_community_id text, p_member_id text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return coalesce((
+    with desired as (
+      select b->>'platform_config_id' as pcfg, b->>'type' as type, b->>'value' as value,
+        string_agg(distinct e.name, ', ') as names
+      from billing.member_entitlements me
+      cross join lateral jsonb_array_elements(me.benefits) b
+      join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+      where me.community_id = p_community_id and me.member_id = p_member_id and me.status = 'active'
+      group by 1, 2, 3
+    ), stored as (
+      select d.* from billing.benefit_deliveries d
+      where d.community_id = p_community_id and d.member_id = p_member_id
+    ), items as (
+      select coalesce(d.pcfg, s.platform_config_id) as pcfg, coalesce(d.type, s.type) as type,
+        coalesce(d.value, s.value) as value, d.names,
+        case when d.pcfg is null then 'absent' else 'present' end as want,
+        s.status, s.applied_uid, s.state, s.attempts
+      from desired d
+      full join stored s on s.platform_config_id = d.pcfg and s.type = d.type and s.value = d.value
+    )
+    select jsonb_agg(jsonb_build_object(
+      'platform_config_id', i.pcfg, 'platform', pc.platform, 'settings', pc.settings,
+      'type', i.type, 'value', i.value, 'want', i.want, 'entitlements', i.names,
+      'status', i.status, 'applied_uid', i.applied_uid, 'state', coalesce(i.state, '{}'),
+      'attempts', coalesce(i.attempts, 0), 'uid', mi.platform_uid, 'token', ps.ciphertext,
+      'community_name', c.name)
+      order by i.pcfg, i.want, i.type, i.value)
+    from items i
+    join billing.platform_configs pc on pc.community_id = p_community_id and pc.id = i.pcfg
+    join billing.communities c on c.id = p_community_id
+    left join billing.member_identities mi
+      on mi.community_id = p_community_id and mi.member_id = p_member_id and mi.platform = pc.platform
+    left join billing_private.platform_secrets ps
+      on ps.community_id = p_community_id and ps.platform_config_id = i.pcfg and ps.name = 'bot_token'
+  ), '[]');
+end
+$$;
+
+
+--
+-- Name: platform_delivery_record(text, text, jsonb, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_delivery_record(p_community_id text, p_member_id text, p_results jsonb, p_actions jsonb) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  insert into billing.benefit_deliveries as d (community_id, member_id, platform_config_id, type, value, want,
+    status, applied_uid, error, state, attempts, updated_at)
+  select p_community_id, p_member_id, r->>'platform_config_id', r->>'type', r->>'value', r->>'want',
+    r->>'status', r->>'applied_uid', r->>'error', coalesce(r->'state', '{}'),
+    case when r->>'status' = 'delivered' then 0 else 1 end, now()
+  from jsonb_array_elements(p_results) r
+  where exists (select 1 from billing.platform_configs pc
+                where pc.community_id = p_community_id and pc.id = r->>'platform_config_id')
+  on conflict (community_id, member_id, platform_config_id, type, value) do update set
+    want = excluded.want, status = excluded.status, applied_uid = excluded.applied_uid, error = excluded.error,
+    state = excluded.state, updated_at = now(),
+    attempts = case when excluded.status = 'delivered' then 0 else d.attempts + 1 end;
+  delete from billing.benefit_deliveries d
+  where d.community_id = p_community_id and d.member_id = p_member_id
+    and d.want = 'absent' and d.status = 'delivered' and d.applied_uid is null;
+  insert into billing.platform_actions (community_id, member_id, platform_config_id, action, target, outcome,
+    status_code, error)
+  select p_community_id, p_member_id, a->>'platform_config_id', a->>'action', a->>'target', a->>'outcome',
+    (a->>'status_code')::integer, a->>'error'
+  from jsonb_array_elements(p_actions) a
+  where exists (select 1 from billing.platform_configs pc
+                where pc.community_id = p_community_id and pc.id = a->>'platform_config_id');
+end
+$$;
+
+
+--
 -- Name: platform_secret_ciphertext(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -7282,6 +7659,33 @@ CREATE FUNCTION billing_private.tg_invoices__analytics() RETURNS trigger
 begin
   perform billing_private.analytics_refresh(array_agg(n.community_id), array_agg(n.subscription_id))
   from new_rows n where n.subscription_id is not null and n.discount_cents > 0;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_member_entitlements__deliveries(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_member_entitlements__deliveries() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_c text[];
+  v_m text[];
+begin
+  if tg_op = 'INSERT' then
+    select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
+    from new_rows n where n.benefits <> '[]';
+  else
+    select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
+    from new_rows n join old_rows o on o.community_id = n.community_id and o.id = n.id
+    where (n.benefits <> '[]' or o.benefits <> '[]')
+      and (n.status, n.benefits, n.identities) is distinct from (o.status, o.benefits, o.identities);
+  end if;
+  perform billing_private.enqueue_deliveries(v_c, v_m);
   return null;
 end
 $$;
@@ -7752,7 +8156,9 @@ CREATE TABLE billing.communities (
     clock_offset interval DEFAULT '00:00:00'::interval NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     dunning jsonb DEFAULT '{"retry_days": [1, 3, 5], "final_action": "cancel"}'::jsonb NOT NULL,
+    invoice_series text,
     CONSTRAINT communities_dunning_valid CHECK (billing.dunning_valid(dunning)),
+    CONSTRAINT communities_invoice_series_valid CHECK ((invoice_series ~ '^[A-Za-z0-9][A-Za-z0-9/_.-]{0,19}$'::text)),
     CONSTRAINT communities_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
     CONSTRAINT communities_payment_config_no_secrets CHECK ((NOT (payment_config ?| ARRAY['secret_key'::text, 'webhook_secret'::text]))),
     CONSTRAINT communities_payment_provider_check CHECK ((payment_provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
@@ -8085,6 +8491,30 @@ CREATE VIEW analytics.trial_conversion WITH (security_invoker='true') AS
 
 
 --
+-- Name: benefit_deliveries; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.benefit_deliveries (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    platform_config_id text NOT NULL COLLATE pg_catalog."C",
+    type text NOT NULL,
+    value text NOT NULL,
+    want text NOT NULL,
+    status text NOT NULL,
+    applied_uid text,
+    error text,
+    state jsonb DEFAULT '{}'::jsonb NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT benefit_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text, 'action_required'::text]))),
+    CONSTRAINT benefit_deliveries_want_check CHECK ((want = ANY (ARRAY['present'::text, 'absent'::text])))
+);
+
+ALTER TABLE ONLY billing.benefit_deliveries FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: discount_redemptions; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -8241,6 +8671,27 @@ CREATE TABLE billing.payment_attempts (
 );
 
 ALTER TABLE ONLY billing.payment_attempts FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: platform_actions; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.platform_actions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('pact'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    platform_config_id text NOT NULL COLLATE pg_catalog."C",
+    action text NOT NULL,
+    target text NOT NULL,
+    outcome text NOT NULL,
+    status_code integer,
+    error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT platform_actions_outcome_check CHECK ((outcome = ANY (ARRAY['ok'::text, 'retry'::text, 'action_required'::text])))
+);
+
+ALTER TABLE ONLY billing.platform_actions FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -8684,7 +9135,8 @@ CREATE VIEW billing_graphql.invoices WITH (security_invoker='true', security_bar
     i.period_end,
     i.paid_at,
     i.created_at,
-    i.updated_at
+    i.updated_at,
+    i.number
    FROM billing.invoices i
   WHERE ( SELECT billing.has_scope('invoices:read'::text) AS has_scope);
 
@@ -8799,6 +9251,13 @@ COMMENT ON COLUMN billing_graphql.invoices.created_at IS '@notNull';
 --
 
 COMMENT ON COLUMN billing_graphql.invoices.updated_at IS '@notNull';
+
+
+--
+-- Name: COLUMN invoices.number; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.number IS 'The invoice number (2026-000042), gapless per community and series; null until finalized.';
 
 
 --
@@ -9734,6 +10193,22 @@ ALTER TABLE ONLY billing_private.member_portal_sessions FORCE ROW LEVEL SECURITY
 
 
 --
+-- Name: number_counters; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.number_counters (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    kind text NOT NULL,
+    series text NOT NULL COLLATE pg_catalog."C",
+    last_number bigint NOT NULL,
+    CONSTRAINT number_counters_kind_check CHECK ((kind = ANY (ARRAY['invoice'::text, 'credit_note'::text]))),
+    CONSTRAINT number_counters_last_number_check CHECK ((last_number > 0))
+);
+
+ALTER TABLE ONLY billing_private.number_counters FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: operator_known_addresses; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -9870,6 +10345,14 @@ ALTER TABLE ONLY billing_private.worker_heartbeats FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: benefit_deliveries benefit_deliveries_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.benefit_deliveries
+    ADD CONSTRAINT benefit_deliveries_pkey PRIMARY KEY (community_id, member_id, platform_config_id, type, value);
+
+
+--
 -- Name: checkout_sessions checkout_sessions_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -9883,6 +10366,14 @@ ALTER TABLE ONLY billing.checkout_sessions
 
 ALTER TABLE ONLY billing.communities
     ADD CONSTRAINT communities_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: credit_notes credit_notes_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.credit_notes
+    ADD CONSTRAINT credit_notes_pkey PRIMARY KEY (community_id, id);
 
 
 --
@@ -10078,6 +10569,14 @@ ALTER TABLE ONLY billing.plans
 
 
 --
+-- Name: platform_actions platform_actions_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.platform_actions
+    ADD CONSTRAINT platform_actions_pkey PRIMARY KEY (community_id, id);
+
+
+--
 -- Name: platform_configs platform_configs_community_id_key_key; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -10246,6 +10745,14 @@ ALTER TABLE ONLY billing_private.member_portal_sessions
 
 
 --
+-- Name: number_counters number_counters_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.number_counters
+    ADD CONSTRAINT number_counters_pkey PRIMARY KEY (community_id, kind, series);
+
+
+--
 -- Name: operator_known_addresses operator_known_addresses_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -10326,6 +10833,13 @@ ALTER TABLE ONLY billing_private.worker_heartbeats
 
 
 --
+-- Name: benefit_deliveries_config; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX benefit_deliveries_config ON billing.benefit_deliveries USING btree (community_id, platform_config_id, status);
+
+
+--
 -- Name: checkout_sessions_member; Type: INDEX; Schema: billing; Owner: -
 --
 
@@ -10344,6 +10858,27 @@ CREATE INDEX checkout_sessions_open ON billing.checkout_sessions USING btree (co
 --
 
 CREATE INDEX checkout_sessions_provider_ref ON billing.checkout_sessions USING btree (community_id, provider_ref) WHERE (provider_ref IS NOT NULL);
+
+
+--
+-- Name: credit_notes_invoice; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX credit_notes_invoice ON billing.credit_notes USING btree (community_id, invoice_id, id);
+
+
+--
+-- Name: credit_notes_number; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX credit_notes_number ON billing.credit_notes USING btree (community_id, number);
+
+
+--
+-- Name: credit_notes_refund; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX credit_notes_refund ON billing.credit_notes USING btree (community_id, refund_id);
 
 
 --
@@ -10407,6 +10942,13 @@ CREATE INDEX grants_tier ON billing.grants USING btree (community_id, tier_id) W
 --
 
 CREATE INDEX invoices_member ON billing.invoices USING btree (community_id, member_id, id);
+
+
+--
+-- Name: invoices_number; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE UNIQUE INDEX invoices_number ON billing.invoices USING btree (community_id, number);
 
 
 --
@@ -10498,6 +11040,27 @@ CREATE UNIQUE INDEX payment_attempts_one_success ON billing.payment_attempts USI
 --
 
 CREATE INDEX plans_tier ON billing.plans USING btree (community_id, tier_id);
+
+
+--
+-- Name: platform_actions_config; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX platform_actions_config ON billing.platform_actions USING btree (community_id, platform_config_id, id);
+
+
+--
+-- Name: platform_actions_member; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX platform_actions_member ON billing.platform_actions USING btree (community_id, member_id, id);
+
+
+--
+-- Name: platform_configs_id; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX platform_configs_id ON billing.platform_configs USING btree (id);
 
 
 --
@@ -10680,6 +11243,13 @@ CREATE UNIQUE INDEX operator_users_id ON billing_private.operator_users USING bt
 --
 
 CREATE TRIGGER _010_community_clock BEFORE INSERT ON billing.events FOR EACH ROW EXECUTE FUNCTION billing.tg_events__community_clock();
+
+
+--
+-- Name: invoices _050_number; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_number BEFORE INSERT OR UPDATE OF status ON billing.invoices FOR EACH ROW WHEN (((new.number IS NULL) AND (new.status <> 'draft'::text))) EXECUTE FUNCTION billing.tg_invoices__number();
 
 
 --
@@ -10914,10 +11484,40 @@ CREATE TRIGGER _600_analytics_update AFTER UPDATE ON billing.subscriptions REFER
 
 
 --
+-- Name: member_entitlements _700_deliveries_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _700_deliveries_insert AFTER INSERT ON billing.member_entitlements REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_member_entitlements__deliveries();
+
+
+--
+-- Name: member_entitlements _700_deliveries_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _700_deliveries_update AFTER UPDATE ON billing.member_entitlements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_member_entitlements__deliveries();
+
+
+--
 -- Name: events _900_enqueue_deliveries; Type: TRIGGER; Schema: billing; Owner: -
 --
 
 CREATE TRIGGER _900_enqueue_deliveries AFTER INSERT ON billing.events REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_events__enqueue_deliveries();
+
+
+--
+-- Name: benefit_deliveries benefit_deliveries_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.benefit_deliveries
+    ADD CONSTRAINT benefit_deliveries_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: benefit_deliveries benefit_deliveries_community_id_platform_config_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.benefit_deliveries
+    ADD CONSTRAINT benefit_deliveries_community_id_platform_config_id_fkey FOREIGN KEY (community_id, platform_config_id) REFERENCES billing.platform_configs(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -10942,6 +11542,22 @@ ALTER TABLE ONLY billing.checkout_sessions
 
 ALTER TABLE ONLY billing.checkout_sessions
     ADD CONSTRAINT checkout_sessions_community_id_plan_id_fkey FOREIGN KEY (community_id, plan_id) REFERENCES billing.plans(community_id, id) ON DELETE RESTRICT;
+
+
+--
+-- Name: credit_notes credit_notes_community_id_invoice_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.credit_notes
+    ADD CONSTRAINT credit_notes_community_id_invoice_id_fkey FOREIGN KEY (community_id, invoice_id) REFERENCES billing.invoices(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: credit_notes credit_notes_community_id_refund_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.credit_notes
+    ADD CONSTRAINT credit_notes_community_id_refund_id_fkey FOREIGN KEY (community_id, refund_id) REFERENCES billing.refunds(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -11145,6 +11761,22 @@ ALTER TABLE ONLY billing.plans
 
 
 --
+-- Name: platform_actions platform_actions_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.platform_actions
+    ADD CONSTRAINT platform_actions_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: platform_actions platform_actions_community_id_platform_config_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.platform_actions
+    ADD CONSTRAINT platform_actions_community_id_platform_config_id_fkey FOREIGN KEY (community_id, platform_config_id) REFERENCES billing.platform_configs(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: platform_configs platform_configs_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -11321,6 +11953,14 @@ ALTER TABLE ONLY billing_private.member_portal_sessions
 
 
 --
+-- Name: number_counters number_counters_community_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.number_counters
+    ADD CONSTRAINT number_counters_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
 -- Name: operator_known_addresses operator_known_addresses_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -11401,6 +12041,12 @@ ALTER TABLE ONLY billing_private.webhook_secrets
 
 
 --
+-- Name: benefit_deliveries; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.benefit_deliveries ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: checkout_sessions; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -11411,6 +12057,12 @@ ALTER TABLE billing.checkout_sessions ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.communities ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: credit_notes; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.credit_notes ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: discount_codes; Type: ROW SECURITY; Schema: billing; Owner: -
@@ -11485,6 +12137,13 @@ ALTER TABLE billing.link_codes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.member_entitlements ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: benefit_deliveries member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.benefit_deliveries AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
 -- Name: checkout_sessions member_fence; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -11541,6 +12200,13 @@ CREATE POLICY member_fence ON billing.members AS RESTRICTIVE TO billing_api, bil
 
 
 --
+-- Name: platform_actions member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.platform_actions AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
 -- Name: portal_sessions member_fence; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -11586,6 +12252,13 @@ ALTER TABLE billing.members ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.mrr_movements ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: benefit_deliveries owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.benefit_deliveries TO postgres USING (true) WITH CHECK (true);
+
+
+--
 -- Name: checkout_sessions owner_access; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -11597,6 +12270,13 @@ CREATE POLICY owner_access ON billing.checkout_sessions TO postgres USING (true)
 --
 
 CREATE POLICY owner_access ON billing.communities TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: credit_notes owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.credit_notes TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -11726,6 +12406,13 @@ CREATE POLICY owner_access ON billing.plans TO postgres USING (true) WITH CHECK 
 
 
 --
+-- Name: platform_actions owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.platform_actions TO postgres USING (true) WITH CHECK (true);
+
+
+--
 -- Name: platform_configs owner_access; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -11829,6 +12516,12 @@ ALTER TABLE billing.payment_attempts ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.plans ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: platform_actions; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.platform_actions ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: platform_configs; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -11877,6 +12570,13 @@ ALTER TABLE billing.sandbox_cards ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.subscriptions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: benefit_deliveries tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.benefit_deliveries USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
 -- Name: checkout_sessions tenant; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -11888,6 +12588,13 @@ CREATE POLICY tenant ON billing.checkout_sessions USING ((community_id = ( SELEC
 --
 
 CREATE POLICY tenant ON billing.communities USING ((id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: credit_notes tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.credit_notes USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -12014,6 +12721,13 @@ CREATE POLICY tenant ON billing.payment_attempts USING ((community_id = ( SELECT
 --
 
 CREATE POLICY tenant ON billing.plans USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: platform_actions tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.platform_actions USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -12168,6 +12882,12 @@ ALTER TABLE billing_private.event_types ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_private.member_portal_sessions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: number_counters; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.number_counters ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: operator_known_addresses; Type: ROW SECURITY; Schema: billing_private; Owner: -
 --
 
@@ -12230,6 +12950,13 @@ CREATE POLICY owner_only ON billing_private.event_types USING (true);
 --
 
 CREATE POLICY owner_only ON billing_private.member_portal_sessions USING (true);
+
+
+--
+-- Name: number_counters owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.number_counters USING (true);
 
 
 --
@@ -12428,6 +13155,14 @@ REVOKE ALL ON FUNCTION billing.apply_provider_invoice(p_state jsonb) FROM PUBLIC
 --
 
 REVOKE ALL ON FUNCTION billing.apply_provider_subscription(p_state jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb) TO billing_api;
 
 
 --
@@ -12671,6 +13406,22 @@ GRANT ALL ON FUNCTION billing.community_now(p_community_id text) TO billing_oper
 --
 
 REVOKE ALL ON FUNCTION billing.complete_checkout(p_checkout_id text, p_details jsonb) FROM PUBLIC;
+
+
+--
+-- Name: TABLE credit_notes; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.credit_notes TO billing_operator;
+GRANT SELECT ON TABLE billing.credit_notes TO billing_api;
+
+
+--
+-- Name: FUNCTION credit_note_json(p_cn billing.credit_notes); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.credit_note_json(p_cn billing.credit_notes) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.credit_note_json(p_cn billing.credit_notes) TO billing_api;
 
 
 --
@@ -13036,6 +13787,14 @@ REVOKE ALL ON FUNCTION billing.ledger_sweep(p_community_id text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION link_code_apply(p_code text, p_platform text, p_platform_uid text, p_username text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.link_code_apply(p_code text, p_platform text, p_platform_uid text, p_username text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.link_code_apply(p_code text, p_platform text, p_platform_uid text, p_username text) TO billing_writer;
+
+
+--
 -- Name: TABLE subscriptions; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -13168,6 +13927,14 @@ REVOKE ALL ON FUNCTION billing.plan_price_migrate(p_community_id text, p_plan_id
 --
 
 REVOKE ALL ON FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text, p_code text, p_username text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text, p_code text, p_username text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text, p_code text, p_username text) TO billing_api;
 
 
 --
@@ -13493,6 +14260,13 @@ REVOKE ALL ON FUNCTION billing.tg_grants__ledger() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION billing.tg_invoices__immutable() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_invoices__number(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_invoices__number() FROM PUBLIC;
 
 
 --
@@ -14197,6 +14971,13 @@ GRANT ALL ON FUNCTION billing_private.charge_key_tokens(p_key_id text, p_n integ
 
 
 --
+-- Name: FUNCTION enqueue_deliveries(p_communities text[], p_members text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.enqueue_deliveries(p_communities text[], p_members text[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION grant_create(p_member_id text, p_tier_id text, p_expires_at timestamp with time zone, p_note text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -14258,6 +15039,34 @@ GRANT ALL ON FUNCTION billing_private.member_portal_open(p_portal_id text, p_acc
 
 REVOKE ALL ON FUNCTION billing_private.member_portal_scopes() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.member_portal_scopes() TO billing_api;
+
+
+--
+-- Name: FUNCTION number_backfill(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.number_backfill() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION number_next(p_community text, p_kind text, p_series text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.number_next(p_community text, p_kind text, p_series text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION number_series(p_community text, p_at timestamp with time zone); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.number_series(p_community text, p_at timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION number_text(p_series text, p_n bigint); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.number_text(p_series text, p_n bigint) FROM PUBLIC;
 
 
 --
@@ -14446,6 +15255,30 @@ GRANT ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text,
 
 
 --
+-- Name: FUNCTION platform_config_inbound(p_platform_config_id text, p_platform text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_config_inbound(p_platform_config_id text, p_platform text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_config_inbound(p_platform_config_id text, p_platform text) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_delivery_plan(p_community_id text, p_member_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_delivery_plan(p_community_id text, p_member_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_delivery_plan(p_community_id text, p_member_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION platform_delivery_record(p_community_id text, p_member_id text, p_results jsonb, p_actions jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_delivery_record(p_community_id text, p_member_id text, p_results jsonb, p_actions jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_delivery_record(p_community_id text, p_member_id text, p_results jsonb, p_actions jsonb) TO billing_worker;
+
+
+--
 -- Name: FUNCTION platform_secret_ciphertext(p_platform_config_id text, p_name text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -14542,6 +15375,13 @@ REVOKE ALL ON FUNCTION billing_private.tg_events__enqueue_deliveries() FROM PUBL
 --
 
 REVOKE ALL ON FUNCTION billing_private.tg_invoices__analytics() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_member_entitlements__deliveries(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_member_entitlements__deliveries() FROM PUBLIC;
 
 
 --
@@ -16163,6 +17003,14 @@ GRANT SELECT ON TABLE analytics.trial_conversion TO billing_operator;
 
 
 --
+-- Name: TABLE benefit_deliveries; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.benefit_deliveries TO billing_operator;
+GRANT SELECT ON TABLE billing.benefit_deliveries TO billing_api;
+
+
+--
 -- Name: TABLE discount_redemptions; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -16341,6 +17189,14 @@ GRANT SELECT,INSERT,UPDATE ON TABLE billing.members TO billing_writer;
 
 GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
 GRANT SELECT ON TABLE billing.payment_attempts TO billing_operator;
+
+
+--
+-- Name: TABLE platform_actions; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.platform_actions TO billing_operator;
+GRANT SELECT ON TABLE billing.platform_actions TO billing_api;
 
 
 --

@@ -1,3 +1,271 @@
+--! Previous: sha1:37f212125bb7c08c74b1c0c6ce2524fb194f1e07
+--! Hash: sha1:0d633d7f279ad95c621b79ab9e7fa1a44822bab4
+--! Message: platform delivery, invoice numbers, platform linking
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 10-platform-delivery.sql
+-- Benefit delivery (issue 29 item 2): deliveries, the platform action log, the
+-- member's delivery job queued by the ledger's triggers, delivery in member entitlements.
+
+create table if not exists billing.benefit_deliveries (
+  community_id text collate "C" not null,
+  member_id text collate "C" not null,
+  platform_config_id text collate "C" not null,
+  type text not null,
+  value text not null,
+  want text not null check (want in ('present', 'absent')),
+  status text not null check (status in ('pending', 'delivered', 'failed', 'action_required')),
+  applied_uid text,
+  error text,
+  state jsonb not null default '{}',
+  attempts integer not null default 0,
+  updated_at timestamptz not null default now(),
+  primary key (community_id, member_id, platform_config_id, type, value),
+  foreign key (community_id, member_id) references billing.members on delete cascade,
+  foreign key (community_id, platform_config_id) references billing.platform_configs on delete cascade
+);
+create index if not exists benefit_deliveries_config on billing.benefit_deliveries (community_id, platform_config_id, status);
+alter table billing.benefit_deliveries enable row level security;
+alter table billing.benefit_deliveries force row level security;
+drop policy if exists tenant on billing.benefit_deliveries;
+create policy tenant on billing.benefit_deliveries
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.benefit_deliveries;
+create policy owner_access on billing.benefit_deliveries to current_user using (true) with check (true);
+grant select on billing.benefit_deliveries to billing_api;
+revoke insert, update, delete on billing.benefit_deliveries from billing_api;
+drop policy if exists member_fence on billing.benefit_deliveries;
+create policy member_fence on billing.benefit_deliveries as restrictive to billing_api, billing_writer
+  using ((select billing.current_member_id()) is null or member_id = (select billing.current_member_id()));
+
+create table if not exists billing.platform_actions (
+  community_id text collate "C" not null,
+  id text collate "C" not null default billing.gen_id('pact'),
+  member_id text collate "C" not null,
+  platform_config_id text collate "C" not null,
+  action text not null,
+  target text not null,
+  outcome text not null check (outcome in ('ok', 'retry', 'action_required')),
+  status_code integer,
+  error text,
+  created_at timestamptz not null default now(),
+  primary key (community_id, id),
+  foreign key (community_id, member_id) references billing.members on delete cascade,
+  foreign key (community_id, platform_config_id) references billing.platform_configs on delete cascade
+);
+create index if not exists platform_actions_config on billing.platform_actions (community_id, platform_config_id, id);
+create index if not exists platform_actions_member on billing.platform_actions (community_id, member_id, id);
+alter table billing.platform_actions enable row level security;
+alter table billing.platform_actions force row level security;
+drop policy if exists tenant on billing.platform_actions;
+create policy tenant on billing.platform_actions
+  using (community_id = (select billing.current_community_id()))
+  with check (community_id = (select billing.current_community_id()));
+drop policy if exists owner_access on billing.platform_actions;
+create policy owner_access on billing.platform_actions to current_user using (true) with check (true);
+grant select on billing.platform_actions to billing_api;
+revoke insert, update, delete on billing.platform_actions from billing_api;
+drop policy if exists member_fence on billing.platform_actions;
+create policy member_fence on billing.platform_actions as restrictive to billing_api, billing_writer
+  using ((select billing.current_member_id()) is null or member_id = (select billing.current_member_id()));
+
+--! Included functions/55-platform-delivery.sql
+-- functions/55-platform-delivery.sql, safely replaced (create or replace; a migration
+-- may --!include it): the functions and execute grants of 55-platform-delivery. Also:
+-- tables/55-platform-delivery.sql.
+--
+
+-- Queues one delivery job per member (graphile-worker job key deliver:<community>:<member>):
+-- a job not yet started is replaced and runs now (a change after a failed attempt is
+-- retried at once); a running one is left to finish and a new one follows it. The job
+-- reads the member's state when it runs, so one job covers every change before it.
+create or replace function billing_private.enqueue_deliveries(p_communities text[], p_members text[])
+  returns void language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if coalesce(cardinality(p_members), 0) = 0 then
+    return;
+  end if;
+  perform graphile_worker.add_jobs(array(
+    select row('platform_deliveries__apply', json_build_object('community_id', x.c, 'member_id', x.m), null, null,
+      null, 'deliver:' || x.c || ':' || x.m, null, null)::graphile_worker.job_spec
+    from (select distinct c, m from unnest(p_communities, p_members) as u(c, m)) x));
+end
+$$;
+
+-- Statement-level over the ledger's transition tables: members whose active benefits,
+-- status or identities changed (rows without benefits, before or after, never reach a
+-- platform).
+create or replace function billing_private.tg_member_entitlements__deliveries() returns trigger
+  language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_c text[];
+  v_m text[];
+begin
+  if tg_op = 'INSERT' then
+    select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
+    from new_rows n where n.benefits <> '[]';
+  else
+    select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
+    from new_rows n join old_rows o on o.community_id = n.community_id and o.id = n.id
+    where (n.benefits <> '[]' or o.benefits <> '[]')
+      and (n.status, n.benefits, n.identities) is distinct from (o.status, o.benefits, o.identities);
+  end if;
+  perform billing_private.enqueue_deliveries(v_c, v_m);
+  return null;
+end
+$$;
+
+-- What the member's delivery job has to make true, one item per benefit the member
+-- has (want present) or the platform may still hold (a stored row, want absent):
+-- the platform, its settings and bot token ciphertext, the member's identity on it
+-- now (uid) and the user the platform holds it for (applied_uid), the names of the
+-- entitlements giving it (for the audit log), and the stored state. For the worker
+-- (billing_worker), any community.
+create or replace function billing_private.platform_delivery_plan(p_community_id text, p_member_id text)
+  returns jsonb language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return coalesce((
+    with desired as (
+      select b->>'platform_config_id' as pcfg, b->>'type' as type, b->>'value' as value,
+        string_agg(distinct e.name, ', ') as names
+      from billing.member_entitlements me
+      cross join lateral jsonb_array_elements(me.benefits) b
+      join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+      where me.community_id = p_community_id and me.member_id = p_member_id and me.status = 'active'
+      group by 1, 2, 3
+    ), stored as (
+      select d.* from billing.benefit_deliveries d
+      where d.community_id = p_community_id and d.member_id = p_member_id
+    ), items as (
+      select coalesce(d.pcfg, s.platform_config_id) as pcfg, coalesce(d.type, s.type) as type,
+        coalesce(d.value, s.value) as value, d.names,
+        case when d.pcfg is null then 'absent' else 'present' end as want,
+        s.status, s.applied_uid, s.state, s.attempts
+      from desired d
+      full join stored s on s.platform_config_id = d.pcfg and s.type = d.type and s.value = d.value
+    )
+    select jsonb_agg(jsonb_build_object(
+      'platform_config_id', i.pcfg, 'platform', pc.platform, 'settings', pc.settings,
+      'type', i.type, 'value', i.value, 'want', i.want, 'entitlements', i.names,
+      'status', i.status, 'applied_uid', i.applied_uid, 'state', coalesce(i.state, '{}'),
+      'attempts', coalesce(i.attempts, 0), 'uid', mi.platform_uid, 'token', ps.ciphertext,
+      'community_name', c.name)
+      order by i.pcfg, i.want, i.type, i.value)
+    from items i
+    join billing.platform_configs pc on pc.community_id = p_community_id and pc.id = i.pcfg
+    join billing.communities c on c.id = p_community_id
+    left join billing.member_identities mi
+      on mi.community_id = p_community_id and mi.member_id = p_member_id and mi.platform = pc.platform
+    left join billing_private.platform_secrets ps
+      on ps.community_id = p_community_id and ps.platform_config_id = i.pcfg and ps.name = 'bot_token'
+  ), '[]');
+end
+$$;
+
+-- Records what the member's job did. p_results: one object per item it acted on
+-- {platform_config_id, type, value, want, status, applied_uid, error, state} and
+-- p_actions the calls it made {platform_config_id, action, target, outcome,
+-- status_code, error}. A benefit no longer wanted and no longer held goes.
+create or replace function billing_private.platform_delivery_record(p_community_id text, p_member_id text,
+  p_results jsonb, p_actions jsonb)
+  returns void language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  insert into billing.benefit_deliveries as d (community_id, member_id, platform_config_id, type, value, want,
+    status, applied_uid, error, state, attempts, updated_at)
+  select p_community_id, p_member_id, r->>'platform_config_id', r->>'type', r->>'value', r->>'want',
+    r->>'status', r->>'applied_uid', r->>'error', coalesce(r->'state', '{}'),
+    case when r->>'status' = 'delivered' then 0 else 1 end, now()
+  from jsonb_array_elements(p_results) r
+  where exists (select 1 from billing.platform_configs pc
+                where pc.community_id = p_community_id and pc.id = r->>'platform_config_id')
+  on conflict (community_id, member_id, platform_config_id, type, value) do update set
+    want = excluded.want, status = excluded.status, applied_uid = excluded.applied_uid, error = excluded.error,
+    state = excluded.state, updated_at = now(),
+    attempts = case when excluded.status = 'delivered' then 0 else d.attempts + 1 end;
+  delete from billing.benefit_deliveries d
+  where d.community_id = p_community_id and d.member_id = p_member_id
+    and d.want = 'absent' and d.status = 'delivered' and d.applied_uid is null;
+  insert into billing.platform_actions (community_id, member_id, platform_config_id, action, target, outcome,
+    status_code, error)
+  select p_community_id, p_member_id, a->>'platform_config_id', a->>'action', a->>'target', a->>'outcome',
+    (a->>'status_code')::integer, a->>'error'
+  from jsonb_array_elements(p_actions) a
+  where exists (select 1 from billing.platform_configs pc
+                where pc.community_id = p_community_id and pc.id = a->>'platform_config_id');
+end
+$$;
+
+-- A member entitlement's benefits, each with its delivery {status, updated_at, error}:
+-- the stored row's while the member has the benefit, pending before the first
+-- attempt. The ledger stays the authority: this says only what the platform holds.
+create or replace function billing.benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb)
+  returns jsonb language plpgsql stable
+as $$
+begin
+  if p_benefits = '[]' then
+    return p_benefits;
+  end if;
+  return (
+    select jsonb_agg(b || jsonb_build_object('delivery', case when d.member_id is null or d.want <> 'present'
+        then jsonb_build_object('status', 'pending', 'updated_at', null, 'error', null)
+        else jsonb_build_object('status', d.status, 'updated_at', billing.iso(d.updated_at), 'error', d.error) end)
+      order by o)
+    from jsonb_array_elements(p_benefits) with ordinality as x(b, o)
+    left join billing.benefit_deliveries d
+      on d.community_id = p_community_id and d.member_id = p_member_id
+     and d.platform_config_id = b->>'platform_config_id' and d.type = b->>'type' and d.value = b->>'value');
+end
+$$;
+
+revoke execute on function billing_private.enqueue_deliveries(text[], text[]) from public;
+revoke execute on function billing_private.platform_delivery_plan(text, text) from public;
+revoke execute on function billing_private.platform_delivery_record(text, text, jsonb, jsonb) from public;
+grant execute on function billing_private.platform_delivery_plan(text, text) to billing_worker;
+grant execute on function billing_private.platform_delivery_record(text, text, jsonb, jsonb) to billing_worker;
+grant execute on function billing.benefits_with_delivery(text, text, jsonb) to billing_api;
+--! EndIncluded functions/55-platform-delivery.sql
+
+create or replace function billing_api.member_entitlements_list(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+begin
+  if not exists (select 1 from billing.members m
+                 where m.community_id = billing.current_community_id() and m.id = p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  -- Each benefit with its delivery on the platform (55-platform-delivery.sql).
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(billing.member_entitlement_json(me, e)
+      || jsonb_build_object('benefits', billing.benefits_with_delivery(me.community_id, me.member_id, me.benefits))
+      order by me.id)
+    from billing.member_entitlements me
+    join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+    where me.community_id = billing.current_community_id() and me.member_id = p_args->>'id'
+      and me.status = 'active'), '[]'));
+end
+$$;
+
+drop trigger if exists _700_deliveries_insert on billing.member_entitlements;
+drop trigger if exists _700_deliveries_update on billing.member_entitlements;
+create trigger _700_deliveries_insert after insert on billing.member_entitlements
+  referencing new table as new_rows
+  for each statement execute function billing_private.tg_member_entitlements__deliveries();
+create trigger _700_deliveries_update after update on billing.member_entitlements
+  referencing old table as old_rows new table as new_rows
+  for each statement execute function billing_private.tg_member_entitlements__deliveries();
+
+--! split: 20-invoice-numbers.sql
 -- Issue 30 item 4, "Numbers a tax office accepts" (docs/decisions/invoice-numbers.md):
 -- every finalized invoice gets a number (2026-000042), gapless per community and series
 -- (a counter row written in the numbering transaction, not a sequence); each refund a
@@ -432,3 +700,123 @@ comment on column billing_graphql.invoices.number is E'The invoice number (2026-
 -- Numbers for what was finalized or refunded before numbering existed, in date order
 -- (billing_private.number_backfill); nothing to do on a new database.
 select billing_private.number_backfill();
+
+--! split: 30-platform-linking.sql
+-- Issue 29 item 3: members link their own identities through the platforms' bots
+-- (src/platforms/linking-routes.ts; docs/decisions/platform-linking.md).
+
+-- tables/20-catalog.sql
+create index if not exists platform_configs_id on billing.platform_configs (id);
+
+-- functions/20-catalog.sql
+-- Which community a platform's inbound request is for (POST /platforms/<platform>/<id>/...,
+-- src/platforms/linking-routes.ts): the connection its URL names, found across
+-- communities before the request is authenticated, with what authenticates it (Discord's
+-- public key; Telegram's secret is derived from the ids). Nothing else of the community.
+create or replace function billing_private.platform_config_inbound(p_platform_config_id text, p_platform text)
+  returns table (community_id text, public_key text)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select pc.community_id, pc.settings->>'public_key' from billing.platform_configs pc
+  where pc.id = p_platform_config_id and pc.platform = p_platform
+$$;
+revoke execute on function billing_private.platform_config_inbound(text, text) from public;
+grant execute on function billing_private.platform_config_inbound(text, text) to billing_api;
+
+-- functions/80-checkout.sql
+-- The redemption itself, once, for both doors: the API (link_code_redeem, which raises)
+-- and the platforms' bots (platform_link_redeem, which answers why not). The identity
+-- joins the code's member; its insert's trigger (30-members.sql) emits member.updated and
+-- refreshes the ledger. Runs with its caller's rights (billing_writer, bound to the
+-- transaction's community by the tenant policies). Answers {outcome, member_id?}:
+-- linked, unknown, used (redeemed or replaced), expired, wrong_platform, identity_taken
+-- (the identity is another member's), member_has_identity (the member has another).
+create or replace function billing.link_code_apply(p_code text, p_platform text, p_platform_uid text, p_username text)
+  returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_cid text := billing.current_community_id();
+  v_lc billing.link_codes;
+  v_owner text;
+begin
+  select * into v_lc from billing.link_codes lc where lc.code = upper(p_code) for update;
+  if v_lc.id is null then
+    return jsonb_build_object('outcome', 'unknown');
+  elsif v_lc.redeemed_at is not null or v_lc.invalidated_at is not null then
+    return jsonb_build_object('outcome', 'used');
+  elsif v_lc.expires_at <= billing.now() then
+    return jsonb_build_object('outcome', 'expired');
+  elsif v_lc.intended_platform <> p_platform then
+    return jsonb_build_object('outcome', 'wrong_platform');
+  end if;
+  select i.member_id into v_owner from billing.member_identities i
+  where i.platform = p_platform and i.platform_uid = p_platform_uid;
+  if v_owner is not null and v_owner <> v_lc.member_id then
+    return jsonb_build_object('outcome', 'identity_taken');
+  end if;
+  if v_owner is null then
+    if exists (select 1 from billing.member_identities i where i.member_id = v_lc.member_id and i.platform = p_platform) then
+      return jsonb_build_object('outcome', 'member_has_identity', 'member_id', v_lc.member_id);
+    end if;
+    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+    values (v_cid, v_lc.member_id, p_platform, p_platform_uid, p_username);
+  end if;
+  update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
+  return jsonb_build_object('outcome', 'linked', 'member_id', v_lc.member_id, 'new_identity', v_owner is null);
+end
+$$;
+
+-- A platform bot finishes the link through the API (POST /v1/link-codes/redeem): one
+-- answer (404) for an unknown, used, expired or other platform's code, so codes cannot
+-- be probed.
+create or replace function billing_api.link_code_redeem(p_args jsonb) returns jsonb
+  language plpgsql volatile
+  security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_r jsonb := billing.link_code_apply(p_args->>'code', p_args->>'platform', p_args->>'platform_uid', p_args->>'username');
+begin
+  case v_r->>'outcome'
+    when 'linked' then
+      return billing.member_json(billing.current_community_id(), v_r->>'member_id');
+    when 'identity_taken' then
+      perform billing.raise('BL409', 'This ' || (p_args->>'platform') || ' identity belongs to another member.');
+    when 'member_has_identity' then
+      perform billing.raise('BL409', 'Member ' || (v_r->>'member_id') || ' already has another ' || (p_args->>'platform') || ' identity.');
+    else
+      perform billing.raise('BL404', 'No usable link code ' || (p_args->>'code') || ' for ' || (p_args->>'platform') || '.');
+  end case;
+  return null;
+end
+$$;
+
+-- A platform's bot redeems a code for the user who sent it (src/platforms/linking-routes.ts:
+-- Discord's /link command, Telegram's /start deep link), authenticated by the platform's
+-- signature or secret rather than an API key. The caller sets the transaction's community
+-- to the one owning the connection (billing_private.platform_config_inbound); the
+-- connection must be visible there (RLS) and of this platform, and only that community's
+-- codes and identities are reached. Answers link_code_apply's {outcome, member_id?}, or
+-- {outcome: 'no_connection'}.
+create or replace function billing.platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text,
+  p_code text, p_username text) returns jsonb
+  language plpgsql volatile
+  security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if billing.current_community_id() is null or not exists (select 1 from billing.platform_configs pc
+      where pc.id = p_platform_config_id and pc.platform = p_platform) then
+    return jsonb_build_object('outcome', 'no_connection');
+  end if;
+  return billing.link_code_apply(p_code, p_platform, p_platform_uid, p_username);
+end
+$$;
+
+grant execute on function billing.platform_link_redeem(text,text,text,text,text) to billing_api;
+grant execute on function billing.link_code_apply(text,text,text,text) to billing_writer;
+grant create on schema billing to billing_writer;
+alter function billing.platform_link_redeem(text,text,text,text,text) owner to billing_writer;
+revoke create on schema billing from billing_writer;
