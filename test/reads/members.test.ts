@@ -100,7 +100,8 @@ test('member entitlements lists only active ledger rows, with sources and benefi
     id: expect.stringMatching(/^ment_/), entitlement_id: chat, key: 'chat', name: 'Chat access', revision: 3,
     status: 'active', granted_at: expect.any(String), revoked_at: null,
     sources: [expect.objectContaining({ type: 'subscription', tier_id: tier, plan_id: plan, client_reference_id: 'ref-1' })],
-    benefits: [{ platform: 'discord', platform_config_id: 'pcfg_1', type: 'role', value: 'gold' }],
+    benefits: [{ platform: 'discord', platform_config_id: 'pcfg_1', type: 'role', value: 'gold',
+      delivery: { status: 'pending', updated_at: null, error: null } }],
   });
 });
 

@@ -15,11 +15,20 @@ export const entitlementSource = z.looseObject({
   valid_until: timestamp.nullable().describe('current_period_end of a subscription, access_expires_at of a purchase, expires_at of a grant; null = no end'),
 });
 
+/** What the platform holds of a benefit (docs/decisions/platform-delivery.md). The ledger stays the authority. */
+export const benefitDelivery = z.object({
+  status: z.enum(['pending', 'delivered', 'failed', 'action_required'])
+    .describe('pending: not tried yet; failed: the platform or the network failed, retried with backoff; action_required: error says what to fix'),
+  updated_at: timestamp.nullable(),
+  error: z.string().nullable(),
+});
+
 export const entitlementBenefit = z.looseObject({
   platform: z.string(),
   platform_config_id: z.string(),
   type: z.string(),
   value: z.string(),
+  delivery: benefitDelivery.optional().describe('in member entitlement lists only (not in the check or in events)'),
 });
 
 export const memberEntitlement = z.object({
