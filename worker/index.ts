@@ -55,6 +55,12 @@ export interface StartWorkerOptions {
   connectTimeoutMs?: number;
   /** How long a connect waits for the database to come back before failing (default 5 min). */
   outageWaitMs?: number;
+  /**
+   * Run benefit deliveries on Discord and Telegram (default true). A worker takes every
+   * community's jobs and its platform settings decide their outcome, so tests that share
+   * one database turn it off except where deliveries are tested.
+   */
+  platformDeliveries?: boolean;
   /** The platforms' API URLs and deployment bot tokens (default: the config's, DISCORD_API_URL and so on). */
   platforms?: Partial<Omit<PlatformDeliveryOptions, 'encryptionKey'>>;
   /** Log graphile-worker's info lines too (default: warnings and errors only). */
@@ -208,7 +214,8 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     ...opts.platforms,
     encryptionKey: config.webhookEncryptionKey,
   });
-  const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task, platform_deliveries__apply: platforms.task };
+  const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
+  if (opts.platformDeliveries ?? true) tasks.platform_deliveries__apply = platforms.task;
 
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',

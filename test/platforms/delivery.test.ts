@@ -22,8 +22,12 @@ beforeAll(async () => {
   app = await startApp();
   discord = await startDiscordServer();
   telegram = await startTelegramServer();
+  // No deployment-wide tokens: this worker also takes the delivery jobs other test files'
+  // ledgers queue (one database), and those connections have no token of their own, so
+  // they end as action_required without a call. Ours carry the stand-ins' tokens.
   handle = await worker({
-    platforms: { discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, discordBotToken: discord.token, telegramBotToken: telegram.token, timeoutMs: 5000 },
+    platformDeliveries: true,
+    platforms: { discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, discordBotToken: null, telegramBotToken: null, timeoutMs: 5000 },
   });
 });
 afterAll(async () => {
@@ -38,7 +42,8 @@ afterAll(async () => {
 interface Shop { tenant: Tenant; tierId: string; entitlementId: string; pcfg: string }
 
 /** A community with one tier whose entitlement carries the given benefits on one connection. */
-async function shop(owner: pg.Pool, platform: 'discord' | 'telegram', settings: Record<string, string>, benefits: { type: string; value: string }[]): Promise<Shop> {
+async function shop(owner: pg.Pool, platform: 'discord' | 'telegram', settings: Record<string, string>, benefits: { type: string; value: string }[],
+  token: string | null = platform === 'discord' ? discord.token : telegram.token): Promise<Shop> {
   const tenant = await createTenant(owner);
   const c = tenant.communityId;
   const { rows: [p] } = await owner.query<{ id: string }>(
@@ -50,6 +55,7 @@ async function shop(owner: pg.Pool, platform: 'discord' | 'telegram', settings: 
     await owner.query(`insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value) values ($1, $2, $3, $4, $5)`,
       [c, e.id, p.id, b.type, b.value]);
   }
+  if (token !== null) await storePlatformSecret(owner, new PlatformSecretBox(ENCRYPTION_KEY), c, p.id, 'bot_token', token);
   return { tenant, tierId: t.id, entitlementId: e.id, pcfg: p.id };
 }
 
@@ -189,20 +195,25 @@ test('403 Missing Permissions (a role above the bot) and 404 Unknown Member are 
   expect(discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === inGuild.userId).map((r) => r.status)).toEqual([403]);
 });
 
-test('a connection\'s own bot token (encrypted in the catalog) is used over the deployment\'s', async () => {
+test('the connection\'s own bot token is what the bot sends; without one the delivery says which setting to fill', async () => {
   const { guild, role } = discordGuild();
-  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }]);
-  const own = 'OwnTokenOfThisConnection.abcdef.ghijklmnopqrstuvwxyz0123';
-  await storePlatformSecret(app.owner, new PlatformSecretBox(ENCRYPTION_KEY), s.tenant.communityId, s.pcfg, 'bot_token', own);
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }], null);
   const user = discord.addMember(guild.id);
   const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
   await grant(app.owner, s, m);
-  // The stand-in knows only the deployment's token: the connection's own is refused (401).
-  const [b] = await until('refused', () => deliveries(s, m), (v) => v[0]?.delivery.status === 'action_required');
-  expect(b.delivery.error).toMatch(/rejected the bot token/);
+  const [b] = await until('no token', () => deliveries(s, m), (v) => v[0]?.delivery.status === 'action_required');
+  expect(b.delivery.error).toMatch(/No bot token.*settings\.bot_token/);
+  expect(discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === user.userId)).toEqual([]);
+
+  // A token the platform does not know: 401, action_required, and the token is never shown.
+  const wrong = 'OwnTokenOfThisConnection.abcdef.ghijklmnopqrstuvwxyz0123';
+  await storePlatformSecret(app.owner, new PlatformSecretBox(ENCRYPTION_KEY), s.tenant.communityId, s.pcfg, 'bot_token', wrong);
+  await app.owner.query(`select billing_private.enqueue_deliveries(array[$1], array[$2])`, [s.tenant.communityId, m]);
+  const [b2] = await until('refused', () => deliveries(s, m), (v) => /rejected the bot token/.test(v[0]?.delivery.error ?? ''));
+  expect(b2.delivery.status).toBe('action_required');
   const sent = discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === user.userId);
-  expect(sent.map((r) => [r.status, r.authorization])).toEqual([[401, `Bot ${own}`]]);
-  expect(JSON.stringify(await deliveries(s, m))).not.toContain(own);
+  expect(sent.map((r) => [r.status, r.authorization])).toEqual([[401, `Bot ${wrong}`]]);
+  expect(JSON.stringify(await deliveries(s, m))).not.toContain(wrong);
 });
 
 describe('Telegram', () => {

@@ -47,7 +47,7 @@ beforeAll(async () => {
   receiver = await startReceiver();
   worker = await startWorker({
     connectionString: proxy.through(TEST_WORKER_DB()), concurrency: 4, pollInterval: 100,
-    retrySchedule: [0, 200, 200, 200, 200, 200, 200, 200, 200, 200], config: WORKER_CONFIG, connectTimeoutMs: TIMEOUTS.connectMs, heartbeatMs: 300, staleAfterMs: 2000,
+    retrySchedule: [0, 200, 200, 200, 200, 200, 200, 200, 200, 200], config: WORKER_CONFIG, connectTimeoutMs: TIMEOUTS.connectMs, heartbeatMs: 300, staleAfterMs: 2000, platformDeliveries: false,
   });
 }, 60_000);
 

@@ -9,6 +9,7 @@ async function main() {
     pollInterval: 100,
     heartbeatMs: 200,
     staleAfterMs: 1000,
+    platformDeliveries: false,
     config: { webhookEncryptionKey: process.env.CHILD_ENCRYPTION_KEY!, webhookAllowPrivateUrls: true },
   });
   process.stdout.write(`${JSON.stringify({ workerIds: handle.workerIds })}\n`);

@@ -140,6 +140,8 @@ export async function worker(opts: Partial<StartWorkerOptions> = {}): Promise<Wo
     pollInterval: 100,
     retrySchedule: [0, 200, 200, 200, 200, 200, 200, 200],
     config: WORKER_CONFIG,
+    // Only test/platforms/delivery.test.ts runs deliveries: a worker takes every file's jobs.
+    platformDeliveries: false,
     ...opts,
   });
 }
