@@ -279,7 +279,7 @@ function bucketGroup(operationId: string): string {
 
 const UNENFORCED: RateLimit = { limit: 10_000, windowMs: 1000 };
 
-export async function startDiscordServer(opts: { token?: string; limits?: Record<string, RateLimit>; globalLimit?: RateLimit } = {}): Promise<DiscordServer> {
+export async function startDiscordServer(opts: { token?: string; limits?: Record<string, RateLimit>; globalLimit?: RateLimit; port?: number } = {}): Promise<DiscordServer> {
   const s = loadSpec();
   const token = opts.token ?? `discord-bot-token-${crypto.randomBytes(6).toString('hex')}`;
   const guilds = new Map<string, DiscordGuild>();
@@ -670,7 +670,7 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
       send(res, result.answer);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
 
   return {
