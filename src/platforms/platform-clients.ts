@@ -4,9 +4,18 @@
 // terms a delivery needs: ok, gone (what a removal wanted is already true), retry
 // (the platform or the network failed: try again later) or action_required (only a
 // person can fix it: a permission, a role above the bot, a member not in the server).
-// Messages never carry a token.
-import { DiscordAPIError, REST } from '@discordjs/rest';
-import { Api, GrammyError } from 'grammy';
+// Messages never carry a token. Both libraries load with the first delivery, not when
+// the service starts (@discordjs/rest alone takes about 280 ms to load:
+// docs/decisions/restart-under-3-s.md).
+import type { REST } from '@discordjs/rest';
+import type { Api } from 'grammy';
+
+let discordjs: typeof import('@discordjs/rest') | null = null;
+let grammy: typeof import('grammy') | null = null;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const discordLib = () => (discordjs ??= require('@discordjs/rest') as typeof import('@discordjs/rest'));
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const grammyLib = () => (grammy ??= require('grammy') as typeof import('grammy'));
 
 export type CallResult =
   | { outcome: 'ok' | 'gone' }
@@ -40,7 +49,7 @@ export class PlatformClients {
     let rest = this.discord.get(token);
     if (!rest) {
       const versioned = /^(.*)\/v(\d+)$/.exec(this.opts.discordApiUrl);
-      rest = new REST({
+      rest = new (discordLib().REST)({
         api: versioned ? versioned[1] : this.opts.discordApiUrl,
         version: versioned ? versioned[2] : '10',
         retries: this.opts.retries ?? 2,
@@ -54,7 +63,7 @@ export class PlatformClients {
   telegramApi(token: string): Api {
     let api = this.telegram.get(token);
     if (!api) {
-      api = new Api(token, { apiRoot: this.opts.telegramApiUrl, timeoutSeconds: Math.ceil((this.opts.timeoutMs ?? 15_000) / 1000) });
+      api = new (grammyLib().Api)(token, { apiRoot: this.opts.telegramApiUrl, timeoutSeconds: Math.ceil((this.opts.timeoutMs ?? 15_000) / 1000) });
       this.telegram.set(token, api);
     }
     return api;
@@ -70,7 +79,7 @@ export class PlatformClients {
 
 /** A Discord call's failure as a delivery reads it; `removing`: a 404 of the target means done. */
 export function discordFailure(err: unknown, removing: boolean): CallResult {
-  if (!(err instanceof DiscordAPIError)) {
+  if (!(err instanceof discordLib().DiscordAPIError)) {
     const status = typeof (err as { status?: unknown })?.status === 'number' ? (err as { status: number }).status : null;
     return { outcome: 'retry', status, error: `Discord could not be reached or failed${status ? ` (HTTP ${status})` : ''}; retrying.` };
   }
@@ -92,7 +101,7 @@ export function discordFailure(err: unknown, removing: boolean): CallResult {
 
 /** A Telegram call's failure as a delivery reads it. */
 export function telegramFailure(err: unknown, removing: boolean): CallResult {
-  if (!(err instanceof GrammyError)) return { outcome: 'retry', status: null, error: 'Telegram could not be reached or failed; retrying.' };
+  if (!(err instanceof grammyLib().GrammyError)) return { outcome: 'retry', status: null, error: 'Telegram could not be reached or failed; retrying.' };
   const status = err.error_code;
   if (status === 429 || status >= 500) return { outcome: 'retry', status, error: `Telegram answered ${status}; retrying.` };
   if (removing && status === 400 && /user not found|PARTICIPANT_ID_INVALID|USER_NOT_PARTICIPANT/i.test(err.description)) return { outcome: 'gone' };
@@ -109,7 +118,7 @@ export async function withTelegramFlood<T>(call: () => Promise<T>, maxWaitS = 10
   try {
     return await call();
   } catch (err) {
-    const wait = err instanceof GrammyError && err.error_code === 429 ? err.parameters.retry_after : undefined;
+    const wait = err instanceof grammyLib().GrammyError && err.error_code === 429 ? err.parameters.retry_after : undefined;
     if (wait === undefined || wait > maxWaitS) throw err;
     await new Promise((resolve) => setTimeout(resolve, wait * 1000));
     return call();
