@@ -20,6 +20,7 @@ import { observeDatabase } from './core/metrics';
 import { Executor } from './operations/executor';
 import { createPaymentServices, mountProviderRoutes } from './providers';
 import { mountPlatformLinking } from './linking/linking-routes';
+import { mountDiscordConnect } from './linking/discord-connect';
 import { setBaseUrlOf } from './web/express-io';
 import { mountMetrics, observeRequests } from './web/observe';
 import { createWebhookService } from './webhooks';
@@ -79,6 +80,7 @@ export function createApp(opts: AppOptions) {
   mountProviderRoutes(app, { config, ownerPool });
   // Members link their identities through the bots (Discord interactions, Telegram updates).
   mountPlatformLinking(app, { config, apiPool });
+  mountDiscordConnect(app, { config, apiPool });
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, {
     pool: apiPool, graphiql: config.graphiql, introspection: config.graphqlIntrospection, rateLimits: config.rateLimits,

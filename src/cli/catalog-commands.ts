@@ -50,7 +50,7 @@ export default defineGroup({
       // Payment secrets and bot tokens in the file are encrypted with the service's key;
       // the output lists ids and field names only, never a secret.
       const provider = catalog.payment_provider as { secret_key?: unknown; webhook_secret?: unknown } | null | undefined;
-      const secrets = provider?.secret_key || provider?.webhook_secret || (catalog.platforms ?? []).some((p) => splitPlatformSettings(p).botToken);
+      const secrets = provider?.secret_key || provider?.webhook_secret || (catalog.platforms ?? []).some((p) => { const x = splitPlatformSettings(p); return x.botToken || x.clientSecret; });
       const encryptionKey = secrets ? resolveEncryptionKey(ctx.config, ctx.log) : null;
       return { community_id: community, ...await applyCatalog(await ctx.ownerPool(), community, catalog, { encryptionKey }) };
     },

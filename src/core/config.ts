@@ -51,6 +51,8 @@ export interface Config {
   stripeApiProtocol: 'http' | 'https' | null;
   /** Discord's REST API base (DISCORD_API_URL): a local stand-in in tests, or a proxy. No trailing slash. */
   discordApiUrl: string;
+  /** Discord's OAuth2 authorization page (DISCORD_OAUTH_URL), where "Connect Discord" sends the buyer. */
+  discordOauthUrl: string;
   /** The Telegram Bot API root (TELEGRAM_API_URL), as grammY's apiRoot. No trailing slash. */
   telegramApiUrl: string;
   /** The deployment's bot tokens (DISCORD_BOT_TOKEN, TELEGRAM_BOT_TOKEN): for connections that have none of their own. */
@@ -177,6 +179,7 @@ export function trustProxySetting(value: string | undefined, production: boolean
 
 export const DEFAULT_DISCORD_API_URL = 'https://discord.com/api/v10';
 export const DEFAULT_TELEGRAM_API_URL = 'https://api.telegram.org';
+export const DEFAULT_DISCORD_OAUTH_URL = 'https://discord.com/oauth2/authorize';
 
 /**
  * A platform's API base URL (DISCORD_API_URL, TELEGRAM_API_URL): an http(s) URL without
@@ -254,6 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeApiPort: env.STRIPE_API_PORT ? num(env.STRIPE_API_PORT, 443) : null,
     stripeApiProtocol: env.STRIPE_API_PROTOCOL === 'http' ? 'http' : env.STRIPE_API_PROTOCOL === 'https' ? 'https' : null,
     discordApiUrl: apiBaseUrl('DISCORD_API_URL', env.DISCORD_API_URL, DEFAULT_DISCORD_API_URL),
+    discordOauthUrl: apiBaseUrl('DISCORD_OAUTH_URL', env.DISCORD_OAUTH_URL, DEFAULT_DISCORD_OAUTH_URL),
     telegramApiUrl: apiBaseUrl('TELEGRAM_API_URL', env.TELEGRAM_API_URL, DEFAULT_TELEGRAM_API_URL),
     discordBotToken: env.DISCORD_BOT_TOKEN || null,
     telegramBotToken: env.TELEGRAM_BOT_TOKEN || null,

@@ -15,16 +15,9 @@ export const SESSION_COOKIE = 'billing_session';
 /** Double-submit token of the sign-in forms (before a session exists). */
 export const PRE_CSRF_COOKIE = 'billing_signin_csrf';
 
-export function cookies(req: Request): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const i = part.indexOf('=');
-    if (i < 0) continue;
-    const name = part.slice(0, i).trim();
-    try { out[name] = decodeURIComponent(part.slice(i + 1).trim()); } catch { /* a malformed cookie is no cookie */ }
-  }
-  return out;
-}
+import { cookies } from '../web/cookies';
+
+export { cookies };
 
 function cookieLine(config: Config, name: string, value: string, maxAgeSeconds: number): string {
   return `${name}=${encodeURIComponent(value)}; Path=/dashboard; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${config.production ? '; Secure' : ''}`;

@@ -48,10 +48,8 @@ export class PlatformClients {
   discordRest(token: string): REST {
     let rest = this.discord.get(token);
     if (!rest) {
-      const versioned = /^(.*)\/v(\d+)$/.exec(this.opts.discordApiUrl);
       rest = new (discordLib().REST)({
-        api: versioned ? versioned[1] : this.opts.discordApiUrl,
-        version: versioned ? versioned[2] : '10',
+        ...this.discordBase(),
         retries: this.opts.retries ?? 2,
         timeout: this.opts.timeoutMs ?? 15_000,
       }).setToken(token);
@@ -67,6 +65,42 @@ export class PlatformClients {
       this.telegram.set(token, api);
     }
     return api;
+  }
+
+  /**
+   * Discord's OAuth2 for "Connect Discord": exchanges an authorization code (client
+   * credentials in HTTP Basic), reads the user it belongs to, and adds them to the guild
+   * with the bot (scope guilds.join). Failures throw the client's errors (discordFailure
+   * reads them).
+   */
+  async discordConnect(args: { clientId: string; clientSecret: string; code: string; redirectUri: string; botToken: string | null; guildId: string | null }):
+    Promise<{ userId: string; username: string; joined: 'added' | 'already' | 'no bot' }> {
+    const { Routes } = require('discord-api-types/v10') as typeof import('discord-api-types/v10'); // eslint-disable-line @typescript-eslint/no-require-imports
+    const lib = discordLib();
+    const base = this.discordBase();
+    const anonymous = new lib.REST({ ...base, retries: this.opts.retries ?? 2, timeout: this.opts.timeoutMs ?? 15_000 });
+    const grant = await anonymous.post(Routes.oauth2TokenExchange(), {
+      auth: false, passThroughBody: true,
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: args.code, redirect_uri: args.redirectUri }).toString(),
+      headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        Authorization: `Basic ${Buffer.from(`${args.clientId}:${args.clientSecret}`).toString('base64')}`,
+      },
+    }) as { access_token: string };
+    const asUser = new lib.REST({ ...base, authPrefix: 'Bearer', retries: this.opts.retries ?? 2, timeout: this.opts.timeoutMs ?? 15_000 }).setToken(grant.access_token);
+    const user = await asUser.get(Routes.user()) as { id: string; username: string };
+    asUser.clearHashSweeper(); asUser.clearHandlerSweeper(); anonymous.clearHashSweeper(); anonymous.clearHandlerSweeper();
+    if (!args.botToken || !args.guildId) return { userId: user.id, username: user.username, joined: 'no bot' };
+    const added = await this.discordRest(args.botToken).put(Routes.guildMember(args.guildId, user.id), {
+      body: { access_token: grant.access_token }, reason: 'Connect Discord: joined from the checkout',
+    });
+    // 201 with the member when added; 204, no body, when already in the guild.
+    return { userId: user.id, username: user.username, joined: added && !(added instanceof ArrayBuffer) ? 'added' : 'already' };
+  }
+
+  private discordBase(): { api: string; version: string } {
+    const versioned = /^(.*)\/v(\d+)$/.exec(this.opts.discordApiUrl);
+    return { api: versioned ? versioned[1] : this.opts.discordApiUrl, version: versioned ? versioned[2] : '10' };
   }
 
   /** Drops the clients (their timers and queues). */

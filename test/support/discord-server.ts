@@ -246,6 +246,14 @@ export interface DiscordServer {
   overwrites: Map<string, Map<string, DiscordOverwrite>>;
   /** OAuth2 access tokens the add-member endpoint accepts, to the user they belong to. */
   accessTokens: Map<string, string>;
+  /** The application whose OAuth2 client the service uses (client_id, client_secret). */
+  application: { id: string; secret: string };
+  /**
+   * A user approves the authorization URL the service redirected to (Discord's
+   * /oauth2/authorize page): answers the redirect back to the service, with a code the
+   * token endpoint exchanges once. Throws on what Discord would refuse to show.
+   */
+  authorize(authorizeUrl: string, user: { id: string; username: string }): string;
   /** Bodies posted to /interactions/{id}/{token}/callback, in order. */
   interactionResponses: { interactionId: string; token: string; body: unknown }[];
   requests: DiscordRequest[];
@@ -286,6 +294,10 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
   const overwrites = new Map<string, Map<string, DiscordOverwrite>>();
   const channelGuild = new Map<string, string>();
   const accessTokens = new Map<string, string>();
+  const application = { id: '', secret: crypto.randomBytes(16).toString('hex') };
+  /** Codes not yet exchanged: code -> who approved, for which client and redirect. */
+  const codes = new Map<string, { userId: string; clientId: string; redirectUri: string; scopes: string[] }>();
+  const users = new Map<string, string>();
   const interactionResponses: DiscordServer['interactionResponses'] = [];
   const requests: DiscordRequest[] = [];
   let violations: Violation[] = [];
@@ -299,6 +311,7 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
     seq++;
     return (((BigInt(Date.now()) - 1420070400000n) << 22n) | (seq & 0xfffn)).toString();
   };
+  application.id = snowflake();
   // A fault or limit naming no operation of the document would never fire: refuse it.
   const knownOperation = (name: string): string => {
     const byTemplate = [...s.byOperationId.values()].find((o) => `${o.method} ${o.template}` === name);
@@ -324,7 +337,7 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
   const err = (status: number, e: { code: number; message: string }): Answer => ({ status, body: { code: e.code, message: e.message } });
 
   // The handlers: one per operation the service uses. They read validated input.
-  type Handler = (p: Record<string, string>, q: URLSearchParams, body: Json) => Answer;
+  type Handler = (p: Record<string, string>, q: URLSearchParams, body: Json, bearer: string | null) => Answer;
   const guildOf = (id: string) => guilds.get(id);
   const handlers: Record<string, Handler> = {
     add_guild_member_role: (p) => {
@@ -409,6 +422,16 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
       const g = guildOf(p.guild_id);
       if (!g) return err(404, DiscordErrors.unknownGuild);
       return { status: 200, body: [...g.roles.values()].sort((a, b) => a.position - b.position).map(roleJson) };
+    },
+    get_my_user: (_p, _q, _body, bearer) => {
+      const id = bearer === null ? application.id : accessTokens.get(bearer)!;
+      return {
+        status: 200,
+        body: {
+          id, username: bearer === null ? 'Community Billing' : users.get(id) ?? `user${id}`, avatar: null, discriminator: '0', public_flags: 0, flags: 0,
+          global_name: null, primary_guild: null, bot: bearer === null, mfa_enabled: false, locale: 'en-US', premium_type: 0,
+        },
+      };
     },
     create_interaction_response: (p, _q, body) => {
       interactionResponses.push({ interactionId: p.interaction_id, token: p.interaction_token, body });
@@ -511,7 +534,7 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
     const auth = headers.authorization;
     if (auth === undefined) {
       if (!authOptional) problems.push('no Authorization header (the operation requires BotToken)');
-    } else if (!/^Bot [^\s]+$/.test(auth)) {
+    } else if (!/^Bot [^\s]+$/.test(auth) && !(/^Bearer [^\s]+$/.test(auth) && security.some((req) => 'OAuth2' in req))) {
       problems.push('Authorization is not "Bot <token>"');
     }
     const reason = headers['x-audit-log-reason'];
@@ -587,6 +610,9 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
     };
     if (!url.pathname.startsWith('/api/v10/')) return violate(['not under /api/v10'], err(404, { code: 0, message: '404: Not Found' }));
     const rest = url.pathname.slice('/api/v10'.length);
+    // The token exchange is not in the OpenAPI document (a form post, documented on
+    // Discord's OAuth2 page): checked here by hand, as that page describes it.
+    if (rest === '/oauth2/token') return { answer: tokenExchange(method, req.headers, raw, (problems) => violate(problems, err(400, { code: 0, message: 'invalid_request' })).answer), record };
     record.path = rest;
     let route: TemplateRoute | undefined;
     let match: RegExpExecArray | null = null;
@@ -611,7 +637,10 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
       return violate(problems, missingAuth ? err(401, { code: 0, message: '401: Unauthorized' }) : err(400, DiscordErrors.invalidFormBody));
     }
     // A well-formed but wrong token is a state a test may set up (a revoked bot), not a violation.
-    if (record.authorization !== null && record.authorization !== `Bot ${token}`) return { answer: err(401, { code: 0, message: '401: Unauthorized' }), record };
+    const bearer = record.authorization?.startsWith('Bearer ') ? record.authorization.slice(7) : null;
+    if (record.authorization !== null && record.authorization !== `Bot ${token}` && !(bearer !== null && accessTokens.has(bearer))) {
+      return { answer: err(401, { code: 0, message: '401: Unauthorized' }), record };
+    }
 
     const b = bucketFor(operation, params);
     b.count++;
@@ -646,11 +675,48 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
     if (b.enforced && b.count > b.limit) {
       return { answer: rateLimited(Number((resetAfter / 1000).toFixed(3)), false, 'user', headers), record };
     }
-    const answer = handler(params, url.searchParams, (body.value ?? {}) as Json);
+    const answer = handler(params, url.searchParams, (body.value ?? {}) as Json, bearer);
     answer.headers = { ...headers, ...(answer.headers ?? {}) };
     const answerProblems = checkAnswer(operation, answer);
     if (answerProblems.length) violations.push({ method, path: url.pathname + url.search, problems: answerProblems.map((p) => `stand-in: ${p}`) });
     return { answer, record };
+  };
+
+  /** POST /oauth2/token, grant_type authorization_code, client credentials in HTTP Basic. */
+  const tokenExchange = (method: string, headers: http.IncomingHttpHeaders, raw: string, violation: (problems: string[]) => Answer): Answer => {
+    const problems: string[] = [];
+    if (method !== 'POST') problems.push('the token endpoint takes POST');
+    if (!String(headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) problems.push('the token endpoint takes application/x-www-form-urlencoded');
+    const form = new URLSearchParams(raw);
+    const basic = /^Basic (.+)$/.exec(String(headers.authorization ?? ''));
+    const [clientId, secret] = basic ? Buffer.from(basic[1], 'base64').toString('utf8').split(':') : [form.get('client_id'), form.get('client_secret')];
+    if (form.get('grant_type') !== 'authorization_code') problems.push('grant_type is not authorization_code');
+    for (const f of ['code', 'redirect_uri']) if (!form.get(f)) problems.push(`${f} is missing`);
+    if (problems.length) return violation(problems);
+    if (clientId !== application.id || secret !== application.secret) return { status: 401, body: { error: 'invalid_client' } };
+    const grant = codes.get(form.get('code')!);
+    codes.delete(form.get('code')!);
+    if (!grant || grant.clientId !== clientId || grant.redirectUri !== form.get('redirect_uri')) return { status: 400, body: { error: 'invalid_grant' } };
+    const accessToken = crypto.randomBytes(15).toString('base64url');
+    accessTokens.set(accessToken, grant.userId);
+    return { status: 200, body: { access_token: accessToken, token_type: 'Bearer', expires_in: 604800, refresh_token: crypto.randomBytes(15).toString('base64url'), scope: grant.scopes.join(' ') } };
+  };
+
+  const authorize: DiscordServer['authorize'] = (authorizeUrl, user) => {
+    const q = new URL(authorizeUrl).searchParams;
+    if (q.get('response_type') !== 'code') throw new Error('response_type is not code');
+    if (q.get('client_id') !== application.id) throw new Error(`unknown client_id ${q.get('client_id')}`);
+    const redirectUri = q.get('redirect_uri');
+    if (!redirectUri) throw new Error('redirect_uri is missing');
+    const scopes = (q.get('scope') ?? '').split(' ').filter(Boolean);
+    if (!scopes.includes('identify')) throw new Error('scope lacks identify');
+    const code = crypto.randomBytes(15).toString('base64url');
+    codes.set(code, { userId: user.id, clientId: application.id, redirectUri, scopes });
+    users.set(user.id, user.username);
+    const back = new URL(redirectUri);
+    back.searchParams.set('code', code);
+    if (q.get('state') !== null) back.searchParams.set('state', q.get('state')!);
+    return back.toString();
   };
 
   const server = http.createServer((req, res) => {
@@ -676,7 +742,7 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
   return {
     url: `http://127.0.0.1:${port}/api/v10`,
     api: `http://127.0.0.1:${port}/api`,
-    token, guilds, overwrites, accessTokens, interactionResponses, requests,
+    token, guilds, overwrites, accessTokens, application, authorize, interactionResponses, requests,
     get violations() { return violations; },
     snowflake, addGuild, addMember, addChannel,
     memberRoles: (guildId, userId) => {

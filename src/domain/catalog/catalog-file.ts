@@ -76,9 +76,15 @@ const BOT_TOKEN: Record<'discord' | 'telegram', { pattern: RegExp; expected: str
 };
 
 /** A platform entry's settings without its secrets, and its bot token (undefined: not in the file). */
-export function splitPlatformSettings(p: { settings?: Record<string, unknown> }): { settings: Record<string, unknown>; botToken: string | null | undefined } {
-  const { bot_token: botToken, ...settings } = p.settings ?? {};
-  return { settings, botToken: botToken as string | null | undefined };
+/** A Discord application's OAuth2 client secret ("Connect Discord"): write-only as bot_token. */
+const CLIENT_SECRET = { pattern: /^[A-Za-z0-9_-]{16,64}$/, expected: 'expected the Discord application\'s OAuth2 client secret (from its OAuth2 page) or null' };
+
+/** A platform entry's settings without its secrets, and its secrets (undefined: not in the file). */
+export function splitPlatformSettings(p: { settings?: Record<string, unknown> }): {
+  settings: Record<string, unknown>; botToken: string | null | undefined; clientSecret: string | null | undefined;
+} {
+  const { bot_token: botToken, client_secret: clientSecret, ...settings } = p.settings ?? {};
+  return { settings, botToken: botToken as string | null | undefined, clientSecret: clientSecret as string | null | undefined };
 }
 
 const benefit = z.strictObject({
@@ -222,6 +228,13 @@ function checkRules(c: CatalogFile): void {
     const token = p.settings?.bot_token;
     if (token !== undefined && token !== null && (typeof token !== 'string' || !BOT_TOKEN[p.platform].pattern.test(token))) {
       throw new CatalogError(`platforms[${i}].settings.bot_token`, BOT_TOKEN[p.platform].expected);
+    }
+    const secret = p.settings?.client_secret;
+    if (secret !== undefined && p.platform !== 'discord') {
+      throw new CatalogError(`platforms[${i}].settings.client_secret`, 'only a Discord connection has an OAuth2 client secret');
+    }
+    if (secret !== undefined && secret !== null && (typeof secret !== 'string' || !CLIENT_SECRET.pattern.test(secret))) {
+      throw new CatalogError(`platforms[${i}].settings.client_secret`, CLIENT_SECRET.expected);
     }
   });
   duplicates(entitlements, (e) => e.key, (i) => `entitlements[${i}].key`, 'key');
@@ -468,7 +481,7 @@ async function applyStripeSecrets(db: Queryable, communityId: string, secrets: {
 async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile, ids: Map<string, string>, opts: ApplyOptions, out: CatalogResult) {
   let box: PlatformSecretBox | null = null;
   for (const [i, p] of (c.platforms ?? []).entries()) {
-    const { settings, botToken } = splitPlatformSettings(p);
+    const { settings, botToken, clientSecret } = splitPlatformSettings(p);
     // The database's rule (the constraint platform_configs_settings_valid), asked first
     // so the problem names its field in the file.
     const { rows } = await db.query<{ problem: string | null }>('select billing.platform_settings_problem($1, $2::jsonb) as problem',
@@ -486,13 +499,15 @@ async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile
     ], { report: { log: out.changes, kind: 'platform', key: p.key } });
     ids.set(p.key, id);
     out.platforms[p.key] = id;
-    if (botToken && !box) {
-      if (!opts.encryptionKey) {
-        throw new CatalogError(`platforms[${i}].settings.bot_token`, 'bot tokens are stored encrypted: set WEBHOOK_ENCRYPTION_KEY (the one the service uses)');
+    for (const [name, value] of [['bot_token', botToken], ['client_secret', clientSecret]] as const) {
+      if (value && !box) {
+        if (!opts.encryptionKey) {
+          throw new CatalogError(`platforms[${i}].settings.${name}`, `${name === 'bot_token' ? 'bot tokens' : 'client secrets'} are stored encrypted: set WEBHOOK_ENCRYPTION_KEY (the one the service uses)`);
+        }
+        box = new PlatformSecretBox(opts.encryptionKey);
       }
-      box = new PlatformSecretBox(opts.encryptionKey);
+      if (await storePlatformSecret(db, box, communityId, id, name, value)) noteChanged(out, 'platform', p.key, id, name);
     }
-    if (await storePlatformSecret(db, box, communityId, id, 'bot_token', botToken)) noteChanged(out, 'platform', p.key, id, 'bot_token');
   }
 }
 

@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '../../webhooks/crypto';
 
-export const PLATFORM_SECRET_NAMES = ['bot_token'] as const;
+export const PLATFORM_SECRET_NAMES = ['bot_token', 'client_secret'] as const;
 export type PlatformSecretName = (typeof PLATFORM_SECRET_NAMES)[number];
 
 type Queryable = Pick<pg.PoolClient, 'query'>;

@@ -95,7 +95,35 @@ function terms(info: CheckoutInfo): { today: string; then: string | null } {
   return { today: discounted, then: `then ${renew}${every} until you cancel${info.discount_cents && d?.duration !== 'forever' ? ` (discount ${discountSpan})` : ''}` };
 }
 
-function checkoutPage(communityName: string, info: CheckoutInfo, action: string, cancel: string, discountError?: string): string {
+/**
+ * "Connect Discord" (src/linking/discord-connect.ts): the Discord connection of the
+ * tier's benefits whose OAuth2 application is set, while the buyer has no Discord
+ * account on the member yet; null otherwise.
+ */
+async function discordToConnect(pool: pg.Pool, communityId: string, checkoutId: string): Promise<string | null> {
+  return inCommunity(pool, communityId, async (client) => {
+    const { rows } = await client.query<{ id: string }>(
+      `select pc.id from billing.checkout_sessions cs
+       join billing.tier_entitlements te on te.community_id = cs.community_id and te.tier_id = cs.tier_id
+       join billing.entitlement_benefits b on b.community_id = te.community_id and b.entitlement_id = te.entitlement_id
+       join billing.platform_configs pc on pc.community_id = b.community_id and pc.id = b.platform_config_id
+       where cs.community_id = $1 and cs.id = $2 and pc.platform = 'discord' and pc.settings ? 'client_id'
+         and not exists (select 1 from billing.member_identities i
+                         where i.community_id = cs.community_id and i.member_id = cs.member_id and i.platform = 'discord')
+       order by pc.id limit 1`, [communityId, checkoutId]);
+    return rows[0]?.id ?? null;
+  });
+}
+
+const DISCORD_NOTICE: Record<string, string> = {
+  connected: 'Your Discord account is connected: your roles arrive once you have paid.',
+  declined: 'Discord was not connected.',
+  identity_taken: 'That Discord account belongs to another member of this community.',
+  member_has_identity: 'Another Discord account is already connected for you.',
+};
+
+function checkoutPage(communityName: string, info: CheckoutInfo, action: string, cancel: string, discountError?: string,
+  discord: { connect: string | null; notice: string | null } = { connect: null, notice: null }): string {
   const price = formatMoney(info.amount_cents, info.currency);
   const { today, then } = terms(info);
   const rows = [
@@ -122,9 +150,13 @@ ${discountError ? `<p id="discount-error" class="error" role="alert">${escapeHtm
 <button type="submit" name="card" value="decline">Use a card that declines</button></form>
 <p><a href="${escapeHtml(cancel)}">Cancel and go back</a></p>`;
   }
+  const discordHtml = (discord.notice ? `<p role="status">${escapeHtml(discord.notice)}</p>` : '')
+    + (discord.connect && info.status !== 'completed' && !info.expired
+      ? `<p><a href="${escapeHtml(discord.connect)}">Connect Discord</a> <span class="note">so your roles arrive as soon as you have paid, and you join the server.</span></p>` : '');
   return page(`Checkout: ${info.tier_name} · ${communityName}`, `<p class="banner" role="note">Test mode: sandbox payments, no money moves and no card is charged.</p>
 <h1>${escapeHtml(communityName)}: ${escapeHtml(info.tier_name)}</h1>
 <dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
+${discordHtml}
 ${action_html}
 <p class="note">Checkout ${escapeHtml(info.checkout_id)}, open until ${escapeHtml(info.expires_at)}.</p>`);
 }
@@ -147,7 +179,12 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
   router.get('/checkout/:id', async (req: Request, res: Response) => {
     const found = await loadCheckout(pool, String(req.params.id), req.query.t);
     if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
-    res.type('html').send(checkoutPage(found.communityName, found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req), String(req.query.t))));
+    const pcfg = await discordToConnect(pool, found.communityId, found.info.checkout_id);
+    const discord = {
+      connect: pcfg ? `/platforms/discord/${pcfg}/connect?checkout=${found.info.checkout_id}&t=${encodeURIComponent(String(req.query.t))}` : null,
+      notice: DISCORD_NOTICE[String(req.query.discord)] ?? null,
+    };
+    res.type('html').send(checkoutPage(found.communityName, found.info, req.originalUrl, cancelTarget(found.info, baseUrl(req), String(req.query.t)), undefined, discord));
   });
 
   // The discount field: applies the code (the rules of POST /v1/checkout-links), then
