@@ -5,7 +5,8 @@
 -- The seller as its invoices and receipts name it (the PDF, docs/decisions/invoice-pdf.md):
 -- the legal name (else the display name), the postal address as printed lines, the
 -- country (ISO 3166-1 alpha-2) and the tax id (VAT, GST, EIN ...). All optional;
--- an operator sets them with SQL (update billing.communities set legal_name = ...).
+-- an operator sets them with `billing communities set-legal` or SQL (update
+-- billing.communities set legal_name = ...).
 -- Printed as written: no format is checked beyond size and the country's two letters.
 alter table billing.communities add column if not exists legal_name text;
 alter table billing.communities add column if not exists address_lines text[];
