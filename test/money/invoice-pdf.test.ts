@@ -97,6 +97,18 @@ test('a currency of 0 places prints whole units: 1200 JPY, never 12.00', async (
   expect(pdf.text).not.toContain('Tax id');
 });
 
+test('text the standard fonts cannot show prints as ?, never as other glyphs; Latin-1 prints as written', async () => {
+  const { invoice } = await paidBy(yen, 'dojo', 'hana');
+  await app.owner.query(`update billing.communities set legal_name = '株式会社 Dojo Café' where id = $1`, [yen.communityId]);
+  try {
+    const pdf = await pdfOf(yen, invoice.id);
+    expect(pdf.status).toBe(200);
+    expect(pdf.text).toContain('???? Dojo Café');
+  } finally {
+    await app.owner.query('update billing.communities set legal_name = null where id = $1', [yen.communityId]);
+  }
+});
+
 test('a refunded invoice lists its credit note: number, date and amount', async () => {
   const { invoice } = await paidBy(shop, 'silver', 'bo_silver');
   const refund = await call(app.url, 'POST', `/v1/invoices/${invoice.id}/refunds`, { key: shop.key, body: { amount_cents: 300 } });

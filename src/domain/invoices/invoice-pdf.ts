@@ -54,6 +54,11 @@ export function amount(minor: number, currency: string): string {
 
 const date = (iso: string | null): string => (iso ? iso.slice(0, 10) : '');
 
+// The standard PDF fonts (Helvetica) encode WinAnsi only; pdfkit writes any other
+// character as bytes of the wrong glyphs. It prints as ? until a Unicode font is embedded.
+const NOT_WINANSI = /[^\n\x20-\x7e\xa0-\xff\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u017d\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u017e\u0178]/gu;
+const printable = (text: string): string => text.replace(NOT_WINANSI, '?');
+
 /** The file name of the PDF: its number, else its id (a draft). */
 export function invoiceFilename(inv: { id: string; number: string | null }): string {
   return `${(inv.number ?? inv.id).replace(/[^A-Za-z0-9._-]/g, '_')}.pdf`;
@@ -95,7 +100,7 @@ const AMOUNT_X = 420;
 function row(doc: Doc, label: string, value: string, opts: { bold?: boolean; note?: string } = {}) {
   const y = doc.y;
   doc.font(opts.bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(10);
-  doc.text(label, LEFT, y, { width: AMOUNT_X - LEFT - 10 });
+  doc.text(printable(label), LEFT, y, { width: AMOUNT_X - LEFT - 10 });
   const after = doc.y;
   doc.text(value, AMOUNT_X, y, { width: RIGHT - AMOUNT_X, align: 'right' });
   doc.y = Math.max(after, doc.y);
@@ -114,7 +119,7 @@ function layout(doc: Doc, d: InvoiceDocument) {
   const cur = inv.currency;
   doc.font('Helvetica-Bold').fontSize(20).text('Invoice', LEFT, 50);
   doc.font('Helvetica').fontSize(10)
-    .text(inv.number ? `Number: ${inv.number}` : 'Draft: not numbered until it is finalized')
+    .text(inv.number ? `Number: ${printable(inv.number)}` : 'Draft: not numbered until it is finalized')
     .text(`Date: ${date(inv.created_at)}`)
     .text(`Status: ${inv.status}`);
   if (inv.period_start && inv.period_end) doc.text(`Period: ${date(inv.period_start)} to ${date(inv.period_end)}`);
@@ -122,10 +127,10 @@ function layout(doc: Doc, d: InvoiceDocument) {
 
   const top = doc.y + 20;
   doc.font('Helvetica-Bold').fontSize(10).text('From', LEFT, top);
-  doc.font('Helvetica').text(sellerLines(d).join('\n'), LEFT, doc.y, { width: 230 });
+  doc.font('Helvetica').text(printable(sellerLines(d).join('\n')), LEFT, doc.y, { width: 230 });
   const leftEnd = doc.y;
   doc.font('Helvetica-Bold').text('Billed to', 315, top);
-  doc.font('Helvetica').text(buyerLines(d).join('\n'), 315, doc.y, { width: 230 });
+  doc.font('Helvetica').text(printable(buyerLines(d).join('\n')), 315, doc.y, { width: 230 });
   doc.y = Math.max(leftEnd, doc.y);
   doc.x = LEFT;
 
