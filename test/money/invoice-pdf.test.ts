@@ -79,7 +79,7 @@ test('a paid invoice in a currency of 2 places: number, both parties, lines, dis
   expect(text).toMatch(/Discount\s+-1\.50 USD/);
   expect(text).toMatch(/Total\s+13\.50 USD/);
   expect(text).toContain(`Date: ${invoice.created_at.slice(0, 10)}`);
-  expect(text).toContain(`Paid: ${invoice.paid_at.slice(0, 10)}, Card (sandbox test card`);
+  expect(text).toContain(`Paid: ${invoice.paid_at.slice(0, 10)} by sandbox test card (no money moved)`);
   // No tax rates exist yet: no tax line is printed.
   expect(text).not.toMatch(/VAT|GST|Tax\s+\d/);
 });

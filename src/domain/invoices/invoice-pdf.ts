@@ -40,9 +40,11 @@ export const invoiceDocument = z.object({
 });
 export type InvoiceDocument = z.infer<typeof invoiceDocument>;
 
+// How it was paid, as far as the service knows: Stripe collects by card or by the other
+// methods the community enabled there.
 const METHODS: Record<(typeof PAYMENT_PROVIDERS)[number], string> = {
-  sandbox: 'Card (sandbox test card, no money moved)',
-  stripe: 'Card (Stripe)',
+  sandbox: 'by sandbox test card (no money moved)',
+  stripe: 'through Stripe',
 };
 
 const PLATFORM_NAMES: Record<string, string> = { discord: 'Discord', telegram: 'Telegram' };
@@ -123,7 +125,7 @@ function layout(doc: Doc, d: InvoiceDocument) {
     .text(`Date: ${date(inv.created_at)}`)
     .text(`Status: ${inv.status}`);
   if (inv.period_start && inv.period_end) doc.text(`Period: ${date(inv.period_start)} to ${date(inv.period_end)}`);
-  if (inv.paid_at) doc.text(`Paid: ${date(inv.paid_at)}${d.payment_method ? `, ${METHODS[d.payment_method]}` : ''}`);
+  if (inv.paid_at) doc.text(`Paid: ${date(inv.paid_at)}${d.payment_method ? ` ${METHODS[d.payment_method]}` : ''}`);
 
   const top = doc.y + 20;
   doc.font('Helvetica-Bold').fontSize(10).text('From', LEFT, top);
