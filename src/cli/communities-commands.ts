@@ -1,10 +1,19 @@
 // billing communities create --name NAME
-import { createCommunity } from '../domain/communities/community-admin';
+// billing communities set-legal --community ID [--legal-name N] [--address 'LINE|LINE'] [--country CC] [--tax-id T]
+import { CommunityLegal, createCommunity, setCommunityLegal } from '../domain/communities/community-admin';
 import { defineCommand, defineGroup, requireString, UsageError } from './command';
+
+type Legal = Awaited<ReturnType<typeof setCommunityLegal>>;
+
+/** An option as a field: absent is left out (kept), empty text is null (cleared). */
+function field(value: string | boolean | undefined): string | null | undefined {
+  if (typeof value !== 'string') return undefined;
+  return value.trim() === '' ? null : value.trim();
+}
 
 export default defineGroup({
   name: 'communities',
-  summary: 'create communities',
+  summary: 'create communities, set what their invoices say of them',
   commands: [defineCommand({
     name: 'create',
     summary: 'creates a community',
@@ -15,5 +24,31 @@ export default defineGroup({
       return createCommunity(await ctx.ownerPool(), name);
     },
     print: (r: { id: string }) => `Created community ${r.id}`,
+  }), defineCommand({
+    name: 'set-legal',
+    summary: 'sets the legal name, address, country and tax id its invoices print (an empty value clears one)',
+    options: {
+      community: { type: 'string', required: true, description: 'community id' },
+      'legal-name': { type: 'string', description: 'legal name (1 to 200 characters; else invoices print the display name)' },
+      address: { type: 'string', value: 'LINE|LINE', description: 'postal address, lines separated by | (at most 6)' },
+      country: { type: 'string', value: 'CC', description: 'ISO 3166-1 alpha-2 country code, e.g. IE' },
+      'tax-id': { type: 'string', description: 'tax id (VAT, GST, EIN ...), printed as written' },
+    },
+    async run(ctx, input) {
+      const community = requireString(input, 'community');
+      const legal: CommunityLegal = {};
+      const o = input.options;
+      if (field(o['legal-name']) !== undefined) legal.legal_name = field(o['legal-name']);
+      const address = field(o.address);
+      if (address !== undefined) legal.address_lines = address === null ? null : address.split('|').map((l) => l.trim()).filter(Boolean);
+      const country = field(o.country);
+      if (country !== undefined) legal.country = country === null ? null : country.toUpperCase();
+      if (field(o['tax-id']) !== undefined) legal.tax_id = field(o['tax-id']);
+      if (Object.keys(legal).length === 0) throw new UsageError('give at least one of --legal-name, --address, --country, --tax-id');
+      if (legal.country && !/^[A-Z]{2}$/.test(legal.country)) throw new UsageError('--country: expected a two-letter ISO 3166-1 code, e.g. IE');
+      return setCommunityLegal(await ctx.ownerPool(), community, legal);
+    },
+    print: (r: Legal) => [`Community ${r.id} invoices print:`, r.legal_name ?? '(its display name)', ...(r.address_lines ?? []),
+      ...(r.country ? [r.country] : []), ...(r.tax_id ? [`Tax id: ${r.tax_id}`] : [])].join('\n'),
   })],
 });

@@ -14,7 +14,7 @@ import { memberPortalInfo, MemberPortalInfo, openMemberPortal } from '../domain/
 import { dashboardOperation } from '../operations';
 import type { Caller, Executor, Outcome, RawInput } from '../operations/executor';
 import { BASE_CSS, day, esc, Html, html, money, raw } from '../web/html';
-import { callerOf } from '../web/express-io';
+import { callerOf, sendDocument } from '../web/express-io';
 import { cookies, csrfFor } from './dashboard-session';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -129,8 +129,8 @@ ${card && live ? html`<form method="post" action="${p.base}/card">${csrfField(p)
     res.type('html').send(shell('Your subscriptions', p.info.community_name, html`${done ? html`<p class="notice" role="status">${done}</p>` : ''}
 ${subItems.length ? subItems : html`<p class="empty">You have no subscriptions.</p>`}
 <h2>Purchases</h2>${purchaseRows.length ? html`<ul>${purchaseRows.map((x) => html`<li>${x.tier_name ?? x.tier_id}: ${money(x.amount_cents, x.currency)}, ${x.status}${x.access_expires_at ? `, access until ${day(x.access_expires_at)}` : ''}</li>`)}</ul>` : html`<p class="empty">No purchases.</p>`}
-<h2>Invoices</h2>${((invoices.body as Json).data as Json[]).length ? html`<table><thead><tr><th scope="col">Date</th><th scope="col">For</th><th scope="col">Total</th><th scope="col">Status</th></tr></thead><tbody>
-${((invoices.body as Json).data as Json[]).map((i) => html`<tr><td>${day(i.created_at)}</td><td>${i.billing_reason.replace(/_/g, ' ')}</td><td>${money(i.total_cents, i.currency)}</td><td>${i.status}</td></tr>`)}</tbody></table>` : html`<p class="empty">No invoices yet.</p>`}
+<h2>Invoices</h2>${((invoices.body as Json).data as Json[]).length ? html`<table><thead><tr><th scope="col">Date</th><th scope="col">Invoice</th><th scope="col">For</th><th scope="col">Total</th><th scope="col">Status</th></tr></thead><tbody>
+${((invoices.body as Json).data as Json[]).map((i) => html`<tr><td>${day(i.created_at)}</td><td><a href="${p.base}/invoices/${encodeURIComponent(i.id)}/pdf">${i.number ?? 'Draft'} (PDF)</a></td><td>${i.billing_reason.replace(/_/g, ' ')}</td><td>${money(i.total_cents, i.currency)}</td><td>${i.status}</td></tr>`)}</tbody></table>` : html`<p class="empty">No invoices yet.</p>`}
 ${p.info.return_url ? html`<p><a href="${p.info.return_url}">Back</a></p>` : ''}`));
   }
 
@@ -200,6 +200,17 @@ ${p.info.return_url ? html`<p><a href="${p.info.return_url}">Back</a></p>` : ''}
     res.type('html').send(shell('Change plan', p.info.community_name, html`<p>Now: ${s.tier_name ?? s.tier_id} · ${s.plan_name ?? s.plan_id}, ${money(s.amount_cents, s.currency)} per ${s.interval}.</p>
 ${rows.length ? html`<table><thead><tr><th scope="col">Plan</th><th scope="col">Price</th><th scope="col">What you pay</th><th scope="col"><span class="muted">Action</span></th></tr></thead><tbody>${rows}</tbody></table>` : html`<p class="empty">There is no other plan to switch to.</p>`}
 <p><a href="${p.base}/account">Back to your subscriptions</a></p>`));
+  });
+
+  // An invoice's PDF: the member's own only (member_fence: another's answers 404).
+  router.get('/portal/:ps/invoices/:id/pdf', async (req, res) => {
+    const p = await signed(req, res);
+    if (!p) return;
+    const out = await run(p, 'get_invoice_pdf', { params: { id: String(req.params.id) } });
+    if (out.problem || !out.document) return problem(res, p, out);
+    // The page policy (default-src 'none') would keep a browser's PDF viewer from showing it.
+    res.removeHeader('Content-Security-Policy');
+    sendDocument(res, out.document);
   });
 
   const action = (path: string, op: string, notice: (out: Outcome) => string, body: (b: Json) => Json | undefined = () => undefined) =>

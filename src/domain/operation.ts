@@ -81,9 +81,30 @@ export interface Operation {
    * schemas (src/http/openapi.ts). Give one when the generated value would mislead.
    */
   examples?: { request?: Record<string, unknown>; response?: unknown };
+  /**
+   * The answer is a document, not JSON (GET /v1/invoices/{id}/pdf): the operation's
+   * data (SQL's JSON, as `response` would be) rendered into `mediaType` by the executor
+   * after the gate answered, so every door (REST, the pages) serves the same bytes.
+   * Not an MCP tool (docs/decisions/invoice-pdf.md).
+   */
+  document?: DocumentRenderer;
   /** billing_api function taking the merged input as jsonb: one round trip. */
   sql?: string;
   handler?: (ctx: OpContext, input: Record<string, unknown>) => Promise<unknown>;
+}
+
+/** A rendered document: its bytes, media type and the file name a download takes. */
+export interface RenderedDocument {
+  mediaType: string;
+  filename: string;
+  bytes: Uint8Array;
+}
+
+export interface DocumentRenderer {
+  mediaType: 'application/pdf';
+  /** What the OpenAPI document says the bytes are. */
+  description: string;
+  render(data: unknown): Promise<RenderedDocument>;
 }
 
 export function defineOperation<T extends Operation>(op: T): T {
@@ -91,5 +112,6 @@ export function defineOperation<T extends Operation>(op: T): T {
   if (op.idempotent && op.idempotencyRefused !== undefined) throw new Error(`operation ${op.name} cannot both honour and refuse Idempotency-Key`);
   // The executor seals a handler's answer; a SQL operation's record is written in SQL.
   if (op.idempotencySeal && !(op.idempotent && op.handler)) throw new Error(`operation ${op.name}: idempotencySeal needs an idempotent handler`);
+  if (op.document && op.response) throw new Error(`operation ${op.name}: a document answers no JSON response`);
   return op;
 }

@@ -118,6 +118,10 @@ const HEADERS: Record<string, Json> = {
     description: 'The API version that answered.',
     schema: { type: 'string', enum: [API_VERSION] },
   },
+  ContentDisposition: {
+    description: 'inline; filename="<name>.pdf": a browser shows the document, and saves it under that name.',
+    schema: { type: 'string' },
+  },
   WWWAuthenticate: {
     description: 'The authentication scheme wanted: Bearer realm="billing".',
     schema: { type: 'string' },
@@ -316,7 +320,14 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     if (op.idempotent) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
     let success: Json;
     const schema = responses.byOperation.get(op.name);
-    if (schema) {
+    if (op.document) {
+      // A document (Operation.document): bytes of its media type, not JSON.
+      success = {
+        description: op.document.description,
+        headers: { ...headers, 'Content-Disposition': header('ContentDisposition') },
+        content: { [op.document.mediaType]: { schema: { type: 'string', contentMediaType: op.document.mediaType } } },
+      };
+    } else if (schema) {
       success = {
         description: 'Success',
         headers,

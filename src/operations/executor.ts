@@ -248,7 +248,10 @@ export class Executor {
       const idem: IdempotencyKey | null = op.idempotent && raw.idempotencyKey !== undefined
         ? { endpoint: `${op.method} ${op.path}`, key: raw.idempotencyKey, hash: crypto.createHash('sha256').update(canonical({ params: raw.params ?? {}, body: raw.body ?? {} })).digest('hex') }
         : null;
-      return await this.gate.run(op, caller, parsed.input, idem);
+      const outcome = await this.gate.run(op, caller, parsed.input, idem);
+      // Rendered after the transaction ended: the connection is not held while it runs.
+      if (op.document && !outcome.problem) outcome.document = await op.document.render(outcome.body);
+      return outcome;
     } catch (err) {
       const unavailable = unavailableOutcome(err);
       if (unavailable) return unavailable;

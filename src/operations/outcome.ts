@@ -1,6 +1,7 @@
 // What a door hands the gate (a Caller) and what it gets back (an Outcome), shared by
 // the executor (validation) and the gate (src/operations/gate.ts).
 import { ApiError, databaseUnavailable, databaseUnavailableCause } from '../core/errors';
+import type { RenderedDocument } from '../domain/operation';
 import type { RateLimitInfo } from './token-leases';
 
 export type { RateLimitInfo } from './token-leases';
@@ -34,6 +35,8 @@ export interface Outcome {
   replayed?: boolean;
   /** A handler's own Retry-After (extra.retry_after), applied to rateLimit at the end; or an outage's. */
   retryAfter?: number;
+  /** A document operation's success (Operation.document): the door sends these bytes, not `body`. */
+  document?: RenderedDocument;
   /** Why it failed, for the request's log line only (e.g. the database is unreachable). */
   cause?: string;
 }

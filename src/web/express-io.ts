@@ -61,8 +61,16 @@ export function sendOutcome(res: Response, outcome: Outcome) {
     res.end();
     return;
   }
+  if (outcome.document) return sendDocument(res, outcome.document);
   res.type(outcome.problem ? 'application/problem+json' : 'application/json');
   // A problem's type names this service's page for its code, at this request's base URL.
   if (outcome.problem) return void res.send(JSON.stringify(resolveProblemType(outcome.body, baseUrlOf(res))));
   res.send(outcome.bodyText ?? JSON.stringify(outcome.body));
+}
+
+/** A rendered document (a PDF), shown inline by a browser, saved under its file name. */
+export function sendDocument(res: Response, doc: { mediaType: string; filename: string; bytes: Uint8Array }) {
+  res.setHeader('Content-Type', doc.mediaType);
+  res.setHeader('Content-Disposition', `inline; filename="${doc.filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
+  res.send(Buffer.from(doc.bytes.buffer, doc.bytes.byteOffset, doc.bytes.byteLength));
 }

@@ -126,7 +126,14 @@ export async function checkResponse(base: string, method: string, url: string, s
   }
   const documented = route.responses[String(status)];
   if (!documented) fail(`status ${status} is not documented (documented: ${Object.keys(route.responses).join(', ')})`);
-  const schema = (documented.content as Record<string, { schema?: Json }> | undefined)?.['application/json']?.schema;
+  const content = documented.content as Record<string, { schema?: Json }> | undefined;
+  const media = (contentType ?? '').split(';')[0].trim();
+  // A document (a PDF): the documented media type is checked here, its bytes by the test.
+  if (content && !content['application/json'] && Object.keys(content).length > 0) {
+    if (!content[media]) fail(`content-type is ${contentType}, expected ${Object.keys(content).join(' or ')}`);
+    return;
+  }
+  const schema = content?.['application/json']?.schema;
   if (!schema) {
     if (text !== '') fail('a body was sent but the document describes none');
     return;

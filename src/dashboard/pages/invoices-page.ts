@@ -2,6 +2,7 @@
 import type { Router } from 'express';
 import { decimalOf, minorUnitsOf } from '../../core/money';
 import { INVOICE_STATUSES } from '../../core/statuses';
+import { sendDocument } from '../../web/express-io';
 import { day, Html, html, money } from '../../web/html';
 import type { DashboardContext } from '../dashboard-context';
 import { backOf, csrfField, Json, memberLink, nextLink, Page, problemPage, queryOf, send, statusSelect, table, textFilter } from '../dashboard-layout';
@@ -16,7 +17,7 @@ function refundForm(s: Signed, i: Json, back: string): Html {
 }
 
 /** An invoice's cells, with its Refund form when the operator may refund it (also on the member page). */
-export const invoiceRow = (s: Signed, back: string) => (i: Json) => [html`<code>${i.id}</code>`, memberLink(i.member_id), html`${i.billing_reason}`,
+export const invoiceRow = (s: Signed, back: string) => (i: Json) => [html`<code>${i.id}</code> <a href="/dashboard/invoices/${encodeURIComponent(i.id)}/pdf">${i.number ?? 'Draft'} (PDF)</a>`, memberLink(i.member_id), html`${i.billing_reason}`,
   html`${money(i.total_cents, i.currency)}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}${i.dispute ? html`, disputed: ${String(i.dispute.status).replace('_', ' ')}` : ''}`, html`${day(i.created_at)}`,
   // A disputed payment is never refunded (the operation refuses it: 409).
   s.can('invoices:write') && i.status === 'paid' && !i.dispute && i.amount_refunded_cents < i.amount_paid_cents ? refundForm(s, i, back) : html``];
@@ -29,6 +30,15 @@ export function mountInvoices(router: Router, ctx: DashboardContext): void {
     send(req, res, 'Invoices', '/dashboard/invoices', html`<form class="filters" method="get" action="/dashboard/invoices">
 ${statusSelect('status', INVOICE_STATUSES, req.query.status)}${textFilter('member_id', 'Member id', req.query.member_id)}<div><button type="submit">Filter</button></div></form>
 ${table(['Id', 'Member', 'Reason', 'Total', 'Status', 'Created', ''], page.data.map(invoiceRow(req.signed!, '/dashboard/invoices')), 'No invoices match.')}${nextLink(req, page.next_cursor)}`);
+  });
+
+  // The invoice's PDF, as GET /v1/invoices/{id}/pdf answers it.
+  router.get('/invoices/:id/pdf', async (req, res) => {
+    const out = await run(req, 'get_invoice_pdf', { params: { id: String(req.params.id) } });
+    if (out.problem || !out.document) return problemPage(req, res, out, '/dashboard/invoices');
+    // The page policy (default-src 'none') would keep a browser's PDF viewer from showing it.
+    res.removeHeader('Content-Security-Policy');
+    sendDocument(res, out.document);
   });
 
   router.post('/invoices/:id/refund', async (req, res) => {

@@ -10,6 +10,30 @@ export async function createCommunity(pool: pg.Pool, name: string): Promise<{ id
   return rows[0];
 }
 
+/** The seller's fields its invoices print (docs/decisions/invoice-pdf.md): a field given as null is cleared, one left out kept. */
+export interface CommunityLegal {
+  legal_name?: string | null;
+  address_lines?: string[] | null;
+  country?: string | null;
+  tax_id?: string | null;
+}
+
+/** Sets the community's legal fields (the table's CHECK refuses what does not fit); answers them all. */
+export async function setCommunityLegal(pool: pg.Pool, communityId: string, legal: CommunityLegal): Promise<Required<CommunityLegal> & { id: string }> {
+  const { rows } = await pool.query<Required<CommunityLegal> & { id: string }>(
+    `update billing.communities set
+       legal_name = case when $2 then $3 else legal_name end,
+       address_lines = case when $4 then $5::text[] else address_lines end,
+       country = case when $6 then $7 else country end,
+       tax_id = case when $8 then $9 else tax_id end
+     where id = $1
+     returning id, legal_name, coalesce(address_lines, '{}') as address_lines, country, tax_id`,
+    [communityId, legal.legal_name !== undefined, legal.legal_name ?? null, legal.address_lines !== undefined, legal.address_lines ?? null,
+      legal.country !== undefined, legal.country ?? null, legal.tax_id !== undefined, legal.tax_id ?? null]);
+  if (!rows[0]) throw new Error(`no community ${communityId}`);
+  return rows[0];
+}
+
 export function parseScopes(list: string): Scope[] {
   if (list.trim() === 'all') return [...SCOPES];
   const scopes = list.split(',').map((s) => s.trim()).filter(Boolean);

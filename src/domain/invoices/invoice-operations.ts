@@ -4,6 +4,7 @@ import { idParam, listOf, pageQuery } from '../fields';
 import { defineOperation, Operation } from '../operation';
 import { ApiError } from '../../core/errors';
 import type { PaymentProviderName } from '../../core/statuses';
+import { invoicePdf } from './invoice-pdf';
 import { invoice, refund } from './invoice-schema';
 
 export const invoiceOperations: Operation[] = [
@@ -34,6 +35,21 @@ export const invoiceOperations: Operation[] = [
     params: z.object({ id: idParam('Invoice id (inv_...)') }),
     response: invoice,
     sql: 'invoices_get',
+  }),
+  defineOperation({
+    name: 'get_invoice_pdf',
+    method: 'GET',
+    path: '/v1/invoices/{id}/pdf',
+    scope: 'invoices:read',
+    tag: 'Invoices',
+    summary: 'Get one invoice as a PDF',
+    description: 'The invoice (or, once paid, the receipt) as application/pdf, shown inline and saved as <number>.pdf '
+      + '(<id>.pdf for a draft): the community\'s legal name, address and tax id, the buyer as far as known, the number, '
+      + 'dates, lines, discount, tax, total, the paid date and method, and the credit notes of its refunds, with money in '
+      + 'the currency\'s own decimal places.',
+    params: z.object({ id: idParam('Invoice id (inv_...)') }),
+    document: invoicePdf,
+    sql: 'invoices_document',
   }),
   defineOperation({
     name: 'refund_invoice',
