@@ -1,5 +1,6 @@
 -- Issue 29 item 5: deliveries shown to people. The retry operation (55-platform-delivery),
--- the dashboard's Platforms page reads (96-dashboard), deliveries in GraphQL (95-graphql).
+-- the dashboard's Platforms page reads (96-dashboard), deliveries in GraphQL (95-graphql),
+-- the member's benefits in the portal (82-member-portal).
 
 -- An operator's retry (POST /v1/members/{id}/deliveries/retry): queues the member's
 -- delivery job now, as a change of the member would (same job key, so a job waiting out
@@ -142,5 +143,37 @@ comment on column billing_graphql.benefit_deliveries.status is E'@notNull\n@enum
 comment on column billing_graphql.benefit_deliveries.updated_at is E'@notNull';
 
 grant select on billing_graphql.benefit_deliveries to billing_api;
+
+-- The member's own benefits in the portal (issue 29 item 2): each active entitlement's
+-- benefits with their delivery (billing.benefits_with_delivery) and the connection's
+-- name. The error only when it asks for an action (a failed call's reason is the
+-- operator's business, retried anyway). A member portal session only: the member_fence
+-- policies keep it to the member's rows, and without a member there is nothing of its own.
+create or replace function billing_api.member_portal_benefits(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_member text := billing.current_member_id();
+begin
+  if v_member is null then
+    perform billing.raise('BL404', 'Only a member portal session has benefits of its own.');
+  end if;
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(jsonb_build_object('key', e.key, 'name', e.name, 'benefits', (
+        select coalesce(jsonb_agg(jsonb_build_object('platform', b->>'platform', 'connection', coalesce(pc.name, pc.key),
+            'type', b->>'type', 'value', b->>'value', 'delivery', jsonb_build_object(
+              'status', b->'delivery'->>'status', 'updated_at', b->'delivery'->'updated_at',
+              'error', case when b->'delivery'->>'status' = 'action_required' then b->'delivery'->'error' else 'null' end))
+            order by x.o), '[]')
+        from jsonb_array_elements(billing.benefits_with_delivery(me.community_id, me.member_id, me.benefits)) with ordinality as x(b, o)
+        left join billing.platform_configs pc on pc.community_id = me.community_id and pc.id = x.b->>'platform_config_id'))
+      order by me.id)
+    from billing.member_entitlements me
+    join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+    where me.community_id = billing.current_community_id() and me.member_id = v_member and me.status = 'active'), '[]'));
+end
+$$;
+
+grant execute on function billing_api.member_portal_benefits(jsonb) to billing_api;
 
 --!include 98-dispatch.sql

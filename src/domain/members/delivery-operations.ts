@@ -1,6 +1,7 @@
 // Benefit delivery shown to people (issue 29 item 5): an operator's retry of a member's
-// deliveries (API, MCP, the dashboard's member page), and the dashboard's Platforms
-// page reads: each connection's health and the log of calls made to the platforms.
+// deliveries (API, the dashboard's member page); the dashboard's Platforms page reads
+// (each connection's health, the log of calls made to the platforms); the member's own
+// benefits in the sandbox portal.
 // docs/decisions/platform-delivery-views.md
 import { z } from 'zod';
 import { memberEntitlement } from '../entitlements/entitlement-schema';
@@ -78,5 +79,26 @@ export const deliveryDashboardOperations: Operation[] = [
     query: z.object({ platform_config_id: idParam('Connection id (pcfg_...)').optional(), ...pageQuery }),
     response: listOf(platformAction),
     sql: 'platform_actions_list',
+  }),
+  defineOperation({
+    name: 'get_portal_benefits',
+    method: 'GET',
+    path: '/portal/benefits',
+    // What a member portal session holds (billing_private.member_portal_scopes): the SQL
+    // answers only a portal session's own member, so no key or operator reads through it.
+    scope: 'subscriptions:read',
+    tag: 'Members',
+    summary: "The portal member's active entitlements with each benefit's delivery (the error only when action is required)",
+    response: z.object({
+      data: z.array(z.object({
+        key: z.string(),
+        name: z.string(),
+        benefits: z.array(z.object({
+          platform, connection: z.string().nullable(), type: z.string(), value: z.string(),
+          delivery: z.object({ status: z.enum(['pending', 'delivered', 'failed', 'action_required']), updated_at: timestamp.nullable(), error: z.string().nullable() }),
+        })),
+      })),
+    }),
+    sql: 'member_portal_benefits',
   }),
 ];
