@@ -43,8 +43,15 @@ test('a retry for a job waiting out its backoff makes it run now', async () => {
     [`deliver:${w.tenant.communityId}:${w.memberId}`]);
   const r = await call(app.url, 'POST', `/v1/members/${w.memberId}/deliveries/retry`, { key: w.tenant.key });
   expect(r.status).toBe(202);
+  // Due now, or (in a shared database) already run by another test file's delivery worker.
   const job = await queuedJob(app.owner, w);
-  if (job) expect(job.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+  if (job) {
+    expect(job.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+  } else {
+    const { rows } = await app.owner.query<{ attempts: number }>(
+      `select attempts from billing.benefit_deliveries where community_id = $1 and member_id = $2 and type = 'role'`, [w.tenant.communityId, w.memberId]);
+    expect(rows[0].attempts).toBeGreaterThan(1);
+  }
 });
 
 test('another community\'s member is 404, and a key without members:write is refused', async () => {
