@@ -13,6 +13,7 @@ const NAV: [string, string][] = [
   ['/dashboard', 'Overview'], ['/dashboard/subscriptions', 'Subscriptions'], ['/dashboard/purchases', 'Purchases'],
   ['/dashboard/invoices', 'Invoices'], ['/dashboard/members', 'Members'], ['/dashboard/catalog', 'Catalog'],
   ['/dashboard/keys', 'API keys'], ['/dashboard/webhooks', 'Webhooks'], ['/dashboard/events', 'Events'],
+  ['/dashboard/platforms', 'Platforms'],
   ['/dashboard/operators', 'Operators'],
 ];
 
@@ -23,6 +24,7 @@ const NOTICES: Record<string, string> = {
   granted: 'Access granted.',
   revoked: 'The key is revoked: requests with it now answer 401.',
   redelivered: 'The delivery is queued again.',
+  retried: 'The member\'s deliveries are queued: the worker tries every benefit not yet delivered now.',
   updated: 'Saved.',
   deleted: 'The endpoint is deleted.',
   password: 'Your password is set: you can now sign in with it. Your other sessions have ended.',

@@ -17,6 +17,7 @@ import { mountKeys } from './pages/keys-page';
 import { mountMembers } from './pages/members-page';
 import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
+import { mountPlatforms } from './pages/platforms-page';
 import { mountPurchases } from './pages/purchases-page';
 import { mountSignIn } from './pages/sign-in-page';
 import { mountSubscriptions } from './pages/subscriptions-page';
@@ -26,6 +27,7 @@ import { mountWebhooks } from './pages/webhooks-page';
 const SIGNED_PAGES: MountPage[] = [
   mountAccount, mountOverview, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
   mountCatalog, mountKeys, mountWebhooks, mountEvents, mountOperators,
+  mountPlatforms,
 ];
 
 export function mountDashboard(app: express.Express, deps: DashboardDeps): void {

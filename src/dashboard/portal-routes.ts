@@ -1,7 +1,8 @@
 // The member portal of the sandbox provider (/sandbox/portal/{ps_id}?t=...): the
-// member's subscriptions with plan, price, next invoice and status, their purchases and
-// invoices; cancel at period end, reactivate, switch plan with the proration shown
-// first, cancel a scheduled switch, and change the simulated card. Opening the URL
+// member's subscriptions with plan, price, next invoice and status, their access on
+// Discord or Telegram with its delivery, their purchases and invoices; cancel at period
+// end, reactivate, switch plan with the proration shown first, cancel a scheduled
+// switch, and change the simulated card. Opening the URL
 // (ten minutes, once) starts a member portal session (one hour, httpOnly cookie); every read
 // and action runs the API's operations with it, and the database fences it to the
 // member (82-member-portal.sql). Stripe communities get Stripe's own billing portal
@@ -29,6 +30,11 @@ const NOTICES: Record<string, string> = {
   scheduled: 'Your plan change is scheduled for the end of the current period.',
   unscheduled: 'The scheduled plan change is removed.',
   card: 'Your payment method is updated.',
+};
+
+const BENEFIT_LABEL: Record<string, string> = { role: 'a role', channel: 'a channel', chat: 'the chat' };
+const DELIVERY_LABEL: Record<string, string> = {
+  delivered: 'given', pending: 'being set up', failed: 'being set up (retrying)', action_required: 'needs an action',
 };
 
 function shell(title: string, communityName: string, body: Html): string {
@@ -82,12 +88,20 @@ export function mountMemberPortal(app: express.Express, deps: PortalDeps): void 
   const button = (p: Portal, action: string, label: string, fields: Html = html``, danger = false) =>
     html`<form class="inline" method="post" action="${p.base}/${action}">${csrfField(p)}${fields}<button type="submit"${raw(danger ? ' class="danger"' : '')}>${label}</button></form>`;
 
+  /** The member's benefits on Discord or Telegram with their delivery; what to do when it needs an action. */
+  const access = (ents: Json[]) => {
+    const items = ents.flatMap((e) => (e.benefits as Json[]).map((b) => html`<li><strong>${e.name}</strong>: ${BENEFIT_LABEL[b.type] ?? b.type} on ${b.connection ?? b.platform} (${b.platform}),
+<span data-testid="delivery">${DELIVERY_LABEL[b.delivery.status] ?? b.delivery.status}</span>${b.delivery.error ? html`<br><span class="error">${b.delivery.error}</span>` : ''}</li>`));
+    return items.length ? html`<h2>Your access</h2><ul>${items}</ul>` : html``;
+  };
+
   async function account(req: Request, res: Response, p: Portal) {
-    const [subs, purchases, invoices, plans] = await Promise.all([
+    const [subs, purchases, invoices, plans, benefits] = await Promise.all([
       run(p, 'list_subscriptions', { query: { member_id: p.info.member_id, limit: '100' } }),
       run(p, 'list_purchases', { query: { limit: '100' } }),
       run(p, 'list_invoices', { query: { member_id: p.info.member_id, limit: '25' } }),
       run(p, 'list_plans'),
+      run(p, 'get_portal_benefits'),
     ]);
     for (const out of [subs, purchases, invoices]) if (out.problem) return problem(res, p, out);
     const planNames = new Map<string, string>();
@@ -128,6 +142,7 @@ ${card && live ? html`<form method="post" action="${p.base}/card">${csrfField(p)
     const purchaseRows = ((purchases.body as Json).data as Json[]).filter((x) => x.member_id === p.info.member_id);
     res.type('html').send(shell('Your subscriptions', p.info.community_name, html`${done ? html`<p class="notice" role="status">${done}</p>` : ''}
 ${subItems.length ? subItems : html`<p class="empty">You have no subscriptions.</p>`}
+${access(benefits.problem ? [] : (benefits.body as Json).data as Json[])}
 <h2>Purchases</h2>${purchaseRows.length ? html`<ul>${purchaseRows.map((x) => html`<li>${x.tier_name ?? x.tier_id}: ${money(x.amount_cents, x.currency)}, ${x.status}${x.access_expires_at ? `, access until ${day(x.access_expires_at)}` : ''}</li>`)}</ul>` : html`<p class="empty">No purchases.</p>`}
 <h2>Invoices</h2>${((invoices.body as Json).data as Json[]).length ? html`<table><thead><tr><th scope="col">Date</th><th scope="col">Invoice</th><th scope="col">For</th><th scope="col">Total</th><th scope="col">Status</th></tr></thead><tbody>
 ${((invoices.body as Json).data as Json[]).map((i) => html`<tr><td>${day(i.created_at)}</td><td><a href="${p.base}/invoices/${encodeURIComponent(i.id)}/pdf">${i.number ?? 'Draft'} (PDF)</a></td><td>${i.billing_reason.replace(/_/g, ' ')}</td><td>${money(i.total_cents, i.currency)}</td><td>${i.status}</td></tr>`)}</tbody></table>` : html`<p class="empty">No invoices yet.</p>`}

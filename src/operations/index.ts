@@ -20,6 +20,7 @@ import { grantOperations } from '../domain/grants/grant-operations';
 import { lifecycleOperations } from '../domain/subscriptions/lifecycle-operations';
 import { subscriptionOperations } from '../domain/subscriptions/subscription-operations';
 import { webhookOperations } from '../domain/webhooks/webhook-operations';
+import { deliveryDashboardOperations, deliveryOperations } from '../domain/members/delivery-operations';
 
 export const operations: readonly Operation[] = [
   ...planOperations,
@@ -37,6 +38,7 @@ export const operations: readonly Operation[] = [
   ...lifecycleOperations,
   ...memberSessionOperations,
   ...webhookOperations,
+  ...deliveryOperations,
 ];
 
 /**
@@ -47,6 +49,7 @@ export const operations: readonly Operation[] = [
 export const dashboardOperations: readonly Operation[] = [
   ...apiKeyOperations, ...operatorOperations, ...analyticsDashboardOperations, ...catalogDashboardOperations, ...eventDashboardOperations,
   ...portalOperations,
+  ...deliveryDashboardOperations,
 ];
 
 export function findOperation(name: string): Operation | undefined {

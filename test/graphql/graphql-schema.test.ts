@@ -107,7 +107,7 @@ test('statuses are enums of exactly the values their table allows, spelt as REST
     join pg_constraint k on k.conrelid = (quote_ident(u.table_schema) || '.' || quote_ident(u.table_name))::regclass and k.contype = 'c'
     where u.view_schema = 'billing_graphql' and u.table_schema = 'billing' and u.column_name = 'status'
       and pg_get_constraintdef(k.oid) ~ '^CHECK \\(\\(status = ANY'`);
-  expect(rows.map((r) => r.view).sort()).toEqual(['invoices', 'member_entitlements', 'payment_attempts', 'purchases', 'subscriptions']);
+  expect(rows.map((r) => r.view).sort()).toEqual(['benefit_deliveries', 'invoices', 'member_entitlements', 'payment_attempts', 'purchases', 'subscriptions']);
   for (const row of rows) {
     const allowed = [...row.def.matchAll(/'([^']+)'::text/g)].map((m) => m[1]).sort();
     const type = await typeOf(await nodeTypeOf(camel(row.view)));

@@ -1,12 +1,28 @@
 // Members: finding one by id, platform identity or external subject; a member's
-// entitlements, subscriptions, invoices, grants and entitlement history; granting access.
+// entitlements, subscriptions, invoices, grants and entitlement history; granting access;
+// each benefit's delivery on its platform, and retrying the member's deliveries.
 import type { Router } from 'express';
-import { day, html } from '../../web/html';
+import { day, Html, html } from '../../web/html';
 import type { Outcome } from '../../operations/executor';
 import type { DashboardContext } from '../dashboard-context';
+import type { Signed } from '../dashboard-session';
 import { actionForm, csrfField, Json, memberLink, nextLink, Page, queryOf, send, table } from '../dashboard-layout';
 import { invoiceRow } from './invoices-page';
 import { subscriptionRow } from './subscriptions-page';
+
+/**
+ * Each benefit of the member's active entitlements with its delivery on the platform
+ * (docs/decisions/platform-delivery.md), and the retry of what is not delivered.
+ */
+function deliveries(s: Signed, id: string, ents: Json[]): Html {
+  const rows = ents.flatMap((e) => (e.benefits as Json[]).map((b) => [html`${e.key}`, html`${b.platform}`, html`${b.type} <code>${b.value}</code>`,
+    html`<span class="delivery-${b.delivery?.status ?? 'pending'}">${String(b.delivery?.status ?? 'pending').replace('_', ' ')}</span>`,
+    html`${b.delivery?.updated_at ?? '—'}`, html`${b.delivery?.error ?? ''}`]));
+  const undelivered = ents.some((e) => (e.benefits as Json[]).some((b) => b.delivery?.status !== 'delivered'));
+  return html`${table(['Entitlement', 'Platform', 'Benefit', 'Delivery', 'Updated', 'Error'], rows, 'No platform benefits to deliver.')}
+${rows.length > 0 && s.can('members:write') ? html`<p>${actionForm(s, `/dashboard/members/${encodeURIComponent(id)}/deliveries/retry`, 'Retry deliveries')}
+<span class="muted">${undelivered ? 'Tries every benefit not yet delivered now, after you fix what an error names.' : 'Every benefit is delivered.'}</span></p>` : ''}`;
+}
 
 export function mountMembers(router: Router, ctx: DashboardContext): void {
   const { run, read, act } = ctx;
@@ -52,6 +68,7 @@ ${nextLink(req, page.next_cursor)}`);
 <dt>External subjects</dt><dd>${(member.external_subjects as Json[]).map((x) => `${x.namespace}:${x.external_user_id}`).join(', ') || 'none'}</dd></dl>
 <h2>Entitlements</h2>${table(['Key', 'Status', 'Revision', 'Sources', 'Granted'], data(ents).map((e) => [html`${e.key}`, html`${e.status}`, html`${e.revision}`,
       html`${(e.sources as Json[]).map((src) => `${src.type} ${src.id} (${src.status}${src.valid_until ? `, until ${day(src.valid_until)}` : ''})`).join('; ')}`, html`${day(e.granted_at)}`]), 'No active entitlements.')}
+<h2>Benefit deliveries</h2>${deliveries(s, id, data(ents))}
 <h2>Subscriptions</h2>${table(['Id', 'Member', 'Plan', 'Price', 'Status', 'Period ends', ''], data(subs).map((x) => [...subscriptionRow(x), subActions(x)]), 'No subscriptions.')}
 <h2>Invoices</h2>${table(['Id', 'Member', 'Reason', 'Total', 'Status', 'Created', ''], data(invoices).map(invoiceRow(s, back)), 'No invoices.')}
 <h2>Grants</h2>${table(['Id', 'Tier', 'Status', 'Expires', 'Note'], data(grants).map((g) => [html`<code>${g.id}</code>`, html`${g.tier_id}`, html`${g.status}`, html`${day(g.expires_at)}`, html`${g.note ?? ''}`]), 'No grants.')}
@@ -63,6 +80,9 @@ ${s.can('members:write') ? html`<form method="post" action="/dashboard/members/$
       html`${e.data?.entitlement?.status ?? ''}`, html`${e.data?.reason ?? ''}`]), 'No entitlement changes yet.')}
 <p><a href="/dashboard/events">Events feed</a></p>`);
   });
+
+  router.post('/members/:id/deliveries/retry', (req, res) => act(req, res, 'retry_member_deliveries', { params: { id: String(req.params.id) } },
+    `/dashboard/members/${encodeURIComponent(String(req.params.id))}`, 'retried'));
 
   router.post('/members/:id/grants', (req, res) => {
     const b = req.body as Record<string, unknown>;
