@@ -233,7 +233,7 @@ describe('no answer shows a token', () => {
     tenant = await createTenant(app.owner);
     const file = parseCatalog({ ...JSON.parse(JSON.stringify(shopCatalog())), platforms: [discord(), telegram()],
       entitlements: [
-        { key: 'vip-chat', name: 'VIP chat', benefits: [{ platform: 'discord-main', type: 'role', value: '9876' }, { platform: 'tg', type: 'chat', value: 'vip' }] },
+        { key: 'vip-chat', name: 'VIP chat', benefits: [{ platform: 'discord-main', type: 'role', value: '9876' }, { platform: 'tg', type: 'chat', value: '@vip_chat' }] },
         { key: 'member-chat', name: 'Member chat', benefits: [{ platform: 'discord-main', type: 'role', value: '1111' }] },
       ] });
     const ids = await applyCatalog(app.owner, tenant.communityId, file, { encryptionKey: ENCRYPTION_KEY });
