@@ -216,6 +216,61 @@ test('the connection\'s own bot token is what the bot sends; without one the del
   expect(JSON.stringify(await deliveries(s, m))).not.toContain(wrong);
 });
 
+describe('kick_on_revoke', () => {
+  test('a member whose last benefit on the server is revoked is removed from it; one still holding a benefit stays', async () => {
+    const { guild, role, channel } = discordGuild();
+    const s = await shop(app.owner, 'discord', { guild_id: guild.id, kick_on_revoke: 'true' }, [{ type: 'role', value: role }, { type: 'channel', value: channel }]);
+    const user = discord.addMember(guild.id);
+    const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
+    // Two grants of the tier: the benefit stays while either is active.
+    const [g1, g2] = [await grant(app.owner, s, m), await grant(app.owner, s, m)];
+    await until('delivered', () => statuses(s, m), (v) => v.join() === 'delivered,delivered');
+    await revoke(app.owner, s, g1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(discord.memberRoles(guild.id, user.userId)).toEqual([role]);
+    expect(discord.requestsTo('delete_guild_member').filter((r) => r.params.user_id === user.userId)).toEqual([]);
+
+    await revoke(app.owner, s, g2);
+    await until('kicked', async () => discord.memberRoles(guild.id, user.userId), (r) => r === null);
+    const kicks = discord.requestsTo('delete_guild_member').filter((r) => r.params.user_id === user.userId);
+    expect(kicks.map((r) => [r.status, r.reason])).toEqual([[204, 'Membership ended: entitlement revoked (kick_on_revoke)']]);
+    expect(discord.overwrites.get(channel)?.has(user.userId)).toBe(false);
+    await until('rows gone', async () => (await app.owner.query(`select 1 from billing.benefit_deliveries where community_id = $1`, [s.tenant.communityId])).rowCount, (n) => n === 0);
+    const { rows } = await app.owner.query<{ action: string }>(`select action from billing.platform_actions where community_id = $1 and outcome = 'ok'`, [s.tenant.communityId]);
+    expect(rows.map((r) => r.action).sort()).toEqual(['add_channel', 'add_role', 'kick_member', 'remove_channel', 'remove_role']);
+  });
+
+  test('without kick_on_revoke the member stays in the server; a refused kick is action_required and tried again', async () => {
+    const { guild, role } = discordGuild();
+    const plain = await shop(app.owner, 'discord', { guild_id: guild.id, kick_on_revoke: 'false' }, [{ type: 'role', value: role }]);
+    const stays = discord.addMember(guild.id);
+    const m1 = await member(app.owner, plain, { platform: 'discord', uid: stays.userId });
+    const g1 = await grant(app.owner, plain, m1);
+    await until('delivered', () => statuses(plain, m1), (v) => v.join() === 'delivered');
+    await revoke(app.owner, plain, g1);
+    await until('role removed', async () => (await app.owner.query(`select 1 from billing.platform_actions where community_id = $1 and action = 'remove_role'`, [plain.tenant.communityId])).rowCount, (n) => n === 1);
+    expect(discord.memberRoles(guild.id, stays.userId)).toEqual([]);
+
+    const s = await shop(app.owner, 'discord', { guild_id: guild.id, kick_on_revoke: 'true' }, [{ type: 'role', value: role }]);
+    const user = discord.addMember(guild.id);
+    const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
+    const g = await grant(app.owner, s, m);
+    await until('delivered', () => statuses(s, m), (v) => v.join() === 'delivered');
+    discord.fault({ kind: 'missing-permissions', operation: 'delete_guild_member' });
+    await revoke(app.owner, s, g);
+    const row = async () => (await app.owner.query<{ status: string; error: string; applied_uid: string }>(
+      `select status, error, applied_uid from billing.benefit_deliveries where community_id = $1`, [s.tenant.communityId])).rows[0];
+    const refused = await until('refused', row, (r) => r?.status === 'action_required');
+    expect(refused.error).toMatch(/Kick Members/);
+    expect(refused.applied_uid).toBe(user.userId);
+    expect(discord.memberRoles(guild.id, user.userId)).toEqual([]);
+    // The operator fixes the bot's permissions; the next run removes and kicks.
+    await app.owner.query(`select billing_private.enqueue_deliveries(array[$1], array[$2])`, [s.tenant.communityId, m]);
+    await until('kicked', async () => discord.memberRoles(guild.id, user.userId), (r) => r === null);
+    await until('row gone', row, (r) => r === undefined);
+  });
+});
+
 describe('Telegram', () => {
   let chat: TelegramChat;
   beforeAll(() => { chat = telegram.addChat({ botStatus: 'administrator' }); });
