@@ -121,3 +121,192 @@ begin
 end
 $$;
 grant execute on function billing.platform_settings_problem(text, jsonb) to billing_api;
+
+-- Reconciliation (docs/decisions/platform-reconcile.md).
+alter table billing.platform_actions alter column member_id drop not null;
+
+-- Reconciliation (docs/decisions/platform-reconcile.md): the connections it goes
+-- through, of one community or of all (the worker's cron): those with a benefit.
+create or replace function billing_private.platform_reconcile_targets(p_community_id text)
+  returns table (community_id text, platform_config_id text)
+  language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select pc.community_id, pc.id from billing.platform_configs pc
+  where (p_community_id is null or pc.community_id = p_community_id)
+    and exists (select 1 from billing.entitlement_benefits b
+                where b.community_id = pc.community_id and b.platform_config_id = pc.id)
+  order by 1, 2
+$$;
+
+-- One connection as a reconciliation reads it: its platform, settings, bot token
+-- ciphertext and the distinct benefits (type, value) of its entitlements; null when
+-- there is no such connection.
+create or replace function billing_private.platform_reconcile_connection(p_community_id text, p_platform_config_id text)
+  returns jsonb language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select jsonb_build_object('community_id', pc.community_id, 'platform_config_id', pc.id, 'platform', pc.platform,
+    'settings', pc.settings, 'token', ps.ciphertext,
+    'benefits', coalesce((select jsonb_agg(distinct jsonb_build_object('type', b.type, 'value', b.value))
+                          from billing.entitlement_benefits b
+                          where b.community_id = pc.community_id and b.platform_config_id = pc.id), '[]'))
+  from billing.platform_configs pc
+  left join billing_private.platform_secrets ps
+    on ps.community_id = pc.community_id and ps.platform_config_id = pc.id and ps.name = 'bot_token'
+  where pc.community_id = p_community_id and pc.id = p_platform_config_id
+$$;
+
+-- What a reconciliation saw on the platform, compared with the ledger and repaired by
+-- the delivery path. p_observed: [{uid, held: [value, ...]}], the platform users seen
+-- and which of p_values (benefits of type p_type on the connection) each holds;
+-- p_complete: the observation covers every user (a channel's overwrites), so an
+-- entitled member not in it holds nothing. A member whose active benefit the platform
+-- does not hold: a delivered row becomes pending. A linked member holding one they are
+-- not entitled to: a row records it as held by that user (want absent, pending). Both
+-- queue the member's delivery job. Users linked to no member of the community holding
+-- one are returned ({uid, value}) for the caller to remove and log. Returns
+-- {missing, held_without_entitlement, members_queued, unlinked}.
+create or replace function billing_private.platform_reconcile_observed(p_community_id text, p_platform_config_id text,
+  p_type text, p_values text[], p_complete boolean, p_observed jsonb)
+  returns jsonb language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_platform text;
+  v_members text[];
+  v_result jsonb;
+begin
+  select pc.platform into v_platform from billing.platform_configs pc
+  where pc.community_id = p_community_id and pc.id = p_platform_config_id;
+  if v_platform is null then
+    return jsonb_build_object('missing', 0, 'held_without_entitlement', 0, 'members_queued', 0, 'unlinked', '[]'::jsonb);
+  end if;
+  with obs as (
+    select o->>'uid' as uid, array(select jsonb_array_elements_text(o->'held')) as held
+    from jsonb_array_elements(p_observed) o
+  ), linked as (
+    select mi.platform_uid as uid, mi.member_id
+    from billing.member_identities mi
+    where mi.community_id = p_community_id and mi.platform = v_platform
+      and (p_complete or mi.platform_uid in (select uid from obs))
+  ), wanted as (
+    select distinct l.uid, l.member_id, b->>'value' as value
+    from linked l
+    join billing.member_entitlements me on me.community_id = p_community_id and me.member_id = l.member_id and me.status = 'active'
+    cross join lateral jsonb_array_elements(me.benefits) b
+    where b->>'platform_config_id' = p_platform_config_id and b->>'type' = p_type and b->>'value' = any (p_values)
+  ), held as (
+    select obs.uid, h.value from obs cross join lateral unnest(obs.held) h(value) where h.value = any (p_values)
+  ), drift as (
+    select 'missing' as kind, w.member_id, w.uid, w.value from wanted w
+    where not exists (select 1 from held h where h.uid = w.uid and h.value = w.value)
+    union all
+    select case when l.member_id is null then 'unlinked' else 'extra' end, l.member_id, h.uid, h.value
+    from held h
+    left join linked l on l.uid = h.uid
+    where not exists (select 1 from wanted w where w.uid = h.uid and w.value = h.value)
+  ), pending as (
+    -- (the two writes run whether or not the query below reads them)
+    update billing.benefit_deliveries d set status = 'pending', updated_at = now()
+    from drift r
+    where r.kind = 'missing' and d.community_id = p_community_id and d.member_id = r.member_id
+      and d.platform_config_id = p_platform_config_id and d.type = p_type and d.value = r.value and d.status = 'delivered'
+    returning d.member_id
+  ), held_rows as (
+    insert into billing.benefit_deliveries as d (community_id, member_id, platform_config_id, type, value, want, status, applied_uid)
+    select p_community_id, r.member_id, p_platform_config_id, p_type, r.value, 'absent', 'pending', r.uid
+    from drift r where r.kind = 'extra'
+    on conflict (community_id, member_id, platform_config_id, type, value) do update set
+      applied_uid = excluded.applied_uid, status = 'pending', updated_at = now()
+    returning d.member_id
+  )
+  select jsonb_build_object(
+      'missing', count(*) filter (where kind = 'missing'),
+      'held_without_entitlement', count(*) filter (where kind = 'extra'),
+      'members_queued', count(distinct member_id) filter (where kind in ('missing', 'extra')),
+      'unlinked', coalesce(jsonb_agg(jsonb_build_object('uid', uid, 'value', value) order by uid, value)
+                             filter (where kind = 'unlinked'), '[]')),
+    array_agg(distinct member_id) filter (where kind in ('missing', 'extra'))
+  into v_result, v_members
+  from drift;
+  perform billing_private.enqueue_deliveries(array_fill(p_community_id, array[coalesce(cardinality(v_members), 0)]), v_members);
+  return v_result;
+end
+$$;
+
+-- The worker's hourly cron: one reconciliation job per connection (of one community,
+-- or of all: null), job key reconcile:<community>:<connection> (one not started yet
+-- is replaced). Returns how many were queued.
+create or replace function billing_private.platform_reconcile_enqueue(p_community_id text)
+  returns integer language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_jobs graphile_worker.job_spec[];
+begin
+  v_jobs := array(
+    select row('platform_connections__reconcile',
+      json_build_object('community_id', t.community_id, 'platform_config_id', t.platform_config_id),
+      null, null, 3, 'reconcile:' || t.community_id || ':' || t.platform_config_id, null, null)::graphile_worker.job_spec
+    from billing_private.platform_reconcile_targets(p_community_id) t);
+  if cardinality(v_jobs) > 0 then
+    perform graphile_worker.add_jobs(v_jobs);
+  end if;
+  return cardinality(v_jobs);
+end
+$$;
+
+-- Linked members who once had a benefit (an inactive ledger row of an entitlement
+-- carrying it) and have no active one giving it: who may still be in a Telegram chat,
+-- which cannot be listed. Paged by member id after p_after.
+create or replace function billing_private.platform_reconcile_former(p_community_id text, p_platform_config_id text,
+  p_type text, p_value text, p_after text, p_limit integer)
+  returns jsonb language sql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  select coalesce(jsonb_agg(jsonb_build_object('member_id', x.member_id, 'uid', x.platform_uid) order by x.member_id), '[]')
+  from (
+    select mi.member_id, mi.platform_uid
+    from billing.member_identities mi
+    join billing.platform_configs pc on pc.community_id = mi.community_id and pc.id = p_platform_config_id and pc.platform = mi.platform
+    where mi.community_id = p_community_id and mi.member_id > coalesce(p_after, '')
+      and exists (select 1 from billing.member_entitlements me
+                  join billing.entitlement_benefits b on b.community_id = me.community_id and b.entitlement_id = me.entitlement_id
+                  where me.community_id = p_community_id and me.member_id = mi.member_id and me.status = 'inactive'
+                    and b.platform_config_id = p_platform_config_id and b.type = p_type and b.value = p_value)
+      and not exists (select 1 from billing.member_entitlements me
+                      cross join lateral jsonb_array_elements(me.benefits) bb
+                      where me.community_id = p_community_id and me.member_id = mi.member_id and me.status = 'active'
+                        and bb->>'platform_config_id' = p_platform_config_id and bb->>'type' = p_type and bb->>'value' = p_value)
+    order by mi.member_id
+    limit p_limit
+  ) x
+$$;
+
+-- A reconciliation's own calls (a benefit removed from a platform user linked to no
+-- member): the operator's log, billing.platform_actions, without a member.
+create or replace function billing_private.platform_reconcile_log(p_community_id text, p_actions jsonb)
+  returns void language sql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+  insert into billing.platform_actions (community_id, member_id, platform_config_id, action, target, outcome, status_code, error)
+  select p_community_id, null, a->>'platform_config_id', a->>'action', a->>'target', a->>'outcome',
+    (a->>'status_code')::integer, a->>'error'
+  from jsonb_array_elements(p_actions) a
+  where exists (select 1 from billing.platform_configs pc
+                where pc.community_id = p_community_id and pc.id = a->>'platform_config_id')
+$$;
+
+revoke execute on function billing_private.platform_reconcile_targets(text) from public;
+revoke execute on function billing_private.platform_reconcile_connection(text, text) from public;
+revoke execute on function billing_private.platform_reconcile_observed(text, text, text, text[], boolean, jsonb) from public;
+revoke execute on function billing_private.platform_reconcile_former(text, text, text, text, text, integer) from public;
+revoke execute on function billing_private.platform_reconcile_log(text, jsonb) from public;
+grant execute on function billing_private.platform_reconcile_targets(text) to billing_worker;
+grant execute on function billing_private.platform_reconcile_connection(text, text) to billing_worker;
+grant execute on function billing_private.platform_reconcile_observed(text, text, text, text[], boolean, jsonb) to billing_worker;
+grant execute on function billing_private.platform_reconcile_former(text, text, text, text, text, integer) to billing_worker;
+grant execute on function billing_private.platform_reconcile_log(text, jsonb) to billing_worker;
+revoke execute on function billing_private.platform_reconcile_enqueue(text) from public;
+grant execute on function billing_private.platform_reconcile_enqueue(text) to billing_worker;
