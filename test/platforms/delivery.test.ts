@@ -428,6 +428,37 @@ describe('Telegram', () => {
     expect(telegram.requestsTo('unbanChatMember').at(-1)?.params).toMatchObject({ only_if_banned: true });
   });
 
+  test('reconciliation: a former member still in the chat is removed; one who left and an entitled one are left alone', async () => {
+    const s = await shop(app.owner, 'telegram', { chat_id: String(chat.id) }, [{ type: 'chat', value: String(chat.id) }]);
+    const [back, gone, entitled] = [1, 2, 3].map(() => telegram.addUser({ startedBot: true }));
+    const ms = [];
+    for (const u of [back, gone, entitled]) ms.push(await member(app.owner, s, { platform: 'telegram', uid: String(u.id) }));
+    const grants = [];
+    for (const m of ms) grants.push(await grant(app.owner, s, m));
+    for (const m of ms) await until('invited', () => statuses(s, m), (v) => v.join() === 'delivered');
+    for (const u of [back, gone, entitled]) chat.members.set(u.id, 'member');
+    await revoke(app.owner, s, grants[0]);
+    await revoke(app.owner, s, grants[1]);
+    await until('removed', async () => [telegram.status(chat.id, back.id), telegram.status(chat.id, gone.id)], (v) => v.every((x) => x === 'left'));
+    await until('rows settled', async () => (await app.owner.query(`select 1 from billing.benefit_deliveries where community_id = $1`, [s.tenant.communityId])).rowCount, (n) => n === 1);
+    // One of them comes back by hand (an invite of someone else's); Telegram cannot list a chat.
+    chat.members.set(back.id, 'member');
+    const before = telegram.requestsTo('getChatMember').length;
+    const clients = new PlatformClients({ discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, timeoutMs: 5000 });
+    const tokenOf = (c: ReconcileConnection) => new PlatformSecretBox(ENCRYPTION_KEY).decrypt(c.community_id, c.platform_config_id, 'bot_token', c.token!);
+    try {
+      expect(await reconcileConnection(app.owner, clients, tokenOf, s.tenant.communityId, s.pcfg))
+        .toMatchObject({ platform: 'telegram', checked: 2, missing: 0, held_without_entitlement: 1, members_queued: 1, errors: [] });
+    } finally {
+      clients.close();
+    }
+    expect(telegram.requestsTo('getChatMember').slice(before).map((r) => Number(r.params.user_id)).sort()).toEqual([back.id, gone.id].sort());
+    await until('removed again', async () => telegram.status(chat.id, back.id), (st) => st === 'left');
+    expect(telegram.status(chat.id, entitled.id)).toBe('member');
+    const { rows } = await app.owner.query<{ action: string }>(`select action from billing.platform_actions where community_id = $1 and member_id = $2 order by id`, [s.tenant.communityId, ms[0]]);
+    expect(rows.map((r) => r.action)).toEqual(['add_chat', 'remove_chat', 'remove_chat']);
+  });
+
   test('a member who never started the bot is action_required; the invite link made is kept, not made again', async () => {
     const s = await shop(app.owner, 'telegram', { chat_id: String(chat.id) }, [{ type: 'chat', value: String(chat.id) }]);
     const user = telegram.addUser({ startedBot: false });
