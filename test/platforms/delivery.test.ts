@@ -455,8 +455,10 @@ describe('Telegram', () => {
     expect(telegram.requestsTo('getChatMember').slice(before).map((r) => Number(r.params.user_id)).sort()).toEqual([back.id, gone.id].sort());
     await until('removed again', async () => telegram.status(chat.id, back.id), (st) => st === 'left');
     expect(telegram.status(chat.id, entitled.id)).toBe('member');
-    const { rows } = await app.owner.query<{ action: string }>(`select action from billing.platform_actions where community_id = $1 and member_id = $2 order by id`, [s.tenant.communityId, ms[0]]);
-    expect(rows.map((r) => r.action)).toEqual(['add_chat', 'remove_chat', 'remove_chat']);
+    const log = async () => (await app.owner.query<{ action: string }>(
+      `select action from billing.platform_actions where community_id = $1 and member_id = $2 order by id`, [s.tenant.communityId, ms[0]])).rows.map((r) => r.action);
+    await until('logged', log, (a) => a.length === 3);
+    expect(await log()).toEqual(['add_chat', 'remove_chat', 'remove_chat']);
   });
 
   test('a member who never started the bot is action_required; the invite link made is kept, not made again', async () => {
