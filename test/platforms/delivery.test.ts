@@ -431,7 +431,7 @@ describe('Telegram', () => {
   test('reconciliation: a former member still in the chat is removed; one who left and an entitled one are left alone', async () => {
     const s = await shop(app.owner, 'telegram', { chat_id: String(chat.id) }, [{ type: 'chat', value: String(chat.id) }]);
     const [back, gone, entitled] = [1, 2, 3].map(() => telegram.addUser({ startedBot: true }));
-    const ms = [];
+    const ms: string[] = [];
     for (const u of [back, gone, entitled]) ms.push(await member(app.owner, s, { platform: 'telegram', uid: String(u.id) }));
     const grants = [];
     for (const m of ms) grants.push(await grant(app.owner, s, m));

@@ -24,7 +24,10 @@ export function makePlatformReconcileTask(clients: PlatformClients, tokenOf: (c:
       return;
     }
     const pcfg = p.platform_config_id;
-    const summary = await helpers.withPgClient((client) => reconcileConnection(client, clients, tokenOf, community, pcfg, { pageSize: opts.pageSize }));
+    // One pooled connection per statement, not one held while the platform's rate
+    // limits are waited out.
+    const db = { query: <R>(text: string, values?: unknown[]) => helpers.query<R & Record<string, unknown>>(text, values) };
+    const summary = await reconcileConnection(db, clients, tokenOf, community, pcfg, { pageSize: opts.pageSize });
     if (!summary) return;
     const { errors, ...counts } = summary;
     // Ids and counts only: no platform user id, no token.
