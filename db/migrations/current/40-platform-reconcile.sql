@@ -310,3 +310,36 @@ grant execute on function billing_private.platform_reconcile_former(text, text, 
 grant execute on function billing_private.platform_reconcile_log(text, jsonb) to billing_worker;
 revoke execute on function billing_private.platform_reconcile_enqueue(text) from public;
 grant execute on function billing_private.platform_reconcile_enqueue(text) to billing_worker;
+
+-- A delivery job lost when a worker locked the member's job while it was being replaced.
+-- Queues one delivery job per member (graphile-worker job key deliver:<community>:<member>):
+-- a job not yet started is replaced and runs now (a change after a failed attempt is
+-- retried at once); a running one is left to finish and a new one follows it. The job
+-- reads the member's state when it runs, so one job covers every change before it.
+-- graphile-worker's add_jobs skips a spec whose job a worker locks between its two
+-- statements (clearing the keys of locked jobs, then inserting "on conflict do update
+-- where locked_at is null"): that job may have read the state before this change, so the
+-- skipped specs are added again, and then get a job of their own.
+create or replace function billing_private.enqueue_deliveries(p_communities text[], p_members text[])
+  returns void language plpgsql volatile security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_specs graphile_worker.job_spec[];
+  v_added text[];
+begin
+  if coalesce(cardinality(p_members), 0) = 0 then
+    return;
+  end if;
+  v_specs := array(
+    select row('platform_deliveries__apply', json_build_object('community_id', x.c, 'member_id', x.m), null, null,
+      null, 'deliver:' || x.c || ':' || x.m, null, null)::graphile_worker.job_spec
+    from (select distinct c, m from unnest(p_communities, p_members) as u(c, m)) x);
+  for i in 1..5 loop
+    select coalesce(array_agg(j.key), '{}') into v_added from graphile_worker.add_jobs(v_specs) j;
+    v_specs := array(select s from unnest(v_specs) s where not (s.job_key = any (v_added)));
+    exit when cardinality(v_specs) = 0;
+  end loop;
+end
+$$;
+
