@@ -23,6 +23,7 @@ import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
 import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
 import { analyticsCompactCron } from './tasks/analytics__compact';
 import { makePlatformDeliveryTask, type PlatformDeliveryOptions } from './tasks/platform_deliveries__apply';
+import { platformReconcileCron } from './tasks/platform_connections__reconcile';
 
 export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
 
@@ -215,7 +216,13 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     encryptionKey: config.webhookEncryptionKey,
   });
   const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
-  if (opts.platformDeliveries ?? true) tasks.platform_deliveries__apply = platforms.task;
+  const crons = [subscriptionsApplyDueCron, analyticsCompactCron, billingPurgeExpiredCron];
+  if (opts.platformDeliveries ?? true) {
+    tasks.platform_deliveries__apply = platforms.task;
+    // Reconciliation hourly, by the workers that deliver (they hold the platforms' clients).
+    tasks.platform_connections__reconcile = platforms.reconcile;
+    crons.push(platformReconcileCron);
+  }
 
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',
@@ -278,8 +285,8 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       pollInterval: opts.pollInterval ?? 1000,
       taskList: tasks,
       // Period ends, trials, expiries and the analytics rollup's folding every minute;
-      // retention purge hourly.
-      crontab: [subscriptionsApplyDueCron, analyticsCompactCron, billingPurgeExpiredCron].join('\n'),
+      // retention purge and platform reconciliation hourly.
+      crontab: crons.join('\n'),
       noHandleSignals: !opts.handleSignals,
       logger: logger(opts.verbose ?? false),
       events,

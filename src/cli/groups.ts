@@ -8,3 +8,4 @@ export { default as plans } from './plans-commands';
 export { default as sandbox } from './sandbox-commands';
 export { default as sqlAccess } from './sql-access-commands';
 export { default as operators } from './operators-commands';
+export { default as platforms } from './platforms-commands';

@@ -62,6 +62,29 @@ export const BENEFIT_TYPES: Record<PlanItem['platform'], readonly string[]> = {
 };
 
 const TELEGRAM_CHAT = /^(-?[1-9][0-9]{0,15}|@[A-Za-z][A-Za-z0-9_]{4,31})$/;
+const SNOWFLAKE = /^[1-9][0-9]{0,19}$/;
+
+/**
+ * Why a benefit cannot be carried out on its platform, or null: the type is one the
+ * platform carries out (BENEFIT_TYPES) and the value is what the call needs (a Discord
+ * role or channel id, a Telegram chat id or @channelname). `billing catalog apply`
+ * refuses such a benefit with this message; the database holds the type rule for every
+ * door (billing.benefit_type_problem), the value format only here
+ * (docs/decisions/benefit-types.md).
+ */
+export function benefitProblem(platform: PlanItem['platform'], type: string, value: string): { field: 'type' | 'value'; problem: string } | null {
+  const types = BENEFIT_TYPES[platform];
+  if (!types.includes(type)) {
+    return { field: 'type', problem: `a ${platform} connection cannot carry out a benefit of type "${type}" (it can: ${types.map((t) => `"${t}"`).join(', ')})` };
+  }
+  if (platform === 'discord' && !SNOWFLAKE.test(value)) {
+    return { field: 'value', problem: `expected the Discord ${type} id (a snowflake: digits, e.g. "1234567890123456789")` };
+  }
+  if (platform === 'telegram' && !TELEGRAM_CHAT.test(value)) {
+    return { field: 'value', problem: 'expected the Telegram chat id (an integer, e.g. "-1001234567890") or a public @channelname' };
+  }
+  return null;
+}
 /** How long a Telegram invite link stays usable. */
 const INVITE_TTL_S = 7 * 24 * 3600;
 
@@ -73,11 +96,57 @@ interface Actor {
 /** Brings one member's benefits in line. token(item): the connection's bot token, or null. */
 export async function deliverMember(items: PlanItem[], clients: PlatformClients, token: (item: PlanItem) => string | null): Promise<MemberDelivery> {
   const out: MemberDelivery = { results: [], actions: [], retry: false };
+  const removed: { item: PlanItem; result: ItemResult }[] = [];
   for (const item of items) {
     const result = await deliverItem(item, clients, token(item), out);
     if (result) out.results.push(result);
+    if (result && item.want === 'absent' && item.applied_uid !== null && result.status === 'delivered') removed.push({ item, result });
   }
+  await kickOnRevoke(items, removed, clients, token, out);
   return out;
+}
+
+/**
+ * A Discord connection with settings.kick_on_revoke "true": a member whose last benefit
+ * on it was just removed (nothing on the connection is still wanted) is removed from the
+ * guild too. When the kick fails, the removed benefits stay recorded as held (failed or
+ * action_required), so the next run removes them again and kicks again.
+ */
+async function kickOnRevoke(items: PlanItem[], removed: { item: PlanItem; result: ItemResult }[], clients: PlatformClients,
+  token: (item: PlanItem) => string | null, out: MemberDelivery): Promise<void> {
+  const byTarget = new Map<string, { item: PlanItem; uid: string; results: ItemResult[] }>();
+  for (const { item, result } of removed) {
+    if (item.platform !== 'discord' || item.settings.kick_on_revoke !== 'true') continue;
+    if (items.some((i) => i.platform_config_id === item.platform_config_id && i.want === 'present')) continue;
+    const key = `${item.platform_config_id}:${item.applied_uid}`;
+    const entry = byTarget.get(key) ?? { item, uid: item.applied_uid!, results: [] };
+    entry.results.push(result);
+    byTarget.set(key, entry);
+  }
+  for (const { item, uid, results } of byTarget.values()) {
+    const bot = token(item);
+    if (bot === null) continue; // the removal above needed it: not reached
+    let r: CallResult;
+    try {
+      await clients.discordRest(bot).delete(Routes.guildMember(item.settings.guild_id, uid), { reason: 'Membership ended: entitlement revoked (kick_on_revoke)' });
+      r = { outcome: 'ok' };
+    } catch (err) {
+      r = discordFailure(err, true);
+      if (r.outcome === 'action_required' && r.status === 403) {
+        r = { ...r, error: 'Discord refused to remove the member from the server (kick_on_revoke): the bot needs Kick Members and a role above the member\'s highest role.' };
+      }
+    }
+    if (r.outcome === 'retry') out.retry = true;
+    out.actions.push({
+      platform_config_id: item.platform_config_id, action: 'kick_member', target: item.settings.guild_id,
+      outcome: r.outcome === 'gone' ? 'ok' : r.outcome, status_code: 'status' in r ? r.status : null, error: 'error' in r ? r.error : null,
+    });
+    if (r.outcome === 'retry' || r.outcome === 'action_required') {
+      for (const result of results) {
+        Object.assign(result, { status: r.outcome === 'retry' ? 'failed' : 'action_required', applied_uid: uid, error: r.error });
+      }
+    }
+  }
 }
 
 async function deliverItem(item: PlanItem, clients: PlatformClients, token: string | null, out: MemberDelivery): Promise<ItemResult | null> {

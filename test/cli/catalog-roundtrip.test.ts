@@ -28,7 +28,7 @@ const FULL = {
     { key: 'tg', platform: 'telegram', settings: { chat_id: '-1001234567890' } },
   ],
   entitlements: [
-    { key: 'chat', name: 'Chat', benefits: [{ platform: 'discord-main', type: 'role', value: 'chat' }, { platform: 'tg', type: 'group', value: '-100' }] },
+    { key: 'chat', name: 'Chat', benefits: [{ platform: 'discord-main', type: 'role', value: '2001' }, { platform: 'tg', type: 'chat', value: '-100' }] },
     { key: 'stage', name: 'Stage' },
   ],
   tiers: [

@@ -199,6 +199,54 @@ describe('billing catalog apply', () => {
     expect(noCommunity.message).toBe('billing: no community com_nope');
   });
 
+  test('a benefit its platform cannot carry out is refused with the field named, and changes nothing', async () => {
+    const tenant = await createTenant(app.owner);
+    await runJson(['catalog', 'apply', DEMO, '--community', tenant.communityId]);
+    const before = await snapshot(tenant.communityId);
+    const refused = async (benefit: { platform: string; type: string; value: string }, platforms?: unknown[]) => {
+      const c = demo();
+      if (platforms) c.platforms = [...c.platforms, ...platforms];
+      c.entitlements[0].benefits = [benefit];
+      const r = await runFailing(['catalog', 'apply', writeCatalog(c), '--community', tenant.communityId]);
+      expect(r.code).toBe(1);
+      return r.message;
+    };
+    expect(await refused({ platform: 'discord-main', type: 'group', value: '1234' }))
+      .toBe('billing: invalid catalog: entitlements[0].benefits[0].type: a discord connection cannot carry out a benefit of type "group" (it can: "role", "channel")');
+    expect(await refused({ platform: 'discord-main', type: 'role', value: 'Gold' }))
+      .toBe('billing: invalid catalog: entitlements[0].benefits[0].value: expected the Discord role id (a snowflake: digits, e.g. "1234567890123456789")');
+    const tg = [{ key: 'tg', platform: 'telegram', settings: { chat_id: '-1001234567890' } }];
+    expect(await refused({ platform: 'tg', type: 'role', value: '1234' }, tg))
+      .toBe('billing: invalid catalog: entitlements[0].benefits[0].type: a telegram connection cannot carry out a benefit of type "role" (it can: "chat")');
+    expect(await refused({ platform: 'tg', type: 'chat', value: 'vip room' }, tg))
+      .toBe('billing: invalid catalog: entitlements[0].benefits[0].value: expected the Telegram chat id (an integer, e.g. "-1001234567890") or a public @channelname');
+    expect(await snapshot(tenant.communityId)).toEqual(before);
+    // What the platforms carry out is accepted: a channel, a chat by id or @name.
+    const c = demo();
+    c.platforms.push(tg[0]);
+    c.entitlements[0].benefits = [{ platform: 'discord-main', type: 'channel', value: '300000000000000009' },
+      { platform: 'tg', type: 'chat', value: '-1001234567890' }, { platform: 'tg', type: 'chat', value: '@vip_room' }];
+    await runJson(['catalog', 'apply', writeCatalog(c), '--community', tenant.communityId]);
+  });
+
+  test('the database refuses a benefit type its connection\'s platform cannot carry out, from any door', async () => {
+    const tenant = await createTenant(app.owner);
+    const ids = await runJson(['catalog', 'apply', DEMO, '--community', tenant.communityId]);
+    const c = tenant.communityId;
+    const ent = Object.values(ids.entitlements)[0];
+    const pcfg = ids.platforms['discord-main'];
+    await expect(owner.query(`insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value)
+      values ($1, $2, $3, 'chat', '5')`, [c, ent, pcfg])).rejects.toThrow('A discord connection cannot carry out a benefit of type "chat" (it can: "role", "channel").');
+    await expect(owner.query(`update billing.entitlement_benefits set type = 'group' where community_id = $1`, [c]))
+      .rejects.toThrow(/cannot carry out a benefit of type "group"/);
+    // A connection whose benefits are Discord roles cannot become a Telegram chat.
+    await expect(owner.query(`update billing.platform_configs set platform = 'telegram', settings = '{"chat_id": "-100"}' where community_id = $1 and id = $2`, [c, pcfg]))
+      .rejects.toThrow('A telegram connection cannot carry out a benefit of type "role" (it can: "chat").');
+    // The value's format is catalog apply's rule only: rows written directly keep working.
+    await owner.query(`insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value)
+      values ($1, $2, $3, 'role', 'any-text')`, [c, ent, pcfg]);
+  });
+
   test('an unknown reference rolls back everything written before it', async () => {
     const tenant = await createTenant(app.owner);
     const c = demo();

@@ -11,6 +11,9 @@ import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { startDiscordServer, type DiscordGuild, type DiscordServer } from '../support/discord-server';
 import { startTelegramServer, type TelegramChat, type TelegramServer } from '../support/telegram-server';
 import { ENCRYPTION_KEY, worker } from '../support/webhooks';
+import { runCli, runJson } from '../support/cli-process';
+import { PlatformClients } from '../../src/platforms/platform-clients';
+import { reconcileConnection, type ReconcileConnection } from '../../src/platforms/reconcile';
 import type { WorkerHandle } from '../../worker';
 
 let app: TestApp;
@@ -216,6 +219,194 @@ test('the connection\'s own bot token is what the bot sends; without one the del
   expect(JSON.stringify(await deliveries(s, m))).not.toContain(wrong);
 });
 
+describe('kick_on_revoke', () => {
+  test('a member whose last benefit on the server is revoked is removed from it; one still holding a benefit stays', async () => {
+    const { guild, role, channel } = discordGuild();
+    const s = await shop(app.owner, 'discord', { guild_id: guild.id, kick_on_revoke: 'true' }, [{ type: 'role', value: role }, { type: 'channel', value: channel }]);
+    const user = discord.addMember(guild.id);
+    const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
+    // Two grants of the tier: the benefit stays while either is active.
+    const [g1, g2] = [await grant(app.owner, s, m), await grant(app.owner, s, m)];
+    await until('delivered', () => statuses(s, m), (v) => v.join() === 'delivered,delivered');
+    await revoke(app.owner, s, g1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(discord.memberRoles(guild.id, user.userId)).toEqual([role]);
+    expect(discord.requestsTo('delete_guild_member').filter((r) => r.params.user_id === user.userId)).toEqual([]);
+
+    await revoke(app.owner, s, g2);
+    await until('kicked', async () => discord.memberRoles(guild.id, user.userId), (r) => r === null);
+    const kicks = discord.requestsTo('delete_guild_member').filter((r) => r.params.user_id === user.userId);
+    expect(kicks.map((r) => [r.status, r.reason])).toEqual([[204, 'Membership ended: entitlement revoked (kick_on_revoke)']]);
+    expect(discord.overwrites.get(channel)?.has(user.userId)).toBe(false);
+    await until('rows gone', async () => (await app.owner.query(`select 1 from billing.benefit_deliveries where community_id = $1`, [s.tenant.communityId])).rowCount, (n) => n === 0);
+    const { rows } = await app.owner.query<{ action: string }>(`select action from billing.platform_actions where community_id = $1 and outcome = 'ok'`, [s.tenant.communityId]);
+    expect(rows.map((r) => r.action).sort()).toEqual(['add_channel', 'add_role', 'kick_member', 'remove_channel', 'remove_role']);
+  });
+
+  test('without kick_on_revoke the member stays in the server; a refused kick is action_required and tried again', async () => {
+    const { guild, role } = discordGuild();
+    const plain = await shop(app.owner, 'discord', { guild_id: guild.id, kick_on_revoke: 'false' }, [{ type: 'role', value: role }]);
+    const stays = discord.addMember(guild.id);
+    const m1 = await member(app.owner, plain, { platform: 'discord', uid: stays.userId });
+    const g1 = await grant(app.owner, plain, m1);
+    await until('delivered', () => statuses(plain, m1), (v) => v.join() === 'delivered');
+    await revoke(app.owner, plain, g1);
+    await until('role removed', async () => (await app.owner.query(`select 1 from billing.platform_actions where community_id = $1 and action = 'remove_role'`, [plain.tenant.communityId])).rowCount, (n) => n === 1);
+    expect(discord.memberRoles(guild.id, stays.userId)).toEqual([]);
+
+    const s = await shop(app.owner, 'discord', { guild_id: guild.id, kick_on_revoke: 'true' }, [{ type: 'role', value: role }]);
+    const user = discord.addMember(guild.id);
+    const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
+    const g = await grant(app.owner, s, m);
+    await until('delivered', () => statuses(s, m), (v) => v.join() === 'delivered');
+    discord.fault({ kind: 'missing-permissions', operation: 'delete_guild_member' });
+    await revoke(app.owner, s, g);
+    const row = async () => (await app.owner.query<{ status: string; error: string; applied_uid: string }>(
+      `select status, error, applied_uid from billing.benefit_deliveries where community_id = $1`, [s.tenant.communityId])).rows[0];
+    const refused = await until('refused', row, (r) => r?.status === 'action_required');
+    expect(refused.error).toMatch(/Kick Members/);
+    expect(refused.applied_uid).toBe(user.userId);
+    expect(discord.memberRoles(guild.id, user.userId)).toEqual([]);
+    // The operator fixes the bot's permissions; the next run removes and kicks.
+    await app.owner.query(`select billing_private.enqueue_deliveries(array[$1], array[$2])`, [s.tenant.communityId, m]);
+    await until('kicked', async () => discord.memberRoles(guild.id, user.userId), (r) => r === null);
+    await until('row gone', row, (r) => r === undefined);
+  });
+});
+
+describe('reconciliation', () => {
+  const box = () => new PlatformSecretBox(ENCRYPTION_KEY);
+  const tokenOf = (c: ReconcileConnection) => (c.token ? box().decrypt(c.community_id, c.platform_config_id, 'bot_token', c.token) : null);
+  const held = (guild: DiscordGuild, uid: string, role: string) => guild.members.get(uid)?.roles.has(role) ?? false;
+  const actions = async (s: Shop) => (await app.owner.query<{ member_id: string | null; action: string; target: string; outcome: string }>(
+    `select member_id, action, target, outcome from billing.platform_actions where community_id = $1 order by id`, [s.tenant.communityId])).rows;
+
+  /** A guild with drift both ways, more members than a page: who must end up holding what. */
+  async function drifted() {
+    const guild = discord.addGuild({ botRolePosition: 10, roles: [{ name: 'Gold', position: 3 }, { name: 'Helpers', position: 2 }] });
+    const [role, other] = ['Gold', 'Helpers'].map((n) => [...guild.roles.values()].find((r) => r.name === n)!.id);
+    const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }]);
+    const [kept, strippedByHand, revoked, unlinked, bot] = [discord.addMember(guild.id), discord.addMember(guild.id), discord.addMember(guild.id),
+      discord.addMember(guild.id, { roles: [role, other] }), discord.addMember(guild.id, { roles: [role], bot: true })];
+    for (let i = 0; i < 3; i++) discord.addMember(guild.id, { roles: [other] });
+    const mKept = await member(app.owner, s, { platform: 'discord', uid: kept.userId });
+    const mStripped = await member(app.owner, s, { platform: 'discord', uid: strippedByHand.userId });
+    const mRevoked = await member(app.owner, s, { platform: 'discord', uid: revoked.userId });
+    await grant(app.owner, s, mKept);
+    await grant(app.owner, s, mStripped);
+    const g = await grant(app.owner, s, mRevoked);
+    await until('delivered', async () => [held(guild, kept.userId, role), held(guild, strippedByHand.userId, role), held(guild, revoked.userId, role)], (v) => v.every(Boolean));
+    await until('recorded', () => statuses(s, mRevoked), (v) => v.join() === 'delivered');
+    await revoke(app.owner, s, g);
+    await until('revoked', async () => held(guild, revoked.userId, role), (v) => !v);
+    await until('rows settled', async () => (await app.owner.query(`select 1 from billing.benefit_deliveries where community_id = $1 and member_id = $2`, [s.tenant.communityId, mRevoked])).rowCount, (n) => n === 0);
+    // Drift made by hand: the role taken from an entitled member, given back to a revoked one.
+    guild.members.get(strippedByHand.userId)!.roles.delete(role);
+    guild.members.get(revoked.userId)!.roles.add(role);
+    return { guild, role, other, s, kept, strippedByHand, revoked, unlinked, bot, mRevoked };
+  }
+
+  async function repaired(d: Awaited<ReturnType<typeof drifted>>) {
+    const { guild, role, other } = d;
+    await until('repaired', async () => [held(guild, d.strippedByHand.userId, role), held(guild, d.revoked.userId, role)], (v) => v[0] && !v[1]);
+    expect(held(guild, d.kept.userId, role)).toBe(true);
+    // The unlinked user loses the benefit's role only; a bot and other roles are never touched.
+    expect(discord.memberRoles(guild.id, d.unlinked.userId)).toEqual([other]);
+    expect(held(guild, d.bot.userId, role)).toBe(true);
+    expect(guild.members.size).toBe(8);
+  }
+
+  test('repairs drift both ways through the delivery path, paging the guild within its rate limits', async () => {
+    const d = await drifted();
+    const before = discord.requests.length;
+    discord.limit('list_guild_members', { limit: 2, windowMs: 400 });
+    discord.limit('add_guild_member_role', { limit: 2, windowMs: 400 });
+    const clients = new PlatformClients({ discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, timeoutMs: 5000 });
+    const seen: number[] = [];
+    let summary;
+    try {
+      summary = await reconcileConnection(app.owner, clients, tokenOf, d.s.tenant.communityId, d.s.pcfg, { pageSize: 3, progress: (x) => seen.push(x.checked) });
+    } finally {
+      clients.close();
+    }
+    expect(summary).toMatchObject({ platform: 'discord', checked: 7, pages: 3, missing: 1, held_without_entitlement: 1, removed_unlinked: 1, members_queued: 2, errors: [] });
+    expect(seen).toEqual([3, 5, 7]);
+    // Pages of 3 (the bot is one of the 8), each after the last user id of the one before;
+    // no request was refused for its rate (the client waited out the bucket).
+    const pages = discord.requests.slice(before).filter((r) => r.operationId === 'list_guild_members' && r.params.guild_id === d.guild.id);
+    const ids = [...d.guild.members.keys()].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    expect(pages.map((r) => [r.status, r.query.limit, r.query.after])).toEqual([[200, '3', '0'], [200, '3', ids[2]], [200, '3', ids[5]]]);
+    expect(pages[2].at - pages[0].at).toBeGreaterThan(350);
+    await repaired(d);
+    // Both members' jobs have recorded (the revoked one's row is gone, the other's delivered).
+    await until('delivered again', () => app.owner.query(`select status from billing.benefit_deliveries where community_id = $1`, [d.s.tenant.communityId]),
+      (r) => r.rows.length === 2 && r.rows.every((x) => x.status === 'delivered'));
+    const log = await actions(d.s);
+    expect(log.filter((a) => a.member_id === null)).toEqual([{ member_id: null, action: 'reconcile_remove_role', target: d.role, outcome: 'ok' }]);
+    // The repairs of members went through their delivery jobs.
+    expect(log.filter((a) => a.member_id === d.mRevoked).map((a) => a.action)).toEqual(['add_role', 'remove_role', 'remove_role']);
+
+    // Nothing to repair now: a second run changes nothing.
+    const again = new PlatformClients({ discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, timeoutMs: 5000 });
+    try {
+      expect(await reconcileConnection(app.owner, again, tokenOf, d.s.tenant.communityId, d.s.pcfg, { pageSize: 1000 }))
+        .toMatchObject({ checked: 7, pages: 1, missing: 0, held_without_entitlement: 0, removed_unlinked: 0, members_queued: 0 });
+    } finally {
+      again.close();
+    }
+  });
+
+  test('channel overwrites: restored for the entitled, removed from others, an admin\'s own overwrite left alone', async () => {
+    const { guild, channel } = discordGuild();
+    const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'channel', value: channel }]);
+    const [entitled, linked, stranger, moderator] = [1, 2, 3, 4].map(() => discord.addMember(guild.id));
+    const m1 = await member(app.owner, s, { platform: 'discord', uid: entitled.userId });
+    const m2 = await member(app.owner, s, { platform: 'discord', uid: linked.userId });
+    await grant(app.owner, s, m1);
+    await until('delivered', () => statuses(s, m1), (v) => v.join() === 'delivered');
+    const ow = discord.overwrites.get(channel)!;
+    ow.delete(entitled.userId);
+    ow.set(linked.userId, { type: 1, allow: 1024, deny: 0 });
+    ow.set(stranger.userId, { type: 1, allow: 1024, deny: 0 });
+    ow.set(moderator.userId, { type: 1, allow: 1024 | 2048, deny: 0 });
+    const clients = new PlatformClients({ discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, timeoutMs: 5000 });
+    try {
+      expect(await reconcileConnection(app.owner, clients, tokenOf, s.tenant.communityId, s.pcfg))
+        .toMatchObject({ checked: 3, missing: 1, held_without_entitlement: 1, removed_unlinked: 1, errors: [] });
+    } finally {
+      clients.close();
+    }
+    await until('repaired', async () => [...ow.keys()].sort(), (k) => k.length === 2 && ow.has(entitled.userId) && ow.has(moderator.userId));
+    expect(ow.get(entitled.userId)).toEqual({ type: 1, allow: 1024, deny: 0 });
+    expect(discord.requestsTo('get_channel').at(-1)?.status).toBe(200);
+    // The job records its calls after making them.
+    await until('logged', async () => (await actions(s)).filter((a) => a.member_id === m2).map((a) => a.action), (a) => a.join() === 'remove_channel');
+  });
+
+  test('the worker\'s job reconciles every connection of a community; the CLI does the same and reports', async () => {
+    const d = await drifted();
+    await app.owner.query(`select graphile_worker.add_job('platform_connections__reconcile', json_build_object('community_id', $1::text))`, [d.s.tenant.communityId]);
+    await repaired(d);
+
+    // Drift again, repaired by the operator's command (a process of its own, the owner's connection).
+    d.guild.members.get(d.strippedByHand.userId)!.roles.delete(d.role);
+    d.guild.members.get(d.unlinked.userId)!.roles.add(d.role);
+    const env = { DISCORD_API_URL: discord.url, WEBHOOK_ENCRYPTION_KEY: ENCRYPTION_KEY };
+    const out = await runJson(['platforms', 'reconcile', '--community', d.s.tenant.communityId, '--page-size', '2'], env);
+    expect(out.totals).toEqual({ checked: 7, missing: 1, held_without_entitlement: 0, removed_unlinked: 1, members_queued: 1, errors: 0 });
+    expect(out.connections[0]).toMatchObject({ platform_config_id: d.s.pcfg, pages: 5 });
+    await until('repaired again', async () => held(d.guild, d.strippedByHand.userId, d.role), Boolean);
+    expect(held(d.guild, d.unlinked.userId, d.role)).toBe(false);
+
+    const human = await runCli(['platforms', 'reconcile', '--community', d.s.tenant.communityId], env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain(`${d.s.pcfg} (discord): 7 checked, 0 missing (delivery queued), 0 held without entitlement (removal queued), 0 removed from unlinked users`);
+    expect(human.stdout).toContain('Repairs: 0');
+    expect(human.stderr).toContain(`${d.s.pcfg} (discord): 7 checked, 0 repairs so far`);
+    expect(human.stderr + human.stdout).not.toContain(discord.token);
+  });
+});
+
 describe('Telegram', () => {
   let chat: TelegramChat;
   beforeAll(() => { chat = telegram.addChat({ botStatus: 'administrator' }); });
@@ -237,6 +428,39 @@ describe('Telegram', () => {
     await until('removed', async () => telegram.status(chat.id, user.id), (st) => st === 'left');
     expect(telegram.requestsTo('banChatMember').length).toBeGreaterThan(0);
     expect(telegram.requestsTo('unbanChatMember').at(-1)?.params).toMatchObject({ only_if_banned: true });
+  });
+
+  test('reconciliation: a former member still in the chat is removed; one who left and an entitled one are left alone', async () => {
+    const s = await shop(app.owner, 'telegram', { chat_id: String(chat.id) }, [{ type: 'chat', value: String(chat.id) }]);
+    const [back, gone, entitled] = [1, 2, 3].map(() => telegram.addUser({ startedBot: true }));
+    const ms: string[] = [];
+    for (const u of [back, gone, entitled]) ms.push(await member(app.owner, s, { platform: 'telegram', uid: String(u.id) }));
+    const grants = [];
+    for (const m of ms) grants.push(await grant(app.owner, s, m));
+    for (const m of ms) await until('invited', () => statuses(s, m), (v) => v.join() === 'delivered');
+    for (const u of [back, gone, entitled]) chat.members.set(u.id, 'member');
+    await revoke(app.owner, s, grants[0]);
+    await revoke(app.owner, s, grants[1]);
+    await until('removed', async () => [telegram.status(chat.id, back.id), telegram.status(chat.id, gone.id)], (v) => v.every((x) => x === 'left'));
+    await until('rows settled', async () => (await app.owner.query(`select 1 from billing.benefit_deliveries where community_id = $1`, [s.tenant.communityId])).rowCount, (n) => n === 1);
+    // One of them comes back by hand (an invite of someone else's); Telegram cannot list a chat.
+    chat.members.set(back.id, 'member');
+    const before = telegram.requestsTo('getChatMember').length;
+    const clients = new PlatformClients({ discordApiUrl: discord.url, telegramApiUrl: telegram.apiRoot, timeoutMs: 5000 });
+    const tokenOf = (c: ReconcileConnection) => new PlatformSecretBox(ENCRYPTION_KEY).decrypt(c.community_id, c.platform_config_id, 'bot_token', c.token!);
+    try {
+      expect(await reconcileConnection(app.owner, clients, tokenOf, s.tenant.communityId, s.pcfg))
+        .toMatchObject({ platform: 'telegram', checked: 2, missing: 0, held_without_entitlement: 1, members_queued: 1, errors: [] });
+    } finally {
+      clients.close();
+    }
+    expect(telegram.requestsTo('getChatMember').slice(before).map((r) => Number(r.params.user_id)).sort()).toEqual([back.id, gone.id].sort());
+    await until('removed again', async () => telegram.status(chat.id, back.id), (st) => st === 'left');
+    expect(telegram.status(chat.id, entitled.id)).toBe('member');
+    const log = async () => (await app.owner.query<{ action: string }>(
+      `select action from billing.platform_actions where community_id = $1 and member_id = $2 order by id`, [s.tenant.communityId, ms[0]])).rows.map((r) => r.action);
+    await until('logged', log, (a) => a.length === 3);
+    expect(await log()).toEqual(['add_chat', 'remove_chat', 'remove_chat']);
   });
 
   test('a member who never started the bot is action_required; the invite link made is kept, not made again', async () => {

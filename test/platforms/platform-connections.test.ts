@@ -182,7 +182,11 @@ describe('catalog apply', () => {
     expect(await refused([discord({ public_key: 'abc123' })]))
       .toBe('platforms[0].settings.public_key: expected the application\'s public key (64 hexadecimal digits)');
     expect(await refused([discord({ chat_id: '-100' })]))
-      .toBe('platforms[0].settings.chat_id: unknown setting for discord (expected guild_id, public_key, client_id, and bot_token, client_secret)');
+      .toBe('platforms[0].settings.chat_id: unknown setting for discord (expected guild_id, public_key, client_id, kick_on_revoke, and bot_token, client_secret)');
+    expect(await refused([discord({ kick_on_revoke: 'yes' })]))
+      .toBe('platforms[0].settings.kick_on_revoke: expected "true" or "false" (remove the member from the server when their last benefit on it is revoked)');
+    expect(await refused([telegram({ kick_on_revoke: 'true' })]))
+      .toBe('platforms[0].settings.kick_on_revoke: unknown setting for telegram (expected chat_id, and bot_token)');
     expect(await refused([telegram({ chat_id: 'not a chat' })]))
       .toBe('platforms[0].settings.chat_id: expected a Telegram chat id (an integer, e.g. "-1001234567890") or a public @channelname');
     expect(await refused([telegram({ chat_id: undefined })])).toBe('platforms[0].settings.chat_id: required (the Telegram chat: its id or @channelname)');
@@ -233,7 +237,7 @@ describe('no answer shows a token', () => {
     tenant = await createTenant(app.owner);
     const file = parseCatalog({ ...JSON.parse(JSON.stringify(shopCatalog())), platforms: [discord(), telegram()],
       entitlements: [
-        { key: 'vip-chat', name: 'VIP chat', benefits: [{ platform: 'discord-main', type: 'role', value: '9876' }, { platform: 'tg', type: 'chat', value: 'vip' }] },
+        { key: 'vip-chat', name: 'VIP chat', benefits: [{ platform: 'discord-main', type: 'role', value: '9876' }, { platform: 'tg', type: 'chat', value: '@vip_chat' }] },
         { key: 'member-chat', name: 'Member chat', benefits: [{ platform: 'discord-main', type: 'role', value: '1111' }] },
       ] });
     const ids = await applyCatalog(app.owner, tenant.communityId, file, { encryptionKey: ENCRYPTION_KEY });

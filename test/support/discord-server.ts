@@ -418,6 +418,18 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
       overwrites.get(p.channel_id)!.delete(p.overwrite_id);
       return { status: 204 };
     },
+    get_channel: (p) => {
+      const guildId = channelGuild.get(p.channel_id);
+      if (!guildId) return err(404, DiscordErrors.unknownChannel);
+      // A guild text channel with its permission overwrites (type 0 role, 1 member).
+      return { status: 200, body: {
+        id: p.channel_id, type: 0, flags: 0, guild_id: guildId, name: `channel-${p.channel_id.slice(-6)}`, position: 0,
+        last_message_id: null, parent_id: null, rate_limit_per_user: 0, topic: null, nsfw: false,
+        permission_overwrites: [...overwrites.get(p.channel_id)!].map(([id, o]) => ({
+          id, type: o.type ?? 1, allow: String(o.allow ?? 0), deny: String(o.deny ?? 0),
+        })),
+      } };
+    },
     list_guild_roles: (p) => {
       const g = guildOf(p.guild_id);
       if (!g) return err(404, DiscordErrors.unknownGuild);

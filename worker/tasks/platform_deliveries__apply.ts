@@ -10,6 +10,7 @@ import type { Task } from 'graphile-worker';
 import { PlatformSecretBox } from '../../src/domain/catalog/platform-secrets';
 import { deliverMember, type PlanItem } from '../../src/platforms/delivery';
 import { PlatformClients } from '../../src/platforms/platform-clients';
+import { makePlatformReconcileTask } from './platform_connections__reconcile';
 
 export interface PlatformDeliveryOptions {
   discordApiUrl: string;
@@ -20,6 +21,8 @@ export interface PlatformDeliveryOptions {
   /** WEBHOOK_ENCRYPTION_KEY: the connections' own tokens are encrypted with it. */
   encryptionKey: string | null;
   timeoutMs?: number;
+  /** Guild members per page a reconciliation reads (default 1000, Discord's most). */
+  reconcilePageSize?: number;
 }
 
 interface Payload { community_id: string; member_id: string }
@@ -28,22 +31,28 @@ function isPayload(p: unknown): p is Payload {
   return typeof p === 'object' && p !== null && typeof (p as Payload).community_id === 'string' && typeof (p as Payload).member_id === 'string';
 }
 
-export function makePlatformDeliveryTask(opts: PlatformDeliveryOptions): { task: Task; close(): void } {
+/**
+ * The delivery task and the reconciliation task (platform_connections__reconcile), which
+ * share one set of clients: one rate-limit state per bot token in the process.
+ */
+export function makePlatformDeliveryTask(opts: PlatformDeliveryOptions): { task: Task; reconcile: Task; close(): void } {
   const clients = new PlatformClients({ discordApiUrl: opts.discordApiUrl, telegramApiUrl: opts.telegramApiUrl, timeoutMs: opts.timeoutMs });
   const box = opts.encryptionKey ? new PlatformSecretBox(opts.encryptionKey) : null;
+  // The connection's own token (decrypted), else the deployment's.
+  const botToken = (c: string, pcfg: string, platform: 'discord' | 'telegram', ciphertext: string | null | undefined): string | null => {
+    if (ciphertext && box) {
+      try {
+        return box.decrypt(c, pcfg, 'bot_token', ciphertext);
+      } catch {
+        return null; // encrypted under another key: as if none
+      }
+    }
+    return platform === 'discord' ? opts.discordBotToken : opts.telegramBotToken;
+  };
   const task: Task = async (payload, helpers) => {
     if (!isPayload(payload)) throw new Error('platform_deliveries__apply: bad payload');
     const { community_id: c, member_id: m } = payload;
-    const tokenOf = (item: PlanItem & { token?: string | null }): string | null => {
-      if (item.token && box) {
-        try {
-          return box.decrypt(c, item.platform_config_id, 'bot_token', item.token);
-        } catch {
-          return null; // encrypted under another key: as if none
-        }
-      }
-      return item.platform === 'discord' ? opts.discordBotToken : opts.telegramBotToken;
-    };
+    const tokenOf = (item: PlanItem & { token?: string | null }): string | null => botToken(c, item.platform_config_id, item.platform, item.token);
     const retry = await helpers.withPgClient(async (client) => {
       await client.query(`select pg_advisory_lock(hashtextextended('deliver:' || $1 || ':' || $2, 0))`, [c, m]);
       try {
@@ -61,5 +70,7 @@ export function makePlatformDeliveryTask(opts: PlatformDeliveryOptions): { task:
     });
     if (retry) throw new Error('a platform failed for some of this member\'s benefits; retrying later');
   };
-  return { task, close: () => clients.close() };
+  const reconcile = makePlatformReconcileTask(clients, (conn) => botToken(conn.community_id, conn.platform_config_id, conn.platform, conn.token),
+    { pageSize: opts.reconcilePageSize });
+  return { task, reconcile, close: () => clients.close() };
 }

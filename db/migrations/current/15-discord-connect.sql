@@ -9,7 +9,7 @@ create or replace function billing.platform_settings_problem(p_platform text, p_
   set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_allowed text[] := case p_platform when 'discord' then array['guild_id', 'public_key', 'client_id']
+  v_allowed text[] := case p_platform when 'discord' then array['guild_id', 'public_key', 'client_id', 'kick_on_revoke']
                                       when 'telegram' then array['chat_id'] else array[]::text[] end;
   v_key text;
   v_value jsonb;
@@ -44,6 +44,9 @@ begin
     end if;
     if p_settings ? 'client_id' and p_settings->>'client_id' !~ '^[1-9][0-9]{0,19}$' then
       return 'settings.client_id: expected the application''s id (its OAuth2 client id: digits)';
+    end if;
+    if p_settings ? 'kick_on_revoke' and p_settings->>'kick_on_revoke' not in ('true', 'false') then
+      return 'settings.kick_on_revoke: expected "true" or "false" (remove the member from the server when their last benefit on it is revoked)';
     end if;
   elsif p_platform = 'telegram' then
     if not p_settings ? 'chat_id' then

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PaymentSecretBox, storePaymentSecrets } from '../checkout/payment-secrets';
+import { benefitProblem } from '../../platforms/delivery';
 import { PlatformSecretBox, storePlatformSecret } from './platform-secrets';
 
 /** A catalog problem, always naming the field: `tiers[1].plans[0].amount_cents: ...`. */
@@ -512,12 +513,20 @@ async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile
 }
 
 async function applyEntitlements(db: Queryable, communityId: string, c: CatalogFile, platformIds: Map<string, string>, ids: Map<string, string>, out: CatalogResult) {
+  // Each connection's platform (those of the file are written already): a benefit its
+  // platform cannot carry out is refused here, not left to fail at delivery.
+  const { rows: configs } = await db.query<{ id: string; platform: 'discord' | 'telegram' }>(
+    'select id, platform from billing.platform_configs where community_id = $1', [communityId]);
+  const platformOf = new Map(configs.map((r) => [r.id, r.platform]));
   for (const [i, e] of (c.entitlements ?? []).entries()) {
-    const benefits = (e.benefits ?? []).map((b, bi) => ({
-      platform_config_id: resolve(platformIds, b.platform, `entitlements[${i}].benefits[${bi}].platform`, 'platform'),
-      type: b.type,
-      value: b.value,
-    }));
+    const benefits = (e.benefits ?? []).map((b, bi) => {
+      const at = `entitlements[${i}].benefits[${bi}]`;
+      const platform_config_id = resolve(platformIds, b.platform, `${at}.platform`, 'platform');
+      const platform = platformOf.get(platform_config_id);
+      const problem = platform ? benefitProblem(platform, b.type, b.value) : null;
+      if (problem) throw new CatalogError(`${at}.${problem.field}`, problem.problem);
+      return { platform_config_id, type: b.type, value: b.value };
+    });
     const id = await upsert(db, 'billing.entitlements', communityId, { expr: 'key', value: e.key }, [
       ['key', e.key, 'text'],
       ['name', e.name, 'text'],
