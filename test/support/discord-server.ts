@@ -246,6 +246,8 @@ export interface DiscordServer {
   overwrites: Map<string, Map<string, DiscordOverwrite>>;
   /** OAuth2 access tokens the add-member endpoint accepts, to the user they belong to. */
   accessTokens: Map<string, string>;
+  /** Global application commands registered (PUT /applications/{id}/commands), by application id. */
+  commands: Map<string, unknown[]>;
   /** The application whose OAuth2 client the service uses (client_id, client_secret). */
   application: { id: string; secret: string };
   /**
@@ -298,6 +300,8 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
   /** Codes not yet exchanged: code -> who approved, for which client and redirect. */
   const codes = new Map<string, { userId: string; clientId: string; redirectUri: string; scopes: string[] }>();
   const users = new Map<string, string>();
+  /** Global application commands registered, by application id (bulk overwrite). */
+  const commands = new Map<string, Json[]>();
   const interactionResponses: DiscordServer['interactionResponses'] = [];
   const requests: DiscordRequest[] = [];
   let violations: Violation[] = [];
@@ -417,6 +421,20 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
       if (guilds.get(guildId)!.botLacksPermissions) return err(403, DiscordErrors.missingPermissions);
       overwrites.get(p.channel_id)!.delete(p.overwrite_id);
       return { status: 204 };
+    },
+    bulk_set_application_commands: (p, _q, body) => {
+      if (p.application_id !== application.id) return err(404, { code: 10002, message: 'Unknown Application' });
+      const list = (Array.isArray(body) ? body : []) as Json[];
+      commands.set(p.application_id, list);
+      return { status: 200, body: list.map((c) => ({
+        id: snowflake(), type: (c.type as number | undefined) ?? 1, application_id: p.application_id, version: snowflake(),
+        default_member_permissions: null, dm_permission: true, contexts: null, integration_types: [0], nsfw: false,
+        name: c.name, name_localizations: null, description: c.description ?? '', description_localizations: null,
+        options: ((c.options as Json[] | undefined) ?? []).map((o) => ({
+          type: o.type, name: o.name, name_localizations: null, description: o.description, description_localizations: null,
+          required: o.required ?? false,
+        })),
+      })) };
     },
     get_channel: (p) => {
       const guildId = channelGuild.get(p.channel_id);
@@ -754,7 +772,7 @@ export async function startDiscordServer(opts: { token?: string; limits?: Record
   return {
     url: `http://127.0.0.1:${port}/api/v10`,
     api: `http://127.0.0.1:${port}/api`,
-    token, guilds, overwrites, accessTokens, application, authorize, interactionResponses, requests,
+    token, guilds, overwrites, accessTokens, application, authorize, commands, interactionResponses, requests,
     get violations() { return violations; },
     snowflake, addGuild, addMember, addChannel,
     memberRoles: (guildId, userId) => {
