@@ -391,7 +391,10 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
       const customerRef = typeof session.customer === 'string' ? session.customer : session.customer?.id ?? null;
       const owned = await client.query('select 1 from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
       if (owned.rowCount === 0) return { status: 200, body: { received: true, ignored: 'unknown checkout' } };
-      await completeCheckout(client, checkoutId, { paid: true, provider_ref: subRef ?? paymentRef, customer_ref: customerRef });
+      // The email the buyer typed on Stripe's page: set on the member when it has none
+      // (billing.complete_checkout; docs/decisions/member-email.md).
+      const customerEmail = session.customer_details?.email ?? null;
+      await completeCheckout(client, checkoutId, { paid: true, provider_ref: subRef ?? paymentRef, customer_ref: customerRef, customer_email: customerEmail });
       return { status: 200, body: { received: true } };
     }
     if (event.type === 'checkout.session.expired') {
