@@ -23,6 +23,7 @@ import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
 import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
 import { analyticsCompactCron } from './tasks/analytics__compact';
 import { makePlatformDeliveryTask, type PlatformDeliveryOptions } from './tasks/platform_deliveries__apply';
+import { makeMailTask, type MailOptions } from './tasks/mail_messages__send';
 
 export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
 
@@ -63,6 +64,12 @@ export interface StartWorkerOptions {
   platformDeliveries?: boolean;
   /** The platforms' API URLs and deployment bot tokens (default: the config's, DISCORD_API_URL and so on). */
   platforms?: Partial<Omit<PlatformDeliveryOptions, 'encryptionKey'>>;
+  /**
+   * Send (or keep) mail to members (mail_messages__send). Off unless given: a worker
+   * takes every community's jobs, so only the service (src/main.ts) and the tests of
+   * mail turn it on; a worker without it leaves mail jobs to one that has it.
+   */
+  mail?: MailOptions;
   /** Log graphile-worker's info lines too (default: warnings and errors only). */
   verbose?: boolean;
 }
@@ -216,6 +223,8 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   });
   const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
   if (opts.platformDeliveries ?? true) tasks.platform_deliveries__apply = platforms.task;
+  const mail = opts.mail ? makeMailTask(opts.mail) : null;
+  if (mail) tasks.mail_messages__send = mail.task;
 
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',
@@ -290,6 +299,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   } catch (err) {
     delivery.close();
     platforms.close();
+    mail?.close();
     await pool.end();
     throw err;
   }
@@ -308,6 +318,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
         await pool.query('select billing_private.worker_heartbeat_stop($1)', [[...workerIds]]).catch(() => {});
         delivery.close();
         platforms.close();
+        mail?.close();
         await pool.end();
       })();
       return stopping;
