@@ -14,6 +14,7 @@ const NAV: [string, string][] = [
   ['/dashboard/invoices', 'Invoices'], ['/dashboard/members', 'Members'], ['/dashboard/catalog', 'Catalog'],
   ['/dashboard/keys', 'API keys'], ['/dashboard/webhooks', 'Webhooks'], ['/dashboard/events', 'Events'],
   ['/dashboard/operators', 'Operators'],
+  ['/dashboard/mail', 'Mail'],
 ];
 
 const NOTICES: Record<string, string> = {

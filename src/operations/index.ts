@@ -20,6 +20,7 @@ import { grantOperations } from '../domain/grants/grant-operations';
 import { lifecycleOperations } from '../domain/subscriptions/lifecycle-operations';
 import { subscriptionOperations } from '../domain/subscriptions/subscription-operations';
 import { webhookOperations } from '../domain/webhooks/webhook-operations';
+import { mailDashboardOperations } from '../domain/mail/mail-operations';
 
 export const operations: readonly Operation[] = [
   ...planOperations,
@@ -47,6 +48,7 @@ export const operations: readonly Operation[] = [
 export const dashboardOperations: readonly Operation[] = [
   ...apiKeyOperations, ...operatorOperations, ...analyticsDashboardOperations, ...catalogDashboardOperations, ...eventDashboardOperations,
   ...portalOperations,
+  ...mailDashboardOperations,
 ];
 
 export function findOperation(name: string): Operation | undefined {

@@ -50,6 +50,11 @@ create policy owner_access on billing.mail_messages to current_user using (true)
 grant select on billing.mail_messages to billing_api;
 revoke insert, update, delete on billing.mail_messages from billing_api;
 
+-- (from 82-member-portal.sql) a portal session sees its own member's messages only
+drop policy if exists member_fence on billing.mail_messages;
+create policy member_fence on billing.mail_messages as restrictive to billing_api, billing_writer
+  using ((select billing.current_member_id()) is null or member_id = (select billing.current_member_id()));
+
 --!include functions/80-checkout.sql
 --!include functions/65-mail.sql
 
@@ -63,5 +68,21 @@ create or replace view billing_graphql.members with (security_invoker = true, se
   from billing.members m
   where (select billing.has_scope('members:read'));
 comment on column billing_graphql.members.email is E'The member\'s email (personal data), null when unknown.';
+
+-- Operator SQL logins (10-tenancy.sql): the new column of a table with hidden columns,
+-- and the mail bodies hidden (an access email holds a link code).
+create or replace function billing_private.operator_hidden_columns() returns jsonb
+  language sql immutable
+as $$
+  select '{"idempotency_keys": ["response_body"],
+           "link_codes": ["code"],
+           "checkout_sessions": ["url", "access_token", "access_token_sha256", "provider_ref"],
+           "portal_sessions": ["url", "access_token", "access_token_sha256"],
+           "mail_messages": ["text_body", "html_body"]}'::jsonb
+$$;
+grant select (customer_email) on billing.checkout_sessions to billing_operator;
+revoke select on billing.mail_messages from billing_operator;
+grant select (community_id, id, member_id, template, event_id, to_address, subject, status, attempts, last_error,
+  claimed_at, created_at, sent_at) on billing.mail_messages to billing_operator;
 
 --!include 98-dispatch.sql
