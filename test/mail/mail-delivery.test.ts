@@ -9,7 +9,7 @@
 import crypto from 'node:crypto';
 import { captureLogs } from '../../src/core/log';
 import type { WorkerHandle } from '../../worker';
-import { startApp, TestApp } from '../support/app';
+import { call, startApp, TestApp } from '../support/app';
 import { advance, checkout, createShop, events, externalSubject, pay, Shop } from '../support/shop';
 import { startSmtpServer, SmtpStandIn } from '../support/smtp-server';
 import { asTenant } from '../support/tenant';
@@ -88,6 +88,11 @@ test('a checkout with an email and a declined renewal leave a receipt and a fail
     expect(failed.mail.text).toContain('Change your card: ');
     expect(await openPortal(linkIn(failed.mail.text!)!)).toContain('Gold');
 
+    // The retries decline too: the subscription ends, and the member is told.
+    await advance(app, shop, 10);
+    const ended = await waitFor('the subscription-ended notice', () => smtp.to(email).find((r) => /has ended$/.test(r.mail.subject ?? '')));
+    expect(ended.mail.subject).toMatch(/^Your Gold subscription at .+ has ended$/);
+
     const rows = await messages(shop);
     expect(rows.filter((m) => m.template === 'receipt').map((m) => m.status)).toEqual(['sent']);
     expect(rows.filter((m) => m.template === 'payment_failed').length).toBeGreaterThan(0);
@@ -101,6 +106,18 @@ test('a checkout with an email and a declined renewal leave a receipt and a fail
   } finally {
     logs.stop();
   }
+});
+
+test('a refund sends a refund notice with the amount and the credit note', async () => {
+  const shop = await createShop(app);
+  const email = address('Refund');
+  const { subscriptionId } = await buy(shop, email);
+  const { rows } = await app.owner.query<{ id: string }>('select id from billing.invoices where subscription_id = $1', [subscriptionId]);
+  const refund = await call(app.url, 'POST', `/v1/invoices/${rows[0].id}/refunds`, { key: shop.key, body: { amount_cents: 500 } });
+  expect(refund.status).toBeLessThan(300);
+  const notice = await waitFor('the refund notice', () => smtp.to(email).find((r) => /^Refund from /.test(r.mail.subject ?? '')));
+  expect(notice.mail.subject).toMatch(/: 5\.00 USD$/);
+  expect(notice.mail.text).toMatch(/We refunded 5\.00 USD of invoice \S+\.\nCredit note: \S+/);
 });
 
 test('a message is sent at most once per (event, template), even when its job runs twice', async () => {
