@@ -24,6 +24,7 @@ import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
 import { analyticsCompactCron } from './tasks/analytics__compact';
 import { makePlatformDeliveryTask, type PlatformDeliveryOptions } from './tasks/platform_deliveries__apply';
 import { makeMailTask, type MailOptions } from './tasks/mail_messages__send';
+import { mailMessagesRemind, mailMessagesRemindCron } from './tasks/mail_messages__remind';
 
 export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
 
@@ -224,7 +225,10 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
   if (opts.platformDeliveries ?? true) tasks.platform_deliveries__apply = platforms.task;
   const mail = opts.mail ? makeMailTask(opts.mail) : null;
-  if (mail) tasks.mail_messages__send = mail.task;
+  if (mail) {
+    tasks.mail_messages__send = mail.task;
+    tasks.mail_messages__remind = mailMessagesRemind;
+  }
 
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',
@@ -288,7 +292,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       taskList: tasks,
       // Period ends, trials, expiries and the analytics rollup's folding every minute;
       // retention purge hourly.
-      crontab: [subscriptionsApplyDueCron, analyticsCompactCron, billingPurgeExpiredCron].join('\n'),
+      crontab: [subscriptionsApplyDueCron, analyticsCompactCron, billingPurgeExpiredCron, ...(mail ? [mailMessagesRemindCron] : [])].join('\n'),
       noHandleSignals: !opts.handleSignals,
       logger: logger(opts.verbose ?? false),
       events,

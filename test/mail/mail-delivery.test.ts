@@ -7,9 +7,12 @@
 // worker's mail option is off unless given), and every check here is filtered by this
 // file's own communities and addresses.
 import crypto from 'node:crypto';
+import type { JobHelpers } from 'graphile-worker';
+import pg from 'pg';
+import { mailMessagesRemind } from '../../worker/tasks/mail_messages__remind';
 import { captureLogs } from '../../src/core/log';
 import type { WorkerHandle } from '../../worker';
-import { call, startApp, TestApp } from '../support/app';
+import { call, startApp, TestApp, TEST_WORKER_DB } from '../support/app';
 import { advance, checkout, createShop, events, externalSubject, pay, Shop } from '../support/shop';
 import { startSmtpServer, SmtpStandIn } from '../support/smtp-server';
 import { asTenant } from '../support/tenant';
@@ -119,6 +122,42 @@ test('a refund sends a refund notice with the amount and the credit note', async
   expect(notice.mail.subject).toMatch(/: 5\.00 USD$/);
   expect(notice.mail.text).toMatch(/We refunded 5\.00 USD of invoice \S+\.\nCredit note: \S+/);
 });
+
+/** The reminders' cron task, run once for one community as the worker's login runs it. */
+async function remind(shop: Shop) {
+  const client = new pg.Client({ connectionString: TEST_WORKER_DB() });
+  await client.connect();
+  try {
+    await mailMessagesRemind({ community_id: shop.communityId }, { withPgClient: async <T>(fn: (c: pg.Client) => Promise<T>) => fn(client) } as unknown as JobHelpers);
+  } finally {
+    await client.end();
+  }
+}
+
+test('a trial ending in 3 days and a yearly renewal in 7 each send one reminder, however often the cron runs', async () => {
+  const shop = await createShop(app);
+  const email = address('Yearly');
+  const link = await checkout(app, shop, { tier_id: shop.ids.tiers.gold, plan_id: shop.ids.plans['gold-annual'], subject: externalSubject(), customer_email: email });
+  await pay(link.body.url);
+  await remind(shop); // a 7-day trial: not within 3 days yet
+  expect((await messages(shop)).map((m) => m.template)).toEqual(['access_granted']);
+  await advance(app, shop, 5);
+  await remind(shop);
+  await remind(shop);
+  const trial = await waitFor('the trial reminder', () => smtp.to(email).find((r) => /^Your free trial at /.test(r.mail.subject ?? '')));
+  expect(trial.mail.text).toMatch(/your card will be charged 150\.00 USD/);
+  expect(await openPortal(linkIn(trial.mail.text!)!)).toContain('Gold');
+  // the trial converts (day 7), then a year later the renewal is 7 days away
+  await advance(app, shop, 2 + 365 - 6);
+  await remind(shop);
+  await remind(shop);
+  const renewal = await waitFor('the renewal reminder', () => smtp.to(email).find((r) => /renews on/.test(r.mail.subject ?? '')));
+  expect(renewal.mail.text).toMatch(/Your card will be charged 150\.00 USD for the next year/);
+  const rows = await messages(shop);
+  expect(rows.filter((m) => m.template === 'trial_ending')).toHaveLength(1);
+  expect(rows.filter((m) => m.template === 'renewal_upcoming')).toHaveLength(1);
+  expect(rows.filter((m) => m.template === 'receipt').length).toBeGreaterThanOrEqual(1);
+}, 60_000);
 
 test('a message is sent at most once per (event, template), even when its job runs twice', async () => {
   const shop = await createShop(app);

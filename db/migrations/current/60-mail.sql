@@ -23,7 +23,10 @@ create table if not exists billing.mail_messages (
   id text collate "C" not null default billing.gen_id('msg'),
   member_id text collate "C" not null,
   template text not null,
-  event_id text collate "C" not null,
+  -- what caused it: an event, or for a reminder (no event) its key, e.g.
+  -- trial:<subscription>:<trial end>
+  event_id text collate "C",
+  ref text,
   to_address text not null,
   subject text not null,
   text_body text not null,
@@ -36,6 +39,8 @@ create table if not exists billing.mail_messages (
   sent_at timestamptz,
   primary key (community_id, id),
   unique (community_id, event_id, template),
+  unique (community_id, ref, template),
+  constraint mail_messages_cause check (event_id is not null or ref is not null),
   foreign key (community_id, member_id) references billing.members on delete cascade,
   foreign key (community_id, event_id) references billing.events on delete cascade
 );

@@ -62,7 +62,7 @@ ${nextLink(req, page.next_cursor)}
     if (!m) return;
     if (req.query.part === 'html') return sendSandboxed(res, fillLinks(m.html, links(req, m), true));
     send(req, res, m.subject, '/dashboard/mail', html`<dl class="facts"><dt>To</dt><dd>${m.to}</dd><dt>Member</dt><dd>${memberLink(m.member_id)}</dd>
-<dt>Template</dt><dd>${m.template}</dd><dt>Event</dt><dd><code>${m.event_id}</code></dd><dt>Status</dt><dd>${m.status}${m.last_error ? ` (${m.last_error})` : ''}</dd>
+<dt>Template</dt><dd>${m.template}</dd><dt>Cause</dt><dd><code>${m.event_id ?? m.ref}</code></dd><dt>Status</dt><dd>${m.status}${m.last_error ? ` (${m.last_error})` : ''}</dd>
 <dt>Attempts</dt><dd>${m.attempts}</dd><dt>Created</dt><dd>${m.created_at}</dd><dt>Sent</dt><dd>${m.sent_at ?? '—'}</dd></dl>
 <h2>Plain text</h2><pre>${fillLinks(m.text, links(req, m), false)}</pre>
 <p><a href="/dashboard/mail/${encodeURIComponent(m.id)}?part=html">Open the HTML version</a> (shown sandboxed: no script runs)</p>
