@@ -87,7 +87,7 @@ as $$
 $$;
 grant select (customer_email) on billing.checkout_sessions to billing_operator;
 revoke select on billing.mail_messages from billing_operator;
-grant select (community_id, id, member_id, template, event_id, to_address, subject, status, attempts, last_error,
+grant select (community_id, id, member_id, template, event_id, ref, to_address, subject, status, attempts, last_error,
   claimed_at, created_at, sent_at) on billing.mail_messages to billing_operator;
 
 --!include 98-dispatch.sql
