@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import type { JobHelpers } from 'graphile-worker';
 import pg from 'pg';
 import { mailMessagesRemind } from '../../worker/tasks/mail_messages__remind';
+import { migratePlanPrice } from '../../src/domain/catalog/price-migrations';
 import { captureLogs } from '../../src/core/log';
 import type { WorkerHandle } from '../../worker';
 import { call, startApp, TestApp, TEST_WORKER_DB } from '../support/app';
@@ -96,10 +97,12 @@ test('a checkout with an email and a declined renewal leave a receipt and a fail
     const ended = await waitFor('the subscription-ended notice', () => smtp.to(email).find((r) => /has ended$/.test(r.mail.subject ?? '')));
     expect(ended.mail.subject).toMatch(/^Your Gold subscription at .+ has ended$/);
 
-    const rows = await messages(shop);
-    expect(rows.filter((m) => m.template === 'receipt').map((m) => m.status)).toEqual(['sent']);
+    const rows = await waitFor('every message recorded as sent', async () => {
+      const all = await messages(shop);
+      return all.every((m) => m.status === 'sent') ? all : null;
+    });
+    expect(rows.filter((m) => m.template === 'receipt')).toHaveLength(1);
     expect(rows.filter((m) => m.template === 'payment_failed').length).toBeGreaterThan(0);
-    expect(rows.every((m) => m.status === 'sent')).toBe(true);
     // No address in any log line, in either spelling.
     const text = logs.text().toLowerCase();
     expect(text.length).toBeGreaterThan(0);
@@ -159,6 +162,20 @@ test('a trial ending in 3 days and a yearly renewal in 7 each send one reminder,
   expect(rows.filter((m) => m.template === 'receipt').length).toBeGreaterThanOrEqual(1);
 }, 60_000);
 
+test('a price migration sends each subscriber one notice with the old and new price and the date', async () => {
+  const shop = await createShop(app);
+  const email = address('Price');
+  await buy(shop, email);
+  await app.owner.query(`update billing.plans set amount_cents = 2000 where community_id = $1 and key = 'gold-monthly'`, [shop.communityId]);
+  const made = await migratePlanPrice(app.owner, shop.communityId, 'gold-monthly', 30);
+  await remind(shop);
+  await remind(shop);
+  const notice = await waitFor('the price notice', () => smtp.to(email).find((r) => /^A price change/.test(r.mail.subject ?? '')));
+  expect(notice.mail.text).toContain(`It applies from your first renewal on or after ${made.notice_ends_at.slice(0, 10)}`);
+  expect(notice.mail.text).toMatch(/changes from 15\.00 USD to 20\.00 USD per month/);
+  expect((await messages(shop)).filter((m) => m.template === 'price_change')).toHaveLength(1);
+});
+
 test('a message is sent at most once per (event, template), even when its job runs twice', async () => {
   const shop = await createShop(app);
   const email = address('Twice');
@@ -191,7 +208,8 @@ test('a refusal the SMTP server says is temporary is retried, and the address is
     smtp.accept(email);
     // graphile-worker's backoff runs the job again.
     await waitFor('the retried receipt', () => receipts(email).length === 1, 60_000);
-    expect((await messages(shop)).find((m) => m.template === 'receipt')).toMatchObject({ status: 'sent', attempts: 2 });
+    const sent = await waitFor('the receipt recorded as sent', async () => (await messages(shop)).find((m) => m.template === 'receipt' && m.status === 'sent'));
+    expect(sent.attempts).toBe(2);
     expect(logs.text()).toContain('will retry');
     expect(logs.text().toLowerCase()).not.toContain(email.toLowerCase());
   } finally {
