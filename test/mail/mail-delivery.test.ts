@@ -83,6 +83,15 @@ test('a checkout with an email and a declined renewal leave a receipt and a fail
     // the HTML part carries the same kind of link, escaped as HTML
     expect(receipt.mail.html).toMatch(/href="http:\/\/127\.0\.0\.1:\d+\/mail\/portal\//);
 
+    // The access email tells how to link Discord, with a code that works.
+    const access = await waitFor('the access email', () => smtp.to(email).find((r) => /^Your access to /.test(r.mail.subject ?? '')));
+    expect(access.mail.subject).toMatch(/^Your access to Member chat, VIP chat at /);
+    const code = /use the \/link command in the server with the code ([0-9A-F]{10})\./.exec(access.mail.text!)?.[1];
+    expect(code).toBeDefined();
+    const redeemed = await call(app.url, 'POST', '/v1/link-codes/redeem', { key: shop.key, body: { code, platform: 'discord', platform_uid: `d-${memberId}` } });
+    expect(redeemed.status).toBe(200);
+    expect(redeemed.body.id).toBe(memberId);
+
     // The renewal is declined: a failed-payment notice with the amount, the next retry and the portal.
     await asTenant(app.owner, shop.communityId, (c) => c.query('select billing.sandbox_set_card($1, true)', [subscriptionId]), { commit: true });
     await advance(app, shop, 31);
@@ -220,7 +229,11 @@ test('a refusal the SMTP server says is temporary is retried, and the address is
 test('members without an email get no mail, a template turned off makes no message, a tier\'s grants make one access email', async () => {
   const shop = await createShop(app);
   const link = await checkout(app, shop, { tier_id: shop.ids.tiers.gold, plan_id: shop.ids.plans['gold-monthly'], subject: externalSubject() });
+  // an operator's code, made before the grant, keeps working
+  const operatorCode = await call(app.url, 'POST', `/v1/members/${link.body.member_id}/link-codes`, { key: shop.key, body: { intended_platform: 'discord' } });
   await pay(link.body.url);
+  const codes = await app.owner.query('select code, invalidated_at from billing.link_codes where community_id = $1 and member_id = $2', [shop.communityId, link.body.member_id]);
+  expect(codes.rows).toEqual([{ code: operatorCode.body.code, invalidated_at: null }]);
   await app.owner.query(`update billing.communities set mail_templates_off = '{receipt}' where id = $1`, [shop.communityId]);
   const email = address('Off');
   const { memberId } = await buy(shop, email);
