@@ -221,7 +221,12 @@ test('a scheduled downgrade is done when Stripe reports the new price', async ()
   expect(sub.body).toMatchObject({ plan_id: shop.ids.plans['silver-monthly'], scheduled_plan_id: null, scheduled_at: null });
 });
 
-test('the Checkout Session\'s customer email becomes the member\'s when it has none (issue 30)', async () => {
+test('a link\'s customer_email prefills Stripe Checkout; the session\'s customer email becomes the member\'s (issue 30)', async () => {
+  const before = mock.requests.length;
+  const given = `Given.${Date.now()}@Example.test`;
+  const prefilled = await checkout(app, shop, { tier_id: shop.ids.tiers.silver, subject: externalSubject(), customer_email: given });
+  expect(prefilled.status).toBe(200);
+  expect(mock.requests.slice(before).find((q) => q.path === '/v1/checkout/sessions')!.form.customer_email).toBe(given);
   const link = await checkout(app, shop, { tier_id: shop.ids.tiers.silver, subject: externalSubject() });
   const ref = `sub_stripe_mail_${Date.now()}`;
   mock.subscription({ id: ref, customer: 'cus_mail', price: 'price_silver_m', metadata: { checkout_id: link.body.checkout_id } });

@@ -123,6 +123,9 @@ export class StripeProvider implements PaymentProvider {
       success_url: returnTarget(checkout, ctx.baseUrl),
       cancel_url: cancelTarget(checkout, ctx.baseUrl, checkout.access_token ?? ''),
       ...(customer ? { customer } : recurring ? {} : { customer_creation: 'always' as const }),
+      // The address we know (the member's, else the link's) prefills Stripe's page; Stripe
+      // takes customer_email only for a new customer.
+      ...(!customer && checkout.customer_email ? { customer_email: checkout.customer_email } : {}),
       ...(discounts ? { discounts } : {}),
       ...(recurring
         ? { subscription_data: { metadata, ...(checkout.trial_days > 0 ? { trial_period_days: checkout.trial_days } : {}) } }
