@@ -8,7 +8,7 @@
 // fails, so graphile-worker runs it again with its backoff; after MAX_ATTEMPTS the
 // message is failed. Addresses and bodies are personal data: never logged.
 import type { Task } from 'graphile-worker';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { fillLinks } from '../../src/domain/mail/mail-links';
 
 export const MAX_ATTEMPTS = 5;
@@ -43,9 +43,16 @@ const displayName = (name: string) => name.replace(/[\r\n"<>\\]/g, ' ').trim().s
 
 export function makeMailTask(opts: MailOptions): { task: Task; close(): void } {
   const timeout = opts.timeoutMs ?? 30_000;
-  const transport = opts.smtpUrl
-    ? nodemailer.createTransport({ url: opts.smtpUrl, connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout })
-    : null;
+  // nodemailer loads on the first message to send: a service without SMTP_URL (npm
+  // start's default) never loads it, and start-up stays light.
+  let transport: Transporter | null = null;
+  const transportFor = async (smtpUrl: string): Promise<Transporter> => {
+    if (!transport) {
+      const { createTransport } = await import('nodemailer');
+      transport = createTransport({ url: smtpUrl, connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout });
+    }
+    return transport;
+  };
   const task: Task = async (payload, helpers) => {
     if (!isPayload(payload)) throw new Error('mail_messages__send: bad payload');
     const { community_id: communityId, ids } = payload;
@@ -55,13 +62,13 @@ export function makeMailTask(opts: MailOptions): { task: Task; close(): void } {
       (await c.query<Claimed>('select * from billing_private.mail_claim($1, $2)', [communityId, ids])).rows);
     let failures = 0;
     for (const m of claimed) {
-      if (!transport) {
+      if (!opts.smtpUrl) {
         await record(m.id, 'kept', null);
         continue;
       }
       const links = { baseUrl: typeof opts.baseUrl === 'function' ? opts.baseUrl() : opts.baseUrl, key: opts.key, communityId, memberId: m.member_id };
       try {
-        await transport.sendMail({
+        await (await transportFor(opts.smtpUrl)).sendMail({
           from: { name: displayName(m.sender_name), address: opts.from },
           to: m.to_address,
           ...(m.reply_to ? { replyTo: m.reply_to } : {}),
