@@ -191,7 +191,8 @@ async function main() {
     // The worker needs the migrations and its login, nothing after: it starts beside the
     // demo check and the app. It gets this config too: it may hold a generated webhook
     // encryption key.
-    workerStarting = startWorker({ connectionString: workerUrl, config });
+    workerStarting = startWorker({ connectionString: workerUrl, config, mail: {
+      smtpUrl: config.smtpUrl, from: config.mailFrom, baseUrl: () => baseUrlFor(config), key: config.webhookEncryptionKey } });
     workerStarting.catch(() => {}); // awaited below, or in the catch when something else failed first
     const demo = await createDemoIfEmpty(service, owner, config.firstStartDemo);
     clock.step('demo check');

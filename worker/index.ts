@@ -24,6 +24,8 @@ import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
 import { analyticsCompactCron } from './tasks/analytics__compact';
 import { makePlatformDeliveryTask, type PlatformDeliveryOptions } from './tasks/platform_deliveries__apply';
 import { platformReconcileCron } from './tasks/platform_connections__reconcile';
+import { makeMailTask, type MailOptions } from './tasks/mail_messages__send';
+import { mailMessagesRemind, mailMessagesRemindCron } from './tasks/mail_messages__remind';
 
 export { RETRY_SCHEDULE_MS, DISABLE_AFTER_MS } from './tasks/webhook_deliveries__send';
 
@@ -64,6 +66,12 @@ export interface StartWorkerOptions {
   platformDeliveries?: boolean;
   /** The platforms' API URLs and deployment bot tokens (default: the config's, DISCORD_API_URL and so on). */
   platforms?: Partial<Omit<PlatformDeliveryOptions, 'encryptionKey'>>;
+  /**
+   * Send (or keep) mail to members (mail_messages__send). Off unless given: a worker
+   * takes every community's jobs, so only the service (src/main.ts) and the tests of
+   * mail turn it on; a worker without it leaves mail jobs to one that has it.
+   */
+  mail?: MailOptions;
   /** Log graphile-worker's info lines too (default: warnings and errors only). */
   verbose?: boolean;
 }
@@ -223,6 +231,12 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     tasks.platform_connections__reconcile = platforms.reconcile;
     crons.push(platformReconcileCron);
   }
+  const mail = opts.mail ? makeMailTask(opts.mail) : null;
+  if (mail) {
+    tasks.mail_messages__send = mail.task;
+    tasks.mail_messages__remind = mailMessagesRemind;
+    crons.push(mailMessagesRemindCron);
+  }
 
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',
@@ -285,7 +299,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
       pollInterval: opts.pollInterval ?? 1000,
       taskList: tasks,
       // Period ends, trials, expiries and the analytics rollup's folding every minute;
-      // retention purge and platform reconciliation hourly.
+      // retention purge and platform reconciliation hourly; mail reminders.
       crontab: crons.join('\n'),
       noHandleSignals: !opts.handleSignals,
       logger: logger(opts.verbose ?? false),
@@ -297,6 +311,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   } catch (err) {
     delivery.close();
     platforms.close();
+    mail?.close();
     await pool.end();
     throw err;
   }
@@ -315,6 +330,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
         await pool.query('select billing_private.worker_heartbeat_stop($1)', [[...workerIds]]).catch(() => {});
         delivery.close();
         platforms.close();
+        mail?.close();
         await pool.end();
       })();
       return stopping;

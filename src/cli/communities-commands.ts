@@ -1,6 +1,7 @@
 // billing communities create --name NAME
 // billing communities set-legal --community ID [--legal-name N] [--address 'LINE|LINE'] [--country CC] [--tax-id T]
-import { CommunityLegal, createCommunity, setCommunityLegal } from '../domain/communities/community-admin';
+// billing communities mail COMMUNITY_ID [--sender-name NAME] [--reply-to ADDRESS]
+import { CommunityLegal, createCommunity, setCommunityLegal, setCommunityMail } from '../domain/communities/community-admin';
 import { defineCommand, defineGroup, requireString, UsageError } from './command';
 
 type Legal = Awaited<ReturnType<typeof setCommunityLegal>>;
@@ -13,7 +14,7 @@ function field(value: string | boolean | undefined): string | null | undefined {
 
 export default defineGroup({
   name: 'communities',
-  summary: 'create communities, set what their invoices say of them',
+  summary: 'create communities, set what their invoices say of them and their mail sender',
   commands: [defineCommand({
     name: 'create',
     summary: 'creates a community',
@@ -50,5 +51,30 @@ export default defineGroup({
     },
     print: (r: Legal) => [`Community ${r.id} invoices print:`, r.legal_name ?? '(its display name)', ...(r.address_lines ?? []),
       ...(r.country ? [r.country] : []), ...(r.tax_id ? [`Tax id: ${r.tax_id}`] : [])].join('\n'),
+  }), defineCommand({
+    name: 'mail',
+    summary: 'sets the display name and reply-to of the community\'s mail to members ("" clears one)',
+    args: ['community_id'],
+    options: {
+      'sender-name': { type: 'string', description: 'display name of the sender (default: the community\'s name)' },
+      'reply-to': { type: 'string', description: 'address members\' replies go to' },
+    },
+    async run(ctx, input) {
+      const name = input.options['sender-name'];
+      const replyTo = input.options['reply-to'];
+      try {
+        const r = await setCommunityMail(await ctx.ownerPool(), input.args[0],
+          typeof name === 'string' ? name : undefined, typeof replyTo === 'string' ? replyTo : undefined);
+        if (!r) throw new UsageError(`no community ${input.args[0]}`);
+        return r;
+      } catch (err) {
+        if ((err as { code?: string }).code === '23514') {
+          throw new UsageError('--sender-name: 1 to 200 characters without quotes, brackets or line breaks; --reply-to: an email address');
+        }
+        throw err;
+      }
+    },
+    print: (r: { id: string; mail_sender_name: string | null; mail_reply_to: string | null }) =>
+      `Mail of ${r.id}: sender name ${r.mail_sender_name ?? '(the community name)'}, reply-to ${r.mail_reply_to ?? '(none)'}`,
   })],
 });

@@ -84,6 +84,14 @@ export interface Config {
    * off in production, where only BILLING_DEMO=true asks for it).
    */
   firstStartDemo: boolean;
+  /**
+   * Mail to members (docs/decisions/mail-outbox.md): the SMTP server as a nodemailer URL
+   * (SMTP_URL, smtp:// or smtps://, credentials in it); null keeps every message in the
+   * dashboard's mail page instead of sending it (the embedded default of npm start).
+   */
+  smtpUrl: string | null;
+  /** The sender's address (MAIL_FROM); each community's name (or sender name) is its display name. */
+  mailFrom: string;
 }
 
 export interface LogSettings {
@@ -229,6 +237,27 @@ export function webhookPortsSetting(value: string | undefined, production: boole
  */
 export const packageRoot = ((up: string) => (fs.existsSync(path.join(up, 'package.json')) ? up : path.dirname(up)))(path.resolve(__dirname, '../..'));
 
+/** SMTP_URL: smtp:// or smtps:// (nodemailer's URL form); unset or empty, none. */
+export function smtpUrlSetting(value: string | undefined): string | null {
+  const text = (value ?? '').trim();
+  if (text === '') return null;
+  let url: URL | null = null;
+  try { url = new URL(text); } catch { /* reported below */ }
+  if (!url || !['smtp:', 'smtps:'].includes(url.protocol) || !url.hostname) {
+    // The value may hold a password: never echo it.
+    throw new Error('SMTP_URL: expected smtp://[user:password@]host[:port] or smtps://...');
+  }
+  return text;
+}
+
+/** MAIL_FROM: a bare address (default billing@localhost). */
+export function mailFromSetting(value: string | undefined): string {
+  const text = (value ?? '').trim();
+  if (text === '') return 'billing@localhost';
+  if (!/^[^@\s<>"]+@[^@\s<>"]+$/.test(text)) throw new Error(`MAIL_FROM: expected an address such as billing@example.com, got "${text}"`);
+  return text;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const production = env.NODE_ENV === 'production';
   return {
@@ -272,6 +301,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphqlIntrospection: flag('GRAPHQL_INTROSPECTION', env.GRAPHQL_INTROSPECTION, !production),
     metricsToken: env.METRICS_TOKEN || null,
     firstStartDemo: flag('BILLING_DEMO', env.BILLING_DEMO, !production),
+    smtpUrl: smtpUrlSetting(env.SMTP_URL),
+    mailFrom: mailFromSetting(env.MAIL_FROM),
   };
 }
 

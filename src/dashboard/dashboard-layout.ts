@@ -15,6 +15,7 @@ const NAV: [string, string][] = [
   ['/dashboard/keys', 'API keys'], ['/dashboard/webhooks', 'Webhooks'], ['/dashboard/events', 'Events'],
   ['/dashboard/platforms', 'Platforms'],
   ['/dashboard/operators', 'Operators'],
+  ['/dashboard/mail', 'Mail'],
 ];
 
 const NOTICES: Record<string, string> = {

@@ -14,6 +14,7 @@ import { mountCatalog } from './pages/catalog-page';
 import { mountEvents } from './pages/events-page';
 import { mountInvoices } from './pages/invoices-page';
 import { mountKeys } from './pages/keys-page';
+import { mountMail } from './pages/mail-page';
 import { mountMembers } from './pages/members-page';
 import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
@@ -28,6 +29,7 @@ const SIGNED_PAGES: MountPage[] = [
   mountAccount, mountOverview, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
   mountCatalog, mountKeys, mountWebhooks, mountEvents, mountOperators,
   mountPlatforms,
+  mountMail,
 ];
 
 export function mountDashboard(app: express.Express, deps: DashboardDeps): void {

@@ -21,6 +21,7 @@ import { lifecycleOperations } from '../domain/subscriptions/lifecycle-operation
 import { subscriptionOperations } from '../domain/subscriptions/subscription-operations';
 import { webhookOperations } from '../domain/webhooks/webhook-operations';
 import { deliveryDashboardOperations, deliveryOperations } from '../domain/members/delivery-operations';
+import { mailDashboardOperations } from '../domain/mail/mail-operations';
 
 export const operations: readonly Operation[] = [
   ...planOperations,
@@ -50,6 +51,7 @@ export const dashboardOperations: readonly Operation[] = [
   ...apiKeyOperations, ...operatorOperations, ...analyticsDashboardOperations, ...catalogDashboardOperations, ...eventDashboardOperations,
   ...portalOperations,
   ...deliveryDashboardOperations,
+  ...mailDashboardOperations,
 ];
 
 export function findOperation(name: string): Operation | undefined {

@@ -6,6 +6,7 @@ import type { Request } from 'express';
 import type pg from 'pg';
 import { baseUrlFor, type Config } from '../core/config';
 import type { PaymentProvider, PaymentServices, ProviderName } from '../domain/checkout/payment-port';
+import { mountMailPortal } from './mail-portal-routes';
 import { mountSandboxRoutes, SandboxProvider } from './sandbox/sandbox-provider';
 import { mountStripeWebhook, StripeProvider } from './stripe/stripe-provider';
 
@@ -26,4 +27,5 @@ export function mountProviderRoutes(app: express.Express, deps: ProviderDeps): v
   const baseUrl = (req: Request) => baseUrlFor(deps.config, { protocol: req.protocol, host: req.get('host') });
   mountSandboxRoutes(app, deps.ownerPool, baseUrl);
   mountStripeWebhook(app, deps);
+  mountMailPortal(app, { ...deps, payments: createPaymentServices(deps.config) }, baseUrl);
 }

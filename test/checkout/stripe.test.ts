@@ -220,3 +220,23 @@ test('a scheduled downgrade is done when Stripe reports the new price', async ()
   const sub = await call(app.url, 'GET', `/v1/subscriptions/${subscriptionId}`, { key: shop.key });
   expect(sub.body).toMatchObject({ plan_id: shop.ids.plans['silver-monthly'], scheduled_plan_id: null, scheduled_at: null });
 });
+
+test('a link\'s customer_email prefills Stripe Checkout; the session\'s customer email becomes the member\'s (issue 30)', async () => {
+  const before = mock.requests.length;
+  const given = `Given.${Date.now()}@Example.test`;
+  const prefilled = await checkout(app, shop, { tier_id: shop.ids.tiers.silver, subject: externalSubject(), customer_email: given });
+  expect(prefilled.status).toBe(200);
+  expect(mock.requests.slice(before).find((q) => q.path === '/v1/checkout/sessions')!.form.customer_email).toBe(given);
+  const link = await checkout(app, shop, { tier_id: shop.ids.tiers.silver, subject: externalSubject() });
+  const ref = `sub_stripe_mail_${Date.now()}`;
+  mock.subscription({ id: ref, customer: 'cus_mail', price: 'price_silver_m', metadata: { checkout_id: link.body.checkout_id } });
+  const email = `Stripe.Buyer.${Date.now()}@Example.test`;
+  const completed = mock.signedEvent('checkout.session.completed', {
+    id: `cs_test_mail_${Date.now()}`, object: 'checkout.session', mode: 'subscription', status: 'complete', payment_status: 'paid',
+    client_reference_id: link.body.checkout_id, metadata: { checkout_id: link.body.checkout_id }, subscription: ref, customer: 'cus_mail',
+    customer_details: { email, name: null, address: null, phone: null, tax_exempt: 'none', tax_ids: [] },
+  });
+  expect((await deliver(app.url, shop.communityId, completed)).status).toBe(200);
+  const member = await call(app.url, 'GET', `/v1/members/${link.body.member_id}`, { key: shop.key });
+  expect(member.body.email).toBe(email);
+});

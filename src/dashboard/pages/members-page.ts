@@ -30,6 +30,12 @@ export function mountMembers(router: Router, ctx: DashboardContext): void {
     const q = typeof req.query.q === 'string' ? req.query.q.trim() : '';
     if (q) {
       if (/^mem_[0-9a-f]{26}$/.test(q)) return void res.redirect(303, `/dashboard/members/${q}`);
+      if (q.includes('@')) {
+        // an email, compared case-insensitively (docs/decisions/member-email.md)
+        const byEmail = await run(req, 'list_members', { query: { email: q, limit: '1' } });
+        const hit = byEmail.problem ? null : (byEmail.body as Page).data[0];
+        if (hit) return void res.redirect(303, `/dashboard/members/${hit.id}`);
+      }
       const i = q.indexOf(':');
       const [a, b] = i > 0 ? [q.slice(0, i), q.slice(i + 1)] : ['', ''];
       const query = a === 'discord' || a === 'telegram' ? { platform: a, platform_uid: b } : { namespace: a, external_user_id: b };
@@ -39,9 +45,9 @@ export function mountMembers(router: Router, ctx: DashboardContext): void {
     const page = await read<Page>(req, res, 'list_members', { query: queryOf(req, []) });
     if (!page) return;
     send(req, res, 'Members', '/dashboard/members', html`<form class="filters" method="get" action="/dashboard/members" role="search">
-<div><label for="q">Find a member: id, platform:uid (discord:123) or namespace:external id</label><input id="q" name="q" size="40" value="${q}"></div>
+<div><label for="q">Find a member: id, email, platform:uid (discord:123) or namespace:external id</label><input id="q" name="q" size="40" value="${q}"></div>
 <div><button type="submit">Find</button></div></form>${q ? html`<p class="error" role="alert">No member matches “${q}”.</p>` : ''}
-${table(['Id', 'Identities', 'External subjects', 'Since'], page.data.map((m) => [memberLink(m.id),
+${table(['Id', 'Email', 'Identities', 'External subjects', 'Since'], page.data.map((m) => [memberLink(m.id), html`${m.email ?? '—'}`,
       html`${(m.identities as Json[]).map((x) => `${x.platform}:${x.platform_uid}`).join(', ') || '—'}`,
       html`${(m.external_subjects as Json[]).map((x) => `${x.namespace}:${x.external_user_id}`).join(', ') || '—'}`, html`${day(m.created_at)}`]), 'No members yet.')}
 ${nextLink(req, page.next_cursor)}`);
@@ -64,8 +70,12 @@ ${nextLink(req, page.next_cursor)}`);
       : ['active', 'trialing', 'past_due'].includes(x.status) ? actionForm(s, `/dashboard/subscriptions/${encodeURIComponent(x.id)}/cancel`, 'Cancel at period end', { danger: true, fields: backField }) : html``;
     send(req, res, `Member ${id}`, '/dashboard/members', html`<dl class="facts">
 <dt>Created</dt><dd>${member.created_at}</dd>
+<dt>Email</dt><dd>${member.email ?? 'none'}</dd>
 <dt>Identities</dt><dd>${(member.identities as Json[]).map((x) => `${x.platform}:${x.platform_uid}${x.username ? ` (${x.username})` : ''}`).join(', ') || 'none'}</dd>
 <dt>External subjects</dt><dd>${(member.external_subjects as Json[]).map((x) => `${x.namespace}:${x.external_user_id}`).join(', ') || 'none'}</dd></dl>
+${s.can('members:write') ? html`<form method="post" action="/dashboard/members/${encodeURIComponent(id)}/email">${csrfField(s)}<fieldset><legend>Email</legend>
+<p><label for="m-email">Email (empty clears it)</label><input id="m-email" name="email" type="email" maxlength="254" value="${member.email ?? ''}"></p>
+<p><button type="submit">Save email</button></p></fieldset></form>` : ''}
 <h2>Entitlements</h2>${table(['Key', 'Status', 'Revision', 'Sources', 'Granted'], data(ents).map((e) => [html`${e.key}`, html`${e.status}`, html`${e.revision}`,
       html`${(e.sources as Json[]).map((src) => `${src.type} ${src.id} (${src.status}${src.valid_until ? `, until ${day(src.valid_until)}` : ''})`).join('; ')}`, html`${day(e.granted_at)}`]), 'No active entitlements.')}
 <h2>Benefit deliveries</h2>${deliveries(s, id, data(ents))}
@@ -83,6 +93,12 @@ ${s.can('members:write') ? html`<form method="post" action="/dashboard/members/$
 
   router.post('/members/:id/deliveries/retry', (req, res) => act(req, res, 'retry_member_deliveries', { params: { id: String(req.params.id) } },
     `/dashboard/members/${encodeURIComponent(String(req.params.id))}`, 'retried'));
+  router.post('/members/:id/email', (req, res) => {
+    const raw = (req.body as Record<string, unknown>).email;
+    const email = typeof raw === 'string' && raw.trim() ? raw.trim() : null;
+    const id = String(req.params.id);
+    return act(req, res, 'update_member', { params: { id }, body: { email } }, `/dashboard/members/${encodeURIComponent(id)}`, 'updated');
+  });
 
   router.post('/members/:id/grants', (req, res) => {
     const b = req.body as Record<string, unknown>;

@@ -4,6 +4,7 @@
 // create the member and its external-subject or platform-identity mapping; it grants
 // nothing.
 import { z } from 'zod';
+import { emailAddress } from '../members/member-schema';
 import { ApiError } from '../../core/errors';
 import { defineOperation, OpContext, Operation } from '../operation';
 import { checkoutLink, checkoutSubject, httpsUrl } from './checkout-schema';
@@ -34,6 +35,7 @@ export const checkoutOperations: Operation[] = [
       client_reference_id: z.string().min(1).max(200).optional().describe('Copied into entitlement source metadata'),
       return_url: httpsUrl.optional().describe('HTTPS page the buyer lands on, with checkout_id appended; external subjects only'),
       discount_code: z.string().min(1).max(100).optional().describe('Case-insensitive discount code'),
+      customer_email: emailAddress.optional().describe('The buyer\'s email: set on the member when the checkout completes, if it has none (personal data: never in events)'),
     }),
     response: checkoutLink,
     idempotent: true,

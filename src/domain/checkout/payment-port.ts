@@ -13,6 +13,10 @@ export interface CheckoutInfo {
   member_id: string;
   status: (typeof CHECKOUT_STATUSES)[number];
   provider: ProviderName;
+  /** No email yet, neither the link's customer_email nor the member's: the sandbox page asks. */
+  needs_email?: boolean;
+  /** The member's email, else the link's customer_email: prefills the provider's page. */
+  customer_email?: string | null;
   /** The clear pay token: present only in checkout_create's answer (the database keeps its sha256). */
   access_token?: string;
   url: string | null;

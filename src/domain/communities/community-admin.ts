@@ -34,6 +34,21 @@ export async function setCommunityLegal(pool: pg.Pool, communityId: string, lega
   return rows[0];
 }
 
+/**
+ * The community's mail sender (docs/decisions/mail-outbox.md): display name and reply-to;
+ * undefined leaves one as it is, '' clears it. The database checks both (23514).
+ */
+export async function setCommunityMail(pool: pg.Pool, communityId: string, senderName: string | undefined, replyTo: string | undefined):
+  Promise<{ id: string; mail_sender_name: string | null; mail_reply_to: string | null } | null> {
+  const { rows } = await pool.query<{ id: string; mail_sender_name: string | null; mail_reply_to: string | null }>(
+    `update billing.communities set
+       mail_sender_name = case when $2::boolean then nullif($3, '') else mail_sender_name end,
+       mail_reply_to = case when $4::boolean then nullif($5, '') else mail_reply_to end
+     where id = $1 returning id, mail_sender_name, mail_reply_to`,
+    [communityId, senderName !== undefined, senderName?.trim() ?? '', replyTo !== undefined, replyTo?.trim() ?? '']);
+  return rows[0] ?? null;
+}
+
 export function parseScopes(list: string): Scope[] {
   if (list.trim() === 'all') return [...SCOPES];
   const scopes = list.split(',').map((s) => s.trim()).filter(Boolean);

@@ -8,14 +8,15 @@ import { z } from 'zod';
 import { checkoutSession } from '../checkout/checkout-schema';
 import { entitlementBenefit, memberEntitlement } from '../entitlements/entitlement-schema';
 import { timestamp } from '../fields';
-import { member } from '../members/member-schema';
+import { eventMemberObject } from '../members/member-schema';
 import { purchase } from '../purchases/purchase-schema';
 import { invoice } from '../invoices/invoice-schema';
 import { subscription } from '../subscriptions/subscription-schema';
 import { webhookEndpoint } from '../webhooks/webhook-schema';
 
 // Event objects are loose: new fields may appear within a version (clients ignore them).
-const eventMember = member.loose();
+// Events never carry the member's email (docs/decisions/member-email.md).
+const eventMember = eventMemberObject.loose();
 
 /** Values of data.reason on entitlement events. */
 export const ENTITLEMENT_REASONS = [

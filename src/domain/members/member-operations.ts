@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { memberEntitlement } from '../entitlements/entitlement-schema';
 import { idParam, listOf, pageQuery } from '../fields';
 import { defineOperation, Operation } from '../operation';
-import { identityPairQuery, member } from './member-schema';
+import { emailAddress, identityPairQuery, member } from './member-schema';
 
 export const memberOperations: Operation[] = [
   defineOperation({
@@ -12,9 +12,24 @@ export const memberOperations: Operation[] = [
     scope: 'members:read',
     tag: 'Members',
     summary: 'List members, newest first',
-    query: z.object({ ...pageQuery }),
+    query: z.object({ ...pageQuery, email: emailAddress.optional().describe('Only the member with this email (case-insensitive)') }),
     response: listOf(member),
     sql: 'members_list',
+  }),
+  defineOperation({
+    name: 'update_member',
+    method: 'PATCH',
+    path: '/v1/members/{id}',
+    scope: 'members:write',
+    tag: 'Members',
+    summary: "Set or clear a member's email",
+    description: 'Additive endpoint (not in the spec\'s table). email null clears it. Writes no event: the email is '
+      + 'personal data and never leaves in an event or webhook.',
+    params: z.object({ id: idParam('Member id (mem_...)') }),
+    body: z.object({ email: emailAddress.nullable().optional().describe('The member\'s email; null clears it') }),
+    response: member,
+    idempotent: true,
+    sql: 'members_update',
   }),
   defineOperation({
     name: 'lookup_member',

@@ -11,12 +11,22 @@ export const identity = z.object({
 
 export const externalSubject = z.object({ namespace: z.string(), external_user_id: z.string() });
 
-export const member = z.object({
+/** The member as events carry it (billing.member_json): never the email. */
+export const eventMemberObject = z.object({
   id: z.string(),
   created_at: timestamp,
   identities: z.array(identity),
   external_subjects: z.array(externalSubject),
 });
+
+/** The member as the API answers it (billing.member_api_json): plus its email. */
+export const member = eventMemberObject.extend({
+  email: z.string().nullable().describe('The member\'s email (personal data; never in events or webhooks), null when unknown'),
+});
+
+/** An email address as the API takes it (billing.email_valid has the last word). */
+export const emailAddress = z.string().trim().min(3).max(254)
+  .regex(/^[^@\s<>(),;:"[\]]+@[^@\s<>(),;:"[\]]+\.[^@\s<>(),;:"[\]]+$/, { message: 'must be an email address' });
 
 /**
  * One identity pair, as query fields: platform with platform_uid, or namespace with

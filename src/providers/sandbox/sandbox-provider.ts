@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import { inCommunity } from '../../db/community-transaction';
+import { emailAddress } from '../../domain/members/member-schema';
 import { applyCheckoutDiscount, checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
 import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext } from '../../domain/checkout/payment-port';
@@ -146,7 +147,8 @@ function checkoutPage(communityName: string, info: CheckoutInfo, action: string,
 <input id="discount_code" name="discount_code" value="${escapeHtml(info.discount_code ?? '')}" maxlength="64" autocomplete="off"${discountError ? ' aria-invalid="true" aria-describedby="discount-error"' : ''}>
 <button type="submit">${info.discount_code ? 'Change code' : 'Apply code'}</button></p>
 ${discountError ? `<p id="discount-error" class="error" role="alert">${escapeHtml(discountError)}</p>` : ''}</form>
-<form method="post" action="${escapeHtml(action)}"><button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
+<form method="post" action="${escapeHtml(action)}">${info.needs_email ? `<p><label for="email">Email for your receipts</label>
+<input id="email" name="email" type="email" maxlength="254" autocomplete="email"></p>` : ''}<button type="submit" name="card" value="pay">${escapeHtml(label)}</button>
 <button type="submit" name="card" value="decline">Use a card that declines</button></form>
 <p><a href="${escapeHtml(cancel)}">Cancel and go back</a></p>`;
   }
@@ -217,8 +219,15 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
       return void res.status(402).type('html').send(page('Card declined', `<h1>Your card was declined</h1>
 <p>Nothing was charged and nothing was created. <a href="${escapeHtml(req.originalUrl)}">Try again</a>.</p>`));
     }
+    // The email field (shown when neither the link nor the member has one): recorded on
+    // the member at completion (billing.complete_checkout).
+    const email = String((req.body as Record<string, unknown> | undefined)?.email ?? '').trim();
+    if (email !== '' && !emailAddress.safeParse(email).success) {
+      return void res.status(422).type('html').send(page('Check your email', `<h1>That email address does not look right</h1>
+<p><a href="${escapeHtml(req.originalUrl)}">Go back and correct it</a>.</p>`));
+    }
     try {
-      await inCommunity(pool, found.communityId, (client) => completeCheckout(client, found.info.checkout_id));
+      await inCommunity(pool, found.communityId, (client) => completeCheckout(client, found.info.checkout_id, email ? { customer_email: email } : {}));
     } catch (err) {
       const e = err as { code?: string; message?: string };
       if (e.code === 'BL409' || e.code === 'BLNEL') {

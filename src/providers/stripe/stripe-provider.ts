@@ -123,6 +123,9 @@ export class StripeProvider implements PaymentProvider {
       success_url: returnTarget(checkout, ctx.baseUrl),
       cancel_url: cancelTarget(checkout, ctx.baseUrl, checkout.access_token ?? ''),
       ...(customer ? { customer } : recurring ? {} : { customer_creation: 'always' as const }),
+      // The address we know (the member's, else the link's) prefills Stripe's page; Stripe
+      // takes customer_email only for a new customer.
+      ...(!customer && checkout.customer_email ? { customer_email: checkout.customer_email } : {}),
       ...(discounts ? { discounts } : {}),
       ...(recurring
         ? { subscription_data: { metadata, ...(checkout.trial_days > 0 ? { trial_period_days: checkout.trial_days } : {}) } }
@@ -391,7 +394,10 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
       const customerRef = typeof session.customer === 'string' ? session.customer : session.customer?.id ?? null;
       const owned = await client.query('select 1 from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
       if (owned.rowCount === 0) return { status: 200, body: { received: true, ignored: 'unknown checkout' } };
-      await completeCheckout(client, checkoutId, { paid: true, provider_ref: subRef ?? paymentRef, customer_ref: customerRef });
+      // The email the buyer typed on Stripe's page: set on the member when it has none
+      // (billing.complete_checkout; docs/decisions/member-email.md).
+      const customerEmail = session.customer_details?.email ?? null;
+      await completeCheckout(client, checkoutId, { paid: true, provider_ref: subRef ?? paymentRef, customer_ref: customerRef, customer_email: customerEmail });
       return { status: 200, body: { received: true } };
     }
     if (event.type === 'checkout.session.expired') {
