@@ -27,6 +27,9 @@ const ARCH_ALIASES = { x86_64: 'x64', aarch64: 'arm64' };
 const OS_ALIASES = { windows: 'win32', macos: 'darwin' };
 // Name tokens after os-cpu that name the C library (others, e.g. msvc, eabi, wasi: none).
 const LIBC = { gnu: 'glibc', glibc: 'glibc', gnueabihf: 'glibc', gnueabi: 'glibc', musl: 'musl', musleabihf: 'musl', musleabi: 'musl' };
+// Packages whose published package.json names no C library although their name does
+// (npm copies the package's own fields into the lock file).
+const NO_LIBC = new Set(['@napi-rs/canvas-linux-arm-gnueabihf']);
 
 /** {os, cpu, libc} from a platform package's name, or null when the name names no platform. */
 function platformOf(name) {
@@ -42,7 +45,7 @@ function platformOf(name) {
     if (!cpu || !CPUS.includes(cpu)) continue;
     const result = { os: [os], cpu: [ARCH_ALIASES[cpu] || cpu] };
     const libc = tokens.slice(i + 2).map((t) => LIBC[t]).find(Boolean);
-    if (libc && os === 'linux') result.libc = [libc];
+    if (libc && os === 'linux' && !NO_LIBC.has(name)) result.libc = [libc];
     return result;
   }
   return null;

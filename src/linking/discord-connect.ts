@@ -50,7 +50,12 @@ export function mountDiscordConnect(app: express.Express, deps: DiscordConnectDe
   const signer = key ? crypto.createHash('sha256').update(`discord-connect:${key}`).digest() : null;
   const clients = new PlatformClients({ discordApiUrl: deps.config.discordApiUrl, telegramApiUrl: '', timeoutMs: 10_000 });
   const tokens = new PlatformTokens(key, { discord: deps.config.discordBotToken, telegram: deps.config.telegramBotToken });
-  const box = key ? new PlatformSecretBox(key) : null;
+  let box: PlatformSecretBox | null = null;
+  try {
+    box = key ? new PlatformSecretBox(key) : null;
+  } catch {
+    box = null; // a malformed key: client secrets cannot be read (said when one is needed)
+  }
   const redirectUri = (req: Request) => `${baseUrlFor(deps.config, { protocol: req.protocol, host: req.get('host') })}${CALLBACK}`;
 
   const seal = (p: Pending): string => {

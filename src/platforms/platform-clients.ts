@@ -133,6 +133,11 @@ export function discordFailure(err: unknown, removing: boolean): CallResult {
   return { outcome: 'action_required', status, error: `Discord refused the request (${code} ${err.message}).` };
 }
 
+/** The error as grammY's GrammyError (Telegram answered ok: false), else null. grammY loads only if needed. */
+export function grammyError(err: unknown): import('grammy').GrammyError | null {
+  return grammy !== null && err instanceof grammy.GrammyError ? err : null;
+}
+
 /** A Telegram call's failure as a delivery reads it. */
 export function telegramFailure(err: unknown, removing: boolean): CallResult {
   if (!(err instanceof grammyLib().GrammyError)) return { outcome: 'retry', status: null, error: 'Telegram could not be reached or failed; retrying.' };

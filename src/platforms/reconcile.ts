@@ -13,9 +13,8 @@
 // the kept clients, which wait out each route's rate limit.
 // docs/decisions/platform-reconcile.md.
 import { Routes, type APIChannel, type APIGuildMember, type APIOverwrite } from 'discord-api-types/v10';
-import { GrammyError } from 'grammy';
 import { type ActionRecord } from './delivery';
-import { type CallResult, discordFailure, PlatformClients, VIEW_CHANNEL, withTelegramFlood } from './platform-clients';
+import { type CallResult, discordFailure, grammyError, PlatformClients, VIEW_CHANNEL, withTelegramFlood } from './platform-clients';
 
 /** What reconcile needs of a database connection (a pg client or pool: the owner or billing_worker). */
 export interface ReconcileDb {
@@ -202,8 +201,9 @@ async function reconcileTelegram(db: ReconcileDb, conn: ReconcileConnection, cli
           const inChat = m.status === 'member' || (m.status === 'restricted' && m.is_member);
           observed.push({ uid: f.uid, held: inChat ? [value] : [] });
         } catch (err) {
-          if (err instanceof GrammyError && err.error_code === 400 && /user not found|PARTICIPANT_ID_INVALID|USER_NOT_PARTICIPANT/i.test(err.description)) continue;
-          const why = err instanceof GrammyError ? err.description : 'Telegram could not be reached';
+          const tg = grammyError(err);
+          if (tg && tg.error_code === 400 && /user not found|PARTICIPANT_ID_INVALID|USER_NOT_PARTICIPANT/i.test(tg.description)) continue;
+          const why = tg ? tg.description : 'Telegram could not be reached';
           throw new ReconcileStop(`Looking members up in chat ${chat}: ${why}`);
         }
       }
