@@ -1,4 +1,4 @@
--- db/migrations sha256:d21376d823bb7476332d60e87c32d5a98376fa038ab639b1f62722af7969e50c (regenerate with npm run db:schema)
+-- db/migrations sha256:ae47b62143724bbb0361d88457a9237fa7916e4d91245dd8cb6e4ffac868a5bf (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -388,6 +388,23 @@ $$;
 
 
 --
+-- Name: benefit_type_problem(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.benefit_type_problem(p_platform text, p_type text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case
+    when p_platform = 'discord' and p_type in ('role', 'channel') then null
+    when p_platform = 'telegram' and p_type = 'chat' then null
+    else format('A %s connection cannot carry out a benefit of type "%s" (it can: %s).', p_platform, p_type,
+      case p_platform when 'discord' then '"role", "channel"' when 'telegram' then '"chat"' else 'none' end)
+  end
+$$;
+
+
+--
 -- Name: benefits_with_delivery(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -640,6 +657,17 @@ $$;
 
 
 --
+-- Name: email_valid(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.email_valid(p_email text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+  select length(p_email) <= 254 and p_email ~ '^[^@\s<>(),;:"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$'
+$_$;
+
+
+--
 -- Name: checkout_sessions; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -667,6 +695,8 @@ CREATE TABLE billing.checkout_sessions (
     subscription_id text COLLATE pg_catalog."C",
     purchase_id text COLLATE pg_catalog."C",
     access_token_sha256 bytea,
+    customer_email text,
+    CONSTRAINT checkout_sessions_customer_email_check CHECK (((customer_email IS NULL) OR billing.email_valid(customer_email))),
     CONSTRAINT checkout_sessions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
     CONSTRAINT checkout_sessions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'completed'::text, 'expired'::text]))),
     CONSTRAINT checkout_sessions_subject_kind_check CHECK ((subject_kind = ANY (ARRAY['member'::text, 'external'::text, 'platform'::text])))
@@ -712,7 +742,12 @@ CREATE FUNCTION billing.checkout_json(p_cs billing.checkout_sessions) RETURNS js
       'id', d.id, 'value_type', d.value_type, 'percent_off', d.percent_off, 'amount_off_cents', d.amount_off_cents,
       'duration', d.duration, 'duration_months', d.duration_months) end,
     'client_reference_id', p_cs.client_reference_id, 'return_url', p_cs.return_url,
-    'subscription_id', p_cs.subscription_id, 'purchase_id', p_cs.purchase_id)
+    'subscription_id', p_cs.subscription_id, 'purchase_id', p_cs.purchase_id,
+    -- the sandbox page asks for an email when neither the link nor the member has one
+    'needs_email', p_cs.customer_email is null and not exists (select 1 from billing.members m
+      where m.community_id = p_cs.community_id and m.id = p_cs.member_id and m.email is not null),
+    'customer_email', coalesce((select m.email from billing.members m
+      where m.community_id = p_cs.community_id and m.id = p_cs.member_id), p_cs.customer_email))
   from billing.plans p
   join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
   left join billing.discount_codes d on d.community_id = p_cs.community_id and d.id = p_cs.discount_id
@@ -835,6 +870,15 @@ begin
     perform billing.check_eligible(v_cs.member_id, v_tier, v_plan);
   end if;
   select d.code into v_code from billing.discount_codes d where d.community_id = v_cs.community_id and d.id = v_cs.discount_id;
+
+  -- The buyer's email (the provider's page, else the checkout link's customer_email)
+  -- becomes the member's when it has none, before the invoice is paid, so the receipt
+  -- (65-mail.sql) has an address. An operator's address is never replaced.
+  update billing.members m set email = v_email, updated_at = now()
+  from (select coalesce(e.given, v_cs.customer_email) as v_email
+        from (select nullif(btrim(p_details->>'customer_email'), '') as given) e) x
+  where m.community_id = v_cs.community_id and m.id = v_cs.member_id and m.email is null
+    and x.v_email is not null and billing.email_valid(x.v_email);
 
   if v_plan.interval is not null then
     if p_details->>'provider_ref' is not null then
@@ -1425,6 +1469,17 @@ $$;
 CREATE FUNCTION billing.has_scope(p_scope text) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ select p_scope = any (billing.current_scopes()) $$;
+
+
+--
+-- Name: html_escape(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.html_escape(p_text text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select replace(replace(replace(replace(replace(coalesce(p_text, ''), '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;'), '''', '&#39;')
+$$;
 
 
 --
@@ -2256,7 +2311,7 @@ CREATE FUNCTION billing.link_code_apply(p_code text, p_platform text, p_platform
 declare
   v_cid text := billing.current_community_id();
   v_lc billing.link_codes;
-  v_owner text;
+  v_r jsonb;
 begin
   select * into v_lc from billing.link_codes lc where lc.code = upper(p_code) for update;
   if v_lc.id is null then
@@ -2268,20 +2323,11 @@ begin
   elsif v_lc.intended_platform <> p_platform then
     return jsonb_build_object('outcome', 'wrong_platform');
   end if;
-  select i.member_id into v_owner from billing.member_identities i
-  where i.platform = p_platform and i.platform_uid = p_platform_uid;
-  if v_owner is not null and v_owner <> v_lc.member_id then
-    return jsonb_build_object('outcome', 'identity_taken');
+  v_r := billing.member_identity_attach(v_lc.member_id, p_platform, p_platform_uid, p_username);
+  if v_r->>'outcome' = 'linked' then
+    update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
   end if;
-  if v_owner is null then
-    if exists (select 1 from billing.member_identities i where i.member_id = v_lc.member_id and i.platform = p_platform) then
-      return jsonb_build_object('outcome', 'member_has_identity', 'member_id', v_lc.member_id);
-    end if;
-    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
-    values (v_cid, v_lc.member_id, p_platform, p_platform_uid, p_username);
-  end if;
-  update billing.link_codes set redeemed_at = billing.now() where community_id = v_cid and id = v_lc.id;
-  return jsonb_build_object('outcome', 'linked', 'member_id', v_lc.member_id, 'new_identity', v_owner is null);
+  return v_r;
 end
 $$;
 
@@ -2365,6 +2411,215 @@ begin
     perform billing.raise('BL404', 'No subscription ' || coalesce(p_id, '') || '.');
   end if;
   return v_sub;
+end
+$$;
+
+
+--
+-- Name: mail_messages; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.mail_messages (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('msg'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    template text NOT NULL,
+    event_id text COLLATE pg_catalog."C",
+    ref text,
+    to_address text NOT NULL,
+    subject text NOT NULL,
+    text_body text NOT NULL,
+    html_body text NOT NULL,
+    status text DEFAULT 'queued'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_error text,
+    claimed_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    sent_at timestamp with time zone,
+    CONSTRAINT mail_messages_cause CHECK (((event_id IS NOT NULL) OR (ref IS NOT NULL))),
+    CONSTRAINT mail_messages_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'kept'::text])))
+);
+
+ALTER TABLE ONLY billing.mail_messages FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: mail_message_json(billing.mail_messages, boolean); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.mail_message_json(p_m billing.mail_messages, p_full boolean) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+  select jsonb_build_object('id', p_m.id, 'member_id', p_m.member_id, 'template', p_m.template,
+    'event_id', p_m.event_id, 'ref', p_m.ref, 'to', p_m.to_address, 'subject', p_m.subject, 'status', p_m.status,
+    'attempts', p_m.attempts, 'last_error', p_m.last_error, 'created_at', billing.iso(p_m.created_at),
+    'sent_at', billing.iso(p_m.sent_at))
+    || case when p_full then jsonb_build_object('text', p_m.text_body, 'html', p_m.html_body) else '{}' end
+$$;
+
+
+--
+-- Name: mail_render(text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.mail_render(p_community_name text, p_template text, p_data jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+declare
+  v_inv jsonb := p_data->'invoice';
+  v_amount text;
+  v_ref text;
+  v_subject text;
+  v_lines text[] := '{}';
+  v_html text[] := '{}';
+  v_code jsonb;
+  v_name text := p_community_name;
+  e_name text := billing.html_escape(p_community_name);
+begin
+  if p_template in ('receipt', 'payment_failed') then
+    v_ref := coalesce(v_inv->>'number', v_inv->>'id');
+    if p_template = 'receipt' then
+      v_amount := billing.money_text((v_inv->>'amount_paid_cents')::bigint, v_inv->>'currency');
+      v_subject := 'Receipt from ' || v_name || ': ' || v_amount;
+      v_lines := array['Thank you for your payment to ' || v_name || '.', '',
+        'Amount paid: ' || v_amount, 'Invoice: ' || v_ref,
+        'Paid on: ' || coalesce(left(v_inv->>'paid_at', 10), '')]
+        || coalesce((select array_agg('  ' || (l->>'description') || ': ' || billing.money_text((l->>'amount_cents')::bigint, v_inv->>'currency'))
+             from jsonb_array_elements(v_inv->'lines') l), '{}')
+        || array['', 'Manage your subscription and payment method: {{portal_url}}'];
+      v_html := array['<p>Thank you for your payment to ' || e_name || '.</p>',
+        '<table><tr><th align="left">Amount paid</th><td>' || billing.html_escape(v_amount) || '</td></tr>',
+        '<tr><th align="left">Invoice</th><td>' || billing.html_escape(v_ref) || '</td></tr>',
+        '<tr><th align="left">Paid on</th><td>' || billing.html_escape(left(v_inv->>'paid_at', 10)) || '</td></tr></table>',
+        '<ul>' || coalesce((select string_agg('<li>' || billing.html_escape(l->>'description') || ': '
+          || billing.html_escape(billing.money_text((l->>'amount_cents')::bigint, v_inv->>'currency')) || '</li>', '')
+          from jsonb_array_elements(v_inv->'lines') l), '') || '</ul>',
+        '<p><a href="{{portal_url}}">Manage your subscription and payment method</a></p>'];
+    else
+      v_amount := billing.money_text((v_inv->>'total_cents')::bigint - (v_inv->>'amount_paid_cents')::bigint, v_inv->>'currency');
+      v_subject := 'Payment failed: ' || v_amount || ' to ' || v_name;
+      v_lines := array['We could not collect ' || v_amount || ' for invoice ' || v_ref || ' from your card.',
+        case when v_inv->>'next_attempt_at' is not null
+          then 'We will try again on ' || replace(left(v_inv->>'next_attempt_at', 16), 'T', ' ') || ' UTC.'
+          else 'That was the last attempt: the subscription ends unless the invoice is paid.' end, '',
+        'Change your card: {{portal_url}}'];
+      v_html := array['<p>We could not collect <strong>' || billing.html_escape(v_amount) || '</strong> for invoice '
+        || billing.html_escape(v_ref) || ' from your card.</p>',
+        '<p>' || billing.html_escape(case when v_inv->>'next_attempt_at' is not null
+          then 'We will try again on ' || replace(left(v_inv->>'next_attempt_at', 16), 'T', ' ') || ' UTC.'
+          else 'That was the last attempt: the subscription ends unless the invoice is paid.' end) || '</p>',
+        '<p><a href="{{portal_url}}">Change your card</a></p>'];
+    end if;
+  elsif p_template = 'refund_issued' then
+    v_amount := billing.money_text((p_data->'refund'->>'amount_cents')::bigint, v_inv->>'currency');
+    v_ref := coalesce(v_inv->>'number', v_inv->>'id');
+    v_subject := 'Refund from ' || v_name || ': ' || v_amount;
+    v_lines := array['We refunded ' || v_amount || ' of invoice ' || v_ref || '.',
+      'Credit note: ' || coalesce(p_data->'refund'->>'credit_note_number', '-'),
+      'The money returns to the card you paid with; your bank may take a few days to show it.', '',
+      'Your membership: {{portal_url}}'];
+    v_html := array['<p>We refunded <strong>' || billing.html_escape(v_amount) || '</strong> of invoice ' || billing.html_escape(v_ref) || '.</p>',
+      '<p>Credit note: ' || billing.html_escape(coalesce(p_data->'refund'->>'credit_note_number', '-')) || '</p>',
+      '<p>The money returns to the card you paid with; your bank may take a few days to show it.</p>',
+      '<p><a href="{{portal_url}}">Your membership</a></p>'];
+  elsif p_template = 'subscription_ended' then
+    v_subject := 'Your ' || coalesce(p_data->'subscription'->>'tier_name', 'subscription') || ' subscription at ' || v_name || ' has ended';
+    v_lines := array['Your subscription to ' || coalesce(p_data->'subscription'->>'tier_name', 'the community')
+      || coalesce(' (' || (p_data->'subscription'->>'plan_name') || ')', '') || ' has ended, and with it the access it gave.',
+      '', 'You are welcome back at any time. Your membership: {{portal_url}}'];
+    v_html := array['<p>Your subscription to <strong>' || billing.html_escape(coalesce(p_data->'subscription'->>'tier_name', 'the community'))
+      || '</strong>' || billing.html_escape(coalesce(' (' || (p_data->'subscription'->>'plan_name') || ')', '')) || ' has ended, and with it the access it gave.</p>',
+      '<p>You are welcome back at any time. <a href="{{portal_url}}">Your membership</a></p>'];
+  elsif p_template in ('trial_ending', 'renewal_upcoming') then
+    v_amount := billing.money_text((p_data->'subscription'->>'amount_cents')::bigint, p_data->'subscription'->>'currency');
+    v_ref := coalesce(p_data->'subscription'->>'tier_name', 'your subscription')
+      || coalesce(' (' || (p_data->'subscription'->>'plan_name') || ')', '');
+    if p_template = 'trial_ending' then
+      v_subject := 'Your free trial at ' || v_name || ' ends on ' || left(p_data->'subscription'->>'current_period_end', 10);
+      v_lines := array['Your free trial of ' || v_ref || ' ends on ' || replace(left(p_data->'subscription'->>'current_period_end', 16), 'T', ' ') || ' UTC.',
+        'Unless you cancel before then, your card will be charged ' || v_amount || ' and the subscription renews until you cancel.'];
+    else
+      v_subject := 'Your ' || v_ref || ' subscription at ' || v_name || ' renews on ' || left(p_data->'subscription'->>'current_period_end', 10);
+      v_lines := array['Your yearly subscription to ' || v_ref || ' renews on ' || replace(left(p_data->'subscription'->>'current_period_end', 16), 'T', ' ') || ' UTC.',
+        'Your card will be charged ' || v_amount || ' for the next year unless you cancel before then.'];
+    end if;
+    v_html := array['<p>' || billing.html_escape(v_lines[1]) || '</p>', '<p>' || billing.html_escape(v_lines[2]) || '</p>',
+      '<p><a href="{{portal_url}}">Cancel or change your plan</a></p>'];
+    v_lines := v_lines || array['', 'Cancel or change your plan: {{portal_url}}'];
+  elsif p_template = 'price_change' then
+    v_ref := coalesce(p_data->'subscription'->>'tier_name', 'your subscription')
+      || coalesce(' (' || (p_data->'subscription'->>'plan_name') || ')', '');
+    v_amount := billing.money_text((p_data->'migration'->>'price_cents')::bigint, p_data->'migration'->>'currency');
+    v_subject := 'A price change for your ' || v_ref || ' subscription at ' || v_name;
+    v_lines := array['The price of ' || v_ref || ' changes from '
+        || billing.money_text((p_data->'subscription'->>'amount_cents')::bigint, p_data->'subscription'->>'currency')
+        || ' to ' || v_amount || ' per ' || coalesce(p_data->'subscription'->>'interval', 'period') || '.',
+      'It applies from your first renewal on or after ' || left(p_data->'migration'->>'notice_ends_at', 10)
+        || '; until then you pay what you pay today. You may cancel before then.'];
+    v_html := array['<p>' || billing.html_escape(v_lines[1]) || '</p>', '<p>' || billing.html_escape(v_lines[2]) || '</p>',
+      '<p><a href="{{portal_url}}">Cancel or change your plan</a></p>'];
+    v_lines := v_lines || array['', 'Cancel or change your plan: {{portal_url}}'];
+  elsif p_template = 'access_granted' then
+    v_subject := 'Your access to ' || coalesce(p_data->'entitlement'->>'name', 'your membership') || ' at ' || v_name;
+    v_lines := array['You now have access to ' || coalesce(p_data->'entitlement'->>'name', 'your membership') || ' at ' || v_name || '.'];
+    v_html := array['<p>You now have access to <strong>' || billing.html_escape(coalesce(p_data->'entitlement'->>'name', 'your membership'))
+      || '</strong> at ' || e_name || '.</p>'];
+    for v_code in select c from jsonb_array_elements(coalesce(p_data->'link_codes', '[]')) c loop
+      if v_code->>'platform' = 'discord' then
+        v_lines := v_lines || ('To link your Discord account, use the /link command in the server with the code ' || (v_code->>'code') || '.');
+      else
+        v_lines := v_lines || ('To link your Telegram account, send /start ' || (v_code->>'code') || ' to the community''s bot.');
+      end if;
+      v_html := v_html || ('<p>Link your ' || case when v_code->>'platform' = 'discord' then 'Discord account: use <code>/link</code> in the server with the code'
+        else 'Telegram account: send <code>/start</code> to the community''s bot with the code' end
+        || ' <strong>' || billing.html_escape(v_code->>'code') || '</strong>.</p>');
+    end loop;
+    if jsonb_array_length(coalesce(p_data->'link_codes', '[]')) > 0 then
+      v_lines := v_lines || ('The code works once, until ' || replace(left(p_data->'link_codes'->0->>'expires_at', 16), 'T', ' ') || ' UTC.'::text);
+    end if;
+    v_lines := v_lines || array['', 'Your membership: {{portal_url}}'];
+    v_html := v_html || '<p><a href="{{portal_url}}">Your membership</a></p>'::text;
+  else
+    perform billing.raise('BL422', 'Unknown mail template ' || p_template || '.', 'template');
+  end if;
+  return jsonb_build_object('subject', v_subject,
+    'text', 'Hello,' || E'\n\n' || array_to_string(v_lines, E'\n') || E'\n\n' || '-- ' || E'\n' || v_name || E'\n',
+    'html', '<!doctype html><html><body style="font-family:sans-serif"><p>Hello,</p>' || array_to_string(v_html, '')
+      || '<p>&mdash; ' || e_name || '</p></body></html>');
+end
+$$;
+
+
+--
+-- Name: mail_templates(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.mail_templates() RETURNS TABLE(template text, event_type text, transactional boolean, title text)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  values ('receipt', 'invoice.paid', true, 'Receipt (invoice paid)'),
+    ('payment_failed', 'invoice.payment_failed', true, 'Payment failed'),
+    ('refund_issued', 'invoice.refunded', true, 'Refund issued'),
+    ('subscription_ended', 'subscription.cancelled', true, 'Subscription ended'),
+    -- reminders (billing_private.mail_reminders): notices auto-renewal laws ask for
+    ('trial_ending', 'reminder: a trial ends within 3 days', true, 'Trial ending in 3 days'),
+    ('renewal_upcoming', 'reminder: a yearly renewal within 7 days', true, 'Yearly renewal in 7 days'),
+    ('price_change', 'reminder: a price migration (billing plans migrate) marks the subscription', true, 'Price change notice'),
+    ('access_granted', 'member.entitlement.granted', true, 'Access granted (how to link Discord or Telegram)')
+$$;
+
+
+--
+-- Name: member_api_json(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_api_json(p_community_id text, p_member_id text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    AS $$
+begin
+  return (select t.member || jsonb_build_object('email', m.email)
+    from billing.members m, billing.member_object(m.community_id, m.id) t(member)
+    where m.community_id = p_community_id and m.id = p_member_id);
 end
 $$;
 
@@ -2481,6 +2736,33 @@ $$;
 
 
 --
+-- Name: member_identity_attach(text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_identity_attach(p_member_id text, p_platform text, p_platform_uid text, p_username text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_owner text;
+begin
+  select i.member_id into v_owner from billing.member_identities i
+  where i.platform = p_platform and i.platform_uid = p_platform_uid;
+  if v_owner is not null and v_owner <> p_member_id then
+    return jsonb_build_object('outcome', 'identity_taken');
+  end if;
+  if v_owner is null then
+    if exists (select 1 from billing.member_identities i where i.member_id = p_member_id and i.platform = p_platform) then
+      return jsonb_build_object('outcome', 'member_has_identity', 'member_id', p_member_id);
+    end if;
+    insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
+    values (billing.current_community_id(), p_member_id, p_platform, p_platform_uid, p_username);
+  end if;
+  return jsonb_build_object('outcome', 'linked', 'member_id', p_member_id, 'new_identity', v_owner is null);
+end
+$$;
+
+
+--
 -- Name: member_json(text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -2536,6 +2818,24 @@ begin
   end if;
   return p_plan.trial_days;
 end
+$$;
+
+
+--
+-- Name: money_text(bigint, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.money_text(p_minor bigint, p_currency text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select case when d.digits = 0 then p_minor::text
+    else (case when p_minor < 0 then '-' else '' end) || (abs(p_minor) / (10 ^ d.digits)::bigint)::text || '.'
+      || lpad((abs(p_minor) % (10 ^ d.digits)::bigint)::text, d.digits, '0') end
+    || ' ' || upper(p_currency)
+  from (select case
+    when upper(p_currency) in ('BIF','CLP','DJF','GNF','ISK','JPY','KMF','KRW','PYG','RWF','UGX','UYI','VND','VUV','XAF','XOF','XPF') then 0
+    when upper(p_currency) in ('BHD','IQD','JOD','KWD','LYD','OMR','TND') then 3
+    else 2 end as digits) d
 $$;
 
 
@@ -2687,6 +2987,31 @@ $$;
 
 
 --
+-- Name: platform_checkout_connect(text, text, bytea, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.platform_checkout_connect(p_platform_config_id text, p_checkout_id text, p_token_sha256 bytea, p_platform_uid text, p_username text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_member text;
+begin
+  if billing.current_community_id() is null or not exists (select 1 from billing.platform_configs pc
+      where pc.id = p_platform_config_id and pc.platform = 'discord') then
+    return jsonb_build_object('outcome', 'no_connection');
+  end if;
+  select cs.member_id into v_member from billing.checkout_sessions cs
+  where cs.id = p_checkout_id and cs.access_token_sha256 = p_token_sha256;
+  if v_member is null then
+    return jsonb_build_object('outcome', 'no_checkout');
+  end if;
+  return billing.member_identity_attach(v_member, 'discord', p_platform_uid, p_username);
+end
+$$;
+
+
+--
 -- Name: platform_link_redeem(text, text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -2713,7 +3038,7 @@ CREATE FUNCTION billing.platform_settings_problem(p_platform text, p_settings js
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 declare
-  v_allowed text[] := case p_platform when 'discord' then array['guild_id', 'public_key']
+  v_allowed text[] := case p_platform when 'discord' then array['guild_id', 'public_key', 'client_id', 'kick_on_revoke']
                                       when 'telegram' then array['chat_id'] else array[]::text[] end;
   v_key text;
   v_value jsonb;
@@ -2724,10 +3049,13 @@ begin
   if p_settings ? 'bot_token' then
     return 'settings.bot_token: a bot token is stored encrypted (billing_private.platform_secrets), never in settings';
   end if;
+  if p_settings ? 'client_secret' then
+    return 'settings.client_secret: a client secret is stored encrypted (billing_private.platform_secrets), never in settings';
+  end if;
   for v_key, v_value in select e.key, e.value from jsonb_each(p_settings) e order by e.key loop
     if not (v_key = any (v_allowed)) then
-      return format('settings.%s: unknown setting for %s (expected %s, and bot_token)', v_key, p_platform,
-        array_to_string(v_allowed, ', '));
+      return format('settings.%s: unknown setting for %s (expected %s, and bot_token%s)', v_key, p_platform,
+        array_to_string(v_allowed, ', '), case p_platform when 'discord' then ', client_secret' else '' end);
     end if;
     if jsonb_typeof(v_value) <> 'string' then
       return format('settings.%s: expected a string', v_key);
@@ -2742,6 +3070,12 @@ begin
     end if;
     if p_settings ? 'public_key' and p_settings->>'public_key' !~ '^[0-9a-fA-F]{64}$' then
       return 'settings.public_key: expected the application''s public key (64 hexadecimal digits)';
+    end if;
+    if p_settings ? 'client_id' and p_settings->>'client_id' !~ '^[1-9][0-9]{0,19}$' then
+      return 'settings.client_id: expected the application''s id (its OAuth2 client id: digits)';
+    end if;
+    if p_settings ? 'kick_on_revoke' and p_settings->>'kick_on_revoke' not in ('true', 'false') then
+      return 'settings.kick_on_revoke: expected "true" or "false" (remove the member from the server when their last benefit on it is revoked)';
     end if;
   elsif p_platform = 'telegram' then
     if not p_settings ? 'chat_id' then
@@ -3724,6 +4058,27 @@ $$;
 
 
 --
+-- Name: tg_entitlement_benefits__type(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_entitlement_benefits__type() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_problem text;
+begin
+  select billing.benefit_type_problem(pc.platform, new.type) into v_problem
+  from billing.platform_configs pc where pc.community_id = new.community_id and pc.id = new.platform_config_id;
+  if v_problem is not null then
+    raise exception using errcode = 'check_violation', message = v_problem, detail = 'type';
+  end if;
+  return null;
+end
+$$;
+
+
+--
 -- Name: tg_events__community_clock(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -3983,6 +4338,30 @@ CREATE FUNCTION billing.tg_plans__tier_plan_rules() RETURNS trigger
     AS $$
 begin
   perform billing.check_tier_plans(new.community_id, new.tier_id);
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_platform_configs__benefit_types(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_platform_configs__benefit_types() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_problem text;
+begin
+  select billing.benefit_type_problem(new.platform, b.type) into v_problem
+  from billing.entitlement_benefits b
+  where b.community_id = new.community_id and b.platform_config_id = new.id
+    and billing.benefit_type_problem(new.platform, b.type) is not null
+  limit 1;
+  if v_problem is not null then
+    raise exception using errcode = 'check_violation', message = v_problem, detail = 'platform';
+  end if;
   return null;
 end
 $$;
@@ -4616,11 +4995,15 @@ begin
   v_member := billing.checkout_member(v_subject);
   perform billing.check_eligible(v_member, v_tier, v_plan);
 
+  if p_args->>'customer_email' is not null and not billing.email_valid(btrim(p_args->>'customer_email')) then
+    perform billing.raise('BL422', 'customer_email is not a valid email address.', 'customer_email');
+  end if;
   insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency,
-    client_reference_id, return_url, subject_kind, provider, expires_at, access_token_sha256)
+    client_reference_id, return_url, subject_kind, provider, expires_at, access_token_sha256, customer_email)
   values (v_cid, v_member, v_tier.id, v_plan.id, v_plan.amount_cents, v_plan.currency,
     p_args->>'client_reference_id', p_args->>'return_url', v_kind, v_provider,
-    billing.now() + billing.checkout_lifetime(), sha256(convert_to(v_token, 'UTF8')))
+    billing.now() + billing.checkout_lifetime(), sha256(convert_to(v_token, 'UTF8')),
+    nullif(btrim(p_args->>'customer_email'), ''))
   returning * into v_cs;
 
   if p_args->>'discount_code' is not null then
@@ -4798,7 +5181,7 @@ begin
   select x.member_id into v_owner from billing.external_subjects x
   where x.community_id = v_community and x.namespace = v_namespace and x.external_user_id = v_external;
   if v_owner = v_member_id then
-    return billing.member_json(v_community, v_member_id);
+    return billing.member_api_json(v_community, v_member_id);
   elsif v_owner is not null then
     perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
       || ' is already mapped to another member.');
@@ -4816,7 +5199,7 @@ begin
     perform billing.raise('BL409', 'The external subject ' || v_namespace || '/' || v_external
       || ' was mapped concurrently.');
   end;
-  return billing.member_json(v_community, v_member_id);
+  return billing.member_api_json(v_community, v_member_id);
 end
 $$;
 
@@ -4900,6 +5283,39 @@ begin
     'currency', v_inv.currency, 'left_cents', v_inv.amount_paid_cents - v_inv.amount_refunded_cents,
     'payment_ref', (select a.provider_ref from billing.payment_attempts a
       where a.community_id = v_inv.community_id and a.invoice_id = v_inv.id and a.status = 'succeeded'));
+end
+$$;
+
+
+--
+-- Name: invoices_document(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.invoices_document(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_inv billing.invoices;
+  v_com billing.communities;
+begin
+  select * into v_inv from billing.invoices i
+  where i.community_id = billing.current_community_id() and i.id = p_args->>'id';
+  if v_inv.id is null then
+    perform billing.raise('BL404', 'No invoice ' || (p_args->>'id') || '.');
+  end if;
+  select * into v_com from billing.communities c where c.id = v_inv.community_id;
+  return jsonb_build_object(
+    'invoice', billing.invoice_json(v_inv),
+    'seller', jsonb_build_object(
+      'name', v_com.name,
+      'legal_name', v_com.legal_name,
+      'address_lines', to_jsonb(coalesce(v_com.address_lines, '{}'::text[])),
+      'country', v_com.country,
+      'tax_id', v_com.tax_id),
+    'buyer', jsonb_build_object('name', null, 'address_lines', '[]'::jsonb, 'country', null, 'tax_id', null)
+      || billing.member_json(v_inv.community_id, v_inv.member_id),
+    'payment_method', case when v_inv.status = 'paid' then v_inv.provider end,
+    'tax_lines', '[]'::jsonb);
 end
 $$;
 
@@ -4991,7 +5407,7 @@ declare
 begin
   case v_r->>'outcome'
     when 'linked' then
-      return billing.member_json(billing.current_community_id(), v_r->>'member_id');
+      return billing.member_api_json(billing.current_community_id(), v_r->>'member_id');
     when 'identity_taken' then
       perform billing.raise('BL409', 'This ' || (p_args->>'platform') || ' identity belongs to another member.');
     when 'member_has_identity' then
@@ -5000,6 +5416,122 @@ begin
       perform billing.raise('BL404', 'No usable link code ' || (p_args->>'code') || ' for ' || (p_args->>'platform') || '.');
   end case;
   return null;
+end
+$$;
+
+
+--
+-- Name: mail_messages_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.mail_messages_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_out jsonb;
+begin
+  select billing.mail_message_json(m, true) into v_out from billing.mail_messages m
+  where m.community_id = billing.current_community_id() and m.id = p_args->>'id';
+  if v_out is null then
+    perform billing.raise('BL404', 'No mail message ' || (p_args->>'id') || '.');
+  end if;
+  return v_out;
+end
+$$;
+
+
+--
+-- Name: mail_messages_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.mail_messages_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_ids text[];
+  v_items jsonb[];
+begin
+  select array_agg(m.id order by m.id desc), array_agg(billing.mail_message_json(m, false) order by m.id desc)
+    into v_ids, v_items
+  from (select * from billing.mail_messages m
+        where m.community_id = billing.current_community_id()
+          and m.id < coalesce(p_args->>'cursor', chr(1114111))
+        order by m.id desc limit v_limit + 1) m;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
+-- Name: mail_template_set(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.mail_template_set(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_template text := p_args->>'template';
+begin
+  if not exists (select 1 from billing.mail_templates() t where t.template = v_template) then
+    perform billing.raise('BL404', 'No mail template ' || v_template || '.');
+  end if;
+  update billing.communities c set mail_templates_off = case when (p_args->>'enabled')::boolean
+      then array_remove(c.mail_templates_off, v_template)
+      else array_append(array_remove(c.mail_templates_off, v_template), v_template) end
+  where c.id = billing.current_community_id();
+  return jsonb_build_object('template', v_template, 'enabled', (p_args->>'enabled')::boolean);
+end
+$$;
+
+
+--
+-- Name: mail_templates_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.mail_templates_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_c billing.communities;
+  v_sample jsonb := jsonb_build_object(
+    'invoice', jsonb_build_object('id', 'inv_sample', 'number', to_char(billing.now(), 'YYYY') || '-000042',
+      'currency', 'usd', 'total_cents', 1500, 'amount_paid_cents', 1500, 'paid_at', billing.iso(billing.now()),
+      'next_attempt_at', billing.iso(billing.now() + interval '3 days'),
+      'lines', jsonb_build_array(jsonb_build_object('description', 'Gold (monthly), 1 month', 'amount_cents', 1500))),
+    'entitlement', jsonb_build_object('name', 'Gold'),
+    'refund', jsonb_build_object('amount_cents', 500, 'credit_note_number', 'CN-' || to_char(billing.now(), 'YYYY') || '-000007'),
+    'subscription', jsonb_build_object('tier_name', 'Gold', 'plan_name', 'Gold annual', 'amount_cents', 15000, 'currency', 'usd',
+      'interval', 'year', 'current_period_end', billing.iso(billing.now() + interval '3 days')),
+    'migration', jsonb_build_object('price_cents', 18000, 'currency', 'usd', 'notice_ends_at', billing.iso(billing.now() + interval '30 days')),
+    'link_codes', jsonb_build_array(jsonb_build_object('platform', 'telegram', 'code', 'SAMPLE1234',
+      'expires_at', billing.iso(billing.now() + interval '7 days'))));
+begin
+  select * into v_c from billing.communities c where c.id = billing.current_community_id();
+  return jsonb_build_object('sender_name', coalesce(v_c.mail_sender_name, v_c.name), 'reply_to', v_c.mail_reply_to,
+    'data', (select jsonb_agg(jsonb_build_object('template', t.template, 'event_type', t.event_type,
+      'transactional', t.transactional, 'title', t.title, 'enabled', not (t.template = any (v_c.mail_templates_off)),
+      'preview', billing.mail_render(v_c.name, t.template,
+        case when t.template = 'payment_failed' then jsonb_set(jsonb_set(v_sample, '{invoice,amount_paid_cents}', '0'), '{invoice,paid_at}', 'null')
+        else v_sample end)) order by t.template)
+      from billing.mail_templates() t));
+end
+$$;
+
+
+--
+-- Name: member_deliveries_retry(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.member_deliveries_retry(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if not billing_private.member_deliveries_enqueue(p_args->>'id') then
+    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
+  end if;
+  return billing_api.member_entitlements_list(p_args);
 end
 $$;
 
@@ -5055,6 +5587,36 @@ $$;
 
 
 --
+-- Name: member_portal_benefits(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.member_portal_benefits(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_member text := billing.current_member_id();
+begin
+  if v_member is null then
+    perform billing.raise('BL404', 'Only a member portal session has benefits of its own.');
+  end if;
+  return jsonb_build_object('data', coalesce((
+    select jsonb_agg(jsonb_build_object('key', e.key, 'name', e.name, 'benefits', (
+        select coalesce(jsonb_agg(jsonb_build_object('platform', b->>'platform', 'connection', coalesce(pc.name, pc.key),
+            'type', b->>'type', 'value', b->>'value', 'delivery', jsonb_build_object(
+              'status', b->'delivery'->>'status', 'updated_at', b->'delivery'->'updated_at',
+              'error', case when b->'delivery'->>'status' = 'action_required' then b->'delivery'->'error' else 'null' end))
+            order by x.o), '[]')
+        from jsonb_array_elements(billing.benefits_with_delivery(me.community_id, me.member_id, me.benefits)) with ordinality as x(b, o)
+        left join billing.platform_configs pc on pc.community_id = me.community_id and pc.id = x.b->>'platform_config_id'))
+      order by me.id)
+    from billing.member_entitlements me
+    join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+    where me.community_id = billing.current_community_id() and me.member_id = v_member and me.status = 'active'), '[]'));
+end
+$$;
+
+
+--
 -- Name: members_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -5064,7 +5626,7 @@ CREATE FUNCTION billing_api.members_get(p_args jsonb) RETURNS jsonb
 declare
   v_out jsonb;
 begin
-  v_out := billing.member_json(billing.current_community_id(), p_args->>'id');
+  v_out := billing.member_api_json(billing.current_community_id(), p_args->>'id');
   if v_out is null then
     perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
   end if;
@@ -5085,10 +5647,11 @@ declare
   v_ids text[];
   v_items jsonb[];
 begin
-  select array_agg(m.id order by m.id desc), array_agg(billing.member_json(m.community_id, m.id) order by m.id desc)
+  select array_agg(m.id order by m.id desc), array_agg(billing.member_api_json(m.community_id, m.id) order by m.id desc)
     into v_ids, v_items
   from (select m.community_id, m.id from billing.members m
         where m.community_id = billing.current_community_id()
+          and (p_args->>'email' is null or lower(m.email) = lower(p_args->>'email'))
           and m.id < coalesce(p_args->>'cursor', chr(1114111))
         order by m.id desc limit v_limit + 1) m;
   return billing.page_json(v_ids, v_items, v_limit);
@@ -5110,7 +5673,35 @@ begin
   if v_member is null then
     perform billing.raise('BL404', 'No member has this identity.');
   end if;
-  return billing.member_json(billing.current_community_id(), v_member);
+  return billing.member_api_json(billing.current_community_id(), v_member);
+end
+$$;
+
+
+--
+-- Name: members_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.members_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_community text := billing.current_community_id();
+  v_member_id text := p_args->>'id';
+  v_email text := nullif(btrim(p_args->>'email'), '');
+begin
+  if v_email is not null and not billing.email_valid(v_email) then
+    perform billing.raise('BL422', 'email is not a valid email address.', 'email');
+  end if;
+  if p_args ? 'email' then
+    update billing.members m set email = v_email, updated_at = now()
+    where m.community_id = v_community and m.id = v_member_id and m.email is distinct from v_email;
+  end if;
+  if not exists (select 1 from billing.members m where m.community_id = v_community and m.id = v_member_id) then
+    perform billing.raise('BL404', 'No member ' || v_member_id || '.');
+  end if;
+  return billing.member_api_json(v_community, v_member_id);
 end
 $$;
 
@@ -5184,6 +5775,89 @@ begin
   return jsonb_build_object('data', coalesce((
     select jsonb_agg(billing.tier_json(t) order by t.rank, t.id)
     from billing.tiers t where t.active), '[]'));
+end
+$$;
+
+
+--
+-- Name: platform_actions_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.platform_actions_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_pcfg text := nullif(p_args->>'platform_config_id', '');
+  v_ids text[];
+  v_items jsonb[];
+begin
+  select array_agg(a.id order by a.id desc), array_agg(jsonb_build_object(
+      'id', a.id, 'member_id', a.member_id, 'platform_config_id', a.platform_config_id, 'action', a.action,
+      'target', a.target, 'outcome', a.outcome, 'status_code', a.status_code, 'error', a.error,
+      'created_at', billing.iso(a.created_at)) order by a.id desc)
+    into v_ids, v_items
+  from (select a.* from billing.platform_actions a
+        where a.community_id = billing.current_community_id()
+          and (v_pcfg is null or a.platform_config_id = v_pcfg)
+          and a.id < coalesce(p_args->>'cursor', chr(1114111))
+        order by a.id desc limit v_limit + 1) a;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
+-- Name: platform_connections_health(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.platform_connections_health(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+begin
+  return jsonb_build_object('data', coalesce((
+    with unrecorded as (
+      select b->>'platform_config_id' as pcfg, count(*) as n
+      from billing.member_entitlements me
+      cross join lateral jsonb_array_elements(me.benefits) b
+      where me.community_id = v_cid and me.status = 'active' and me.benefits <> '[]'
+        and not exists (select 1 from billing.benefit_deliveries d
+                        where d.community_id = me.community_id and d.member_id = me.member_id
+                          and d.platform_config_id = b->>'platform_config_id' and d.type = b->>'type' and d.value = b->>'value')
+      group by 1
+    ), stored as (
+      select d.platform_config_id as pcfg,
+        count(*) filter (where d.status = 'pending') as pending,
+        count(*) filter (where d.status = 'failed') as failed,
+        count(*) filter (where d.status = 'action_required') as action_required
+      from billing.benefit_deliveries d
+      where d.community_id = v_cid
+      group by 1
+    )
+    select jsonb_agg(jsonb_build_object(
+      'id', pc.id, 'key', pc.key, 'name', pc.name, 'platform', pc.platform,
+      'guild_id', pc.settings->>'guild_id', 'chat_id', pc.settings->>'chat_id',
+      'bot_token_set', billing_private.platform_secret_ciphertext(pc.id, 'bot_token') is not null,
+      'last_success', (select jsonb_build_object('at', billing.iso(a.created_at), 'action', a.action, 'target', a.target)
+                       from billing.platform_actions a
+                       where a.community_id = v_cid and a.platform_config_id = pc.id and a.outcome = 'ok'
+                       order by a.id desc limit 1),
+      'last_error', (select jsonb_build_object('at', billing.iso(a.created_at), 'action', a.action, 'target', a.target,
+                       'outcome', a.outcome, 'status_code', a.status_code, 'error', a.error)
+                     from billing.platform_actions a
+                     where a.community_id = v_cid and a.platform_config_id = pc.id and a.outcome <> 'ok'
+                     order by a.id desc limit 1),
+      'waiting', jsonb_build_object(
+        'pending', coalesce(s.pending, 0) + coalesce(u.n, 0),
+        'failed', coalesce(s.failed, 0),
+        'action_required', coalesce(s.action_required, 0)))
+      order by pc.key)
+    from billing.platform_configs pc
+    left join stored s on s.pcfg = pc.id
+    left join unrecorded u on u.pcfg = pc.id
+    where pc.community_id = v_cid), '[]'));
 end
 $$;
 
@@ -6325,14 +6999,22 @@ CREATE FUNCTION billing_private.enqueue_deliveries(p_communities text[], p_membe
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+  v_specs graphile_worker.job_spec[];
+  v_added text[];
 begin
   if coalesce(cardinality(p_members), 0) = 0 then
     return;
   end if;
-  perform graphile_worker.add_jobs(array(
+  v_specs := array(
     select row('platform_deliveries__apply', json_build_object('community_id', x.c, 'member_id', x.m), null, null,
       null, 'deliver:' || x.c || ':' || x.m, null, null)::graphile_worker.job_spec
-    from (select distinct c, m from unnest(p_communities, p_members) as u(c, m)) x));
+    from (select distinct c, m from unnest(p_communities, p_members) as u(c, m)) x);
+  for i in 1..5 loop
+    select coalesce(array_agg(j.key), '{}') into v_added from graphile_worker.add_jobs(v_specs) j;
+    v_specs := array(select s from unnest(v_specs) s where not (s.job_key = any (v_added)));
+    exit when cardinality(v_specs) = 0;
+  end loop;
 end
 $$;
 
@@ -6425,6 +7107,177 @@ begin
   return billing_private.take_tokens('key:' || v_key_id,
     coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60),
     greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100))) || jsonb_build_object('key', true);
+end
+$$;
+
+
+--
+-- Name: mail_claim(text, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.mail_claim(p_community_id text, p_ids text[]) RETURNS TABLE(id text, member_id text, template text, to_address text, subject text, text_body text, html_body text, attempts integer, sender_name text, reply_to text, community_name text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return query
+  with claimed as (
+    update billing.mail_messages mm set status = 'sending', attempts = mm.attempts + 1, claimed_at = now()
+    where mm.community_id = p_community_id and mm.id = any (p_ids)
+      and mm.id in (select x.id from billing.mail_messages x
+        where x.community_id = p_community_id and x.id = any (p_ids)
+          and (x.status = 'queued' or (x.status = 'sending' and x.claimed_at < now() - interval '10 minutes'))
+        for update skip locked)
+    returning mm.*
+  )
+  select c2.id, c2.member_id, c2.template, c2.to_address, c2.subject, c2.text_body, c2.html_body, c2.attempts,
+    coalesce(co.mail_sender_name, co.name), co.mail_reply_to, co.name
+  from claimed c2 join billing.communities co on co.id = c2.community_id
+  order by c2.id;
+end
+$$;
+
+
+--
+-- Name: mail_link_codes(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.mail_link_codes(p_community_id text, p_member_id text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_platform text;
+  v_out jsonb := '[]';
+  v_lc billing.link_codes;
+  v_now timestamptz := billing.community_now(p_community_id);
+begin
+  for v_platform in select distinct pc.platform from billing.platform_configs pc
+    where pc.community_id = p_community_id
+      and not exists (select 1 from billing.member_identities i where i.community_id = p_community_id
+        and i.member_id = p_member_id and i.platform = pc.platform)
+    order by 1 loop
+    select * into v_lc from billing.link_codes lc
+    where lc.community_id = p_community_id and lc.member_id = p_member_id and lc.intended_platform = v_platform
+      and lc.redeemed_at is null and lc.invalidated_at is null and lc.expires_at > v_now + interval '1 day'
+    order by lc.expires_at desc limit 1;
+    if v_lc.id is null then
+      insert into billing.link_codes (community_id, member_id, code, intended_platform, expires_at)
+      values (p_community_id, p_member_id, upper(substr(replace(gen_random_uuid()::text, '-', ''), 1, 10)),
+        v_platform, v_now + interval '7 days')
+      returning * into v_lc;
+    end if;
+    v_out := v_out || jsonb_build_object('platform', v_platform, 'code', v_lc.code, 'expires_at', billing.iso(v_lc.expires_at));
+    v_lc := null;
+  end loop;
+  return v_out;
+end
+$$;
+
+
+--
+-- Name: mail_record(text, text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.mail_record(p_community_id text, p_id text, p_status text, p_error text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if p_status not in ('sent', 'kept', 'failed', 'queued') then
+    raise exception 'mail_record: bad status %', p_status;
+  end if;
+  update billing.mail_messages mm set status = p_status, last_error = left(p_error, 500), claimed_at = null,
+    sent_at = case when p_status = 'sent' then now() else mm.sent_at end
+  where mm.community_id = p_community_id and mm.id = p_id;
+end
+$$;
+
+
+--
+-- Name: mail_reminders(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.mail_reminders(p_community_id text DEFAULT NULL::text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_payloads json[];
+  v_made integer;
+  v_lo timestamptz;
+  v_hi timestamptz;
+begin
+  select now() + min(c.clock_offset), now() + max(c.clock_offset) + interval '7 days' into v_lo, v_hi
+  from billing.communities c where p_community_id is null or c.id = p_community_id;
+  with due as (
+    select s.community_id, s.member_id, k.template,
+      k.template || ':' || s.id || ':' || billing.iso(s.current_period_end) as ref,
+      jsonb_build_object('subscription', billing.subscription_json(s)) as data
+    from billing.subscriptions s
+    join billing.communities c on c.id = s.community_id
+    join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
+    cross join lateral (select case
+      when s.status = 'trialing' and s.trial_end is not null and s.cancel_at is null
+        and s.current_period_end <= now() + c.clock_offset + interval '3 days' then 'trial_ending'
+      when s.status = 'active' and p.interval = 'year' and s.cancel_at is null then 'renewal_upcoming' end as template) k
+    where s.status in ('active', 'trialing', 'past_due', 'cancelling')
+      and s.current_period_end > v_lo and s.current_period_end <= v_hi
+      and (p_community_id is null or s.community_id = p_community_id)
+      and s.current_period_end > now() + c.clock_offset
+      and s.current_period_end <= now() + c.clock_offset + interval '7 days'
+      and k.template is not null
+      and not (k.template = any (c.mail_templates_off))
+      and not exists (select 1 from billing.mail_messages mm where mm.community_id = s.community_id
+        and mm.ref = k.template || ':' || s.id || ':' || billing.iso(s.current_period_end) and mm.template = k.template)
+  ), price_due as (
+    -- a price migration's notice, once per subscription and migration
+    select s.community_id, s.member_id, 'price_change' as template, 'price_change:' || s.id || ':' || s.price_migration_id as ref,
+      jsonb_build_object('subscription', billing.subscription_json(s), 'migration', jsonb_build_object(
+        'price_cents', pm.price_cents, 'currency', pm.currency, 'notice_ends_at', billing.iso(pm.notice_ends_at))) as data
+    from billing.subscriptions s
+    join billing.price_migrations pm on pm.community_id = s.community_id and pm.id = s.price_migration_id
+    join billing.communities c on c.id = s.community_id
+    where s.price_migration_id is not null and s.status <> 'cancelled'
+      and (p_community_id is null or s.community_id = p_community_id)
+      and not ('price_change' = any (c.mail_templates_off))
+      and not exists (select 1 from billing.mail_messages mm where mm.community_id = s.community_id
+        and mm.ref = 'price_change:' || s.id || ':' || s.price_migration_id and mm.template = 'price_change')
+  ), made as (
+    insert into billing.mail_messages (community_id, member_id, template, ref, to_address, subject, text_body, html_body)
+    select d.community_id, d.member_id, d.template, d.ref, m.email, r.msg->>'subject', r.msg->>'text', r.msg->>'html'
+    from (select * from due union all select * from price_due) d
+    join billing.members m on m.community_id = d.community_id and m.id = d.member_id and m.email is not null
+    join billing.communities c on c.id = d.community_id
+    cross join lateral (select billing.mail_render(c.name, d.template, d.data) as msg) r
+    order by d.community_id, d.ref
+    on conflict (community_id, ref, template) do nothing
+    returning community_id, id
+  )
+  select array_agg(json_build_object('community_id', community_id, 'ids', ids)), coalesce(sum(cardinality(ids)), 0)
+  into v_payloads, v_made
+  from (select community_id, array_agg(id order by id) as ids from made group by community_id) g;
+  perform billing_private.add_job('mail_messages__send', v_payloads);
+  return v_made;
+end
+$$;
+
+
+--
+-- Name: member_deliveries_enqueue(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.member_deliveries_enqueue(p_member_id text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+begin
+  if v_cid is null or not exists (select 1 from billing.members m where m.community_id = v_cid and m.id = p_member_id) then
+    return false;
+  end if;
+  perform billing_private.enqueue_deliveries(array[v_cid], array[p_member_id]);
+  return true;
 end
 $$;
 
@@ -6636,20 +7489,30 @@ begin
     when 'grants_revoke' then return billing_api.grants_revoke(p_args);
     when 'invoice_refund' then return billing_api.invoice_refund(p_args);
     when 'invoice_refund_prepare' then return billing_api.invoice_refund_prepare(p_args);
+    when 'invoices_document' then return billing_api.invoices_document(p_args);
     when 'invoices_get' then return billing_api.invoices_get(p_args);
     when 'invoices_list' then return billing_api.invoices_list(p_args);
     when 'link_code_create' then return billing_api.link_code_create(p_args);
     when 'link_code_redeem' then return billing_api.link_code_redeem(p_args);
+    when 'mail_messages_get' then return billing_api.mail_messages_get(p_args);
+    when 'mail_messages_list' then return billing_api.mail_messages_list(p_args);
+    when 'mail_template_set' then return billing_api.mail_template_set(p_args);
+    when 'mail_templates_list' then return billing_api.mail_templates_list(p_args);
+    when 'member_deliveries_retry' then return billing_api.member_deliveries_retry(p_args);
     when 'member_entitlement_history' then return billing_api.member_entitlement_history(p_args);
     when 'member_entitlements_list' then return billing_api.member_entitlements_list(p_args);
+    when 'member_portal_benefits' then return billing_api.member_portal_benefits(p_args);
     when 'members_get' then return billing_api.members_get(p_args);
     when 'members_list' then return billing_api.members_list(p_args);
     when 'members_lookup' then return billing_api.members_lookup(p_args);
+    when 'members_update' then return billing_api.members_update(p_args);
     when 'operators_invite' then return billing_api.operators_invite(p_args);
     when 'operators_list' then return billing_api.operators_list(p_args);
     when 'operators_update' then return billing_api.operators_update(p_args);
     when 'plans_get' then return billing_api.plans_get(p_args);
     when 'plans_list' then return billing_api.plans_list(p_args);
+    when 'platform_actions_list' then return billing_api.platform_actions_list(p_args);
+    when 'platform_connections_health' then return billing_api.platform_connections_health(p_args);
     when 'portal_session_create' then return billing_api.portal_session_create(p_args);
     when 'purchases_get' then return billing_api.purchases_get(p_args);
     when 'purchases_list' then return billing_api.purchases_list(p_args);
@@ -6864,7 +7727,8 @@ CREATE FUNCTION billing_private.operator_hidden_columns() RETURNS jsonb
   select '{"idempotency_keys": ["response_body"],
            "link_codes": ["code"],
            "checkout_sessions": ["url", "access_token", "access_token_sha256", "provider_ref"],
-           "portal_sessions": ["url", "access_token", "access_token_sha256"]}'::jsonb
+           "portal_sessions": ["url", "access_token", "access_token_sha256"],
+           "mail_messages": ["text_body", "html_body"]}'::jsonb
 $$;
 
 
@@ -7317,6 +8181,183 @@ $$;
 
 
 --
+-- Name: platform_reconcile_connection(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_reconcile_connection(p_community_id text, p_platform_config_id text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('community_id', pc.community_id, 'platform_config_id', pc.id, 'platform', pc.platform,
+    'settings', pc.settings, 'token', ps.ciphertext,
+    'benefits', coalesce((select jsonb_agg(distinct jsonb_build_object('type', b.type, 'value', b.value))
+                          from billing.entitlement_benefits b
+                          where b.community_id = pc.community_id and b.platform_config_id = pc.id), '[]'))
+  from billing.platform_configs pc
+  left join billing_private.platform_secrets ps
+    on ps.community_id = pc.community_id and ps.platform_config_id = pc.id and ps.name = 'bot_token'
+  where pc.community_id = p_community_id and pc.id = p_platform_config_id
+$$;
+
+
+--
+-- Name: platform_reconcile_enqueue(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_reconcile_enqueue(p_community_id text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_jobs graphile_worker.job_spec[];
+begin
+  v_jobs := array(
+    select row('platform_connections__reconcile',
+      json_build_object('community_id', t.community_id, 'platform_config_id', t.platform_config_id),
+      null, null, 3, 'reconcile:' || t.community_id || ':' || t.platform_config_id, null, null)::graphile_worker.job_spec
+    from billing_private.platform_reconcile_targets(p_community_id) t);
+  if cardinality(v_jobs) > 0 then
+    perform graphile_worker.add_jobs(v_jobs);
+  end if;
+  return cardinality(v_jobs);
+end
+$$;
+
+
+--
+-- Name: platform_reconcile_former(text, text, text, text, text, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_reconcile_former(p_community_id text, p_platform_config_id text, p_type text, p_value text, p_after text, p_limit integer) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select coalesce(jsonb_agg(jsonb_build_object('member_id', x.member_id, 'uid', x.platform_uid) order by x.member_id), '[]')
+  from (
+    select mi.member_id, mi.platform_uid
+    from billing.member_identities mi
+    join billing.platform_configs pc on pc.community_id = mi.community_id and pc.id = p_platform_config_id and pc.platform = mi.platform
+    where mi.community_id = p_community_id and mi.member_id > coalesce(p_after, '')
+      and exists (select 1 from billing.member_entitlements me
+                  join billing.entitlement_benefits b on b.community_id = me.community_id and b.entitlement_id = me.entitlement_id
+                  where me.community_id = p_community_id and me.member_id = mi.member_id and me.status = 'inactive'
+                    and b.platform_config_id = p_platform_config_id and b.type = p_type and b.value = p_value)
+      and not exists (select 1 from billing.member_entitlements me
+                      cross join lateral jsonb_array_elements(me.benefits) bb
+                      where me.community_id = p_community_id and me.member_id = mi.member_id and me.status = 'active'
+                        and bb->>'platform_config_id' = p_platform_config_id and bb->>'type' = p_type and bb->>'value' = p_value)
+    order by mi.member_id
+    limit p_limit
+  ) x
+$$;
+
+
+--
+-- Name: platform_reconcile_log(text, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_reconcile_log(p_community_id text, p_actions jsonb) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  insert into billing.platform_actions (community_id, member_id, platform_config_id, action, target, outcome, status_code, error)
+  select p_community_id, null, a->>'platform_config_id', a->>'action', a->>'target', a->>'outcome',
+    (a->>'status_code')::integer, a->>'error'
+  from jsonb_array_elements(p_actions) a
+  where exists (select 1 from billing.platform_configs pc
+                where pc.community_id = p_community_id and pc.id = a->>'platform_config_id')
+$$;
+
+
+--
+-- Name: platform_reconcile_observed(text, text, text, text[], boolean, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_reconcile_observed(p_community_id text, p_platform_config_id text, p_type text, p_values text[], p_complete boolean, p_observed jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_platform text;
+  v_members text[];
+  v_result jsonb;
+begin
+  select pc.platform into v_platform from billing.platform_configs pc
+  where pc.community_id = p_community_id and pc.id = p_platform_config_id;
+  if v_platform is null then
+    return jsonb_build_object('missing', 0, 'held_without_entitlement', 0, 'members_queued', 0, 'unlinked', '[]'::jsonb);
+  end if;
+  with obs as (
+    select o->>'uid' as uid, array(select jsonb_array_elements_text(o->'held')) as held
+    from jsonb_array_elements(p_observed) o
+  ), linked as (
+    select mi.platform_uid as uid, mi.member_id
+    from billing.member_identities mi
+    where mi.community_id = p_community_id and mi.platform = v_platform
+      and (p_complete or mi.platform_uid in (select uid from obs))
+  ), wanted as (
+    select distinct l.uid, l.member_id, b->>'value' as value
+    from linked l
+    join billing.member_entitlements me on me.community_id = p_community_id and me.member_id = l.member_id and me.status = 'active'
+    cross join lateral jsonb_array_elements(me.benefits) b
+    where b->>'platform_config_id' = p_platform_config_id and b->>'type' = p_type and b->>'value' = any (p_values)
+  ), held as (
+    select obs.uid, h.value from obs cross join lateral unnest(obs.held) h(value) where h.value = any (p_values)
+  ), drift as (
+    select 'missing' as kind, w.member_id, w.uid, w.value from wanted w
+    where not exists (select 1 from held h where h.uid = w.uid and h.value = w.value)
+    union all
+    select case when l.member_id is null then 'unlinked' else 'extra' end, l.member_id, h.uid, h.value
+    from held h
+    left join linked l on l.uid = h.uid
+    where not exists (select 1 from wanted w where w.uid = h.uid and w.value = h.value)
+  ), pending as (
+    -- (the two writes run whether or not the query below reads them)
+    update billing.benefit_deliveries d set status = 'pending', updated_at = now()
+    from drift r
+    where r.kind = 'missing' and d.community_id = p_community_id and d.member_id = r.member_id
+      and d.platform_config_id = p_platform_config_id and d.type = p_type and d.value = r.value and d.status = 'delivered'
+    returning d.member_id
+  ), held_rows as (
+    insert into billing.benefit_deliveries as d (community_id, member_id, platform_config_id, type, value, want, status, applied_uid)
+    select p_community_id, r.member_id, p_platform_config_id, p_type, r.value, 'absent', 'pending', r.uid
+    from drift r where r.kind = 'extra'
+    on conflict (community_id, member_id, platform_config_id, type, value) do update set
+      applied_uid = excluded.applied_uid, status = 'pending', updated_at = now()
+    returning d.member_id
+  )
+  select jsonb_build_object(
+      'missing', count(*) filter (where kind = 'missing'),
+      'held_without_entitlement', count(*) filter (where kind = 'extra'),
+      'members_queued', count(distinct member_id) filter (where kind in ('missing', 'extra')),
+      'unlinked', coalesce(jsonb_agg(jsonb_build_object('uid', uid, 'value', value) order by uid, value)
+                             filter (where kind = 'unlinked'), '[]')),
+    array_agg(distinct member_id) filter (where kind in ('missing', 'extra'))
+  into v_result, v_members
+  from drift;
+  perform billing_private.enqueue_deliveries(array_fill(p_community_id, array[coalesce(cardinality(v_members), 0)]), v_members);
+  return v_result;
+end
+$$;
+
+
+--
+-- Name: platform_reconcile_targets(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_reconcile_targets(p_community_id text) RETURNS TABLE(community_id text, platform_config_id text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select pc.community_id, pc.id from billing.platform_configs pc
+  where (p_community_id is null or pc.community_id = p_community_id)
+    and exists (select 1 from billing.entitlement_benefits b
+                where b.community_id = pc.community_id and b.platform_config_id = pc.id)
+  order by 1, 2
+$$;
+
+
+--
 -- Name: platform_secret_ciphertext(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -7643,6 +8684,64 @@ begin
   from (select community_id, endpoint_id, array_agg(id order by id) as ids from chunks
         group by community_id, endpoint_id, chunk) c;
   perform billing_private.add_job('webhook_deliveries__send', v_payloads, p_flag_key => 'endpoint_id');
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_events__mail(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_events__mail() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_payloads json[];
+begin
+  if not exists (select 1 from new_events e where e.type in ('invoice.paid', 'invoice.payment_failed', 'invoice.refunded',
+      'subscription.cancelled', 'member.entitlement.granted')) then
+    return null;
+  end if;
+  with invoice_due as (
+    select e.community_id, e.id as event_id, t.template,
+      coalesce(e.data->'invoice'->>'member_id', e.data->'subscription'->>'member_id') as member_id, e.data
+    from new_events e
+    join billing.mail_templates() t on t.event_type = e.type
+    where e.type in ('invoice.paid', 'invoice.payment_failed', 'invoice.refunded', 'subscription.cancelled')
+      and (e.type <> 'invoice.paid' or (e.data->'invoice'->>'amount_paid_cents')::bigint > 0)
+  ), access_due as (
+    -- One access email per member and statement (a tier of several entitlements grants
+    -- them together), made from its first event and naming them all.
+    select e.community_id, min(e.id) as event_id, 'access_granted' as template, e.data->'member'->>'id' as member_id,
+      jsonb_build_object('entitlement', jsonb_build_object('name',
+        string_agg(e.data->'entitlement'->>'name', ', ' order by e.data->'entitlement'->>'name'))) as data
+    from new_events e
+    where e.type = 'member.entitlement.granted'
+    group by e.community_id, e.data->'member'->>'id'
+  ), due as materialized (
+    -- materialized: only these rows (members with an email, templates on) reach the
+    -- lateral below, which makes link codes
+    select d.*, m.email, c.name as community_name
+    from (select * from invoice_due union all select * from access_due) d
+    join billing.members m on m.community_id = d.community_id and m.id = d.member_id and m.email is not null
+    join billing.communities c on c.id = d.community_id and not (d.template = any (c.mail_templates_off))
+  ), made as (
+    insert into billing.mail_messages (community_id, member_id, template, event_id, to_address, subject, text_body, html_body)
+    select d.community_id, d.member_id, d.template, d.event_id, d.email, r.msg->>'subject', r.msg->>'text', r.msg->>'html'
+    from due d
+    cross join lateral (select billing.mail_render(d.community_name, d.template, case when d.template = 'access_granted'
+      then d.data || jsonb_build_object('link_codes', billing_private.mail_link_codes(d.community_id, d.member_id))
+      else d.data end) as msg) r
+    order by d.community_id, d.event_id, d.template
+    on conflict (community_id, event_id, template) do nothing
+    returning community_id, id
+  )
+  select array_agg(json_build_object('community_id', community_id, 'ids', ids))
+  into v_payloads
+  from (select community_id, array_agg(id order by id) as ids from made group by community_id) g;
+  perform billing_private.add_job('mail_messages__send', v_payloads);
   return null;
 end
 $$;
@@ -8157,8 +9256,18 @@ CREATE TABLE billing.communities (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     dunning jsonb DEFAULT '{"retry_days": [1, 3, 5], "final_action": "cancel"}'::jsonb NOT NULL,
     invoice_series text,
+    mail_sender_name text,
+    mail_reply_to text,
+    mail_templates_off text[] DEFAULT '{}'::text[] NOT NULL,
+    legal_name text,
+    address_lines text[],
+    country text,
+    tax_id text,
     CONSTRAINT communities_dunning_valid CHECK (billing.dunning_valid(dunning)),
     CONSTRAINT communities_invoice_series_valid CHECK ((invoice_series ~ '^[A-Za-z0-9][A-Za-z0-9/_.-]{0,19}$'::text)),
+    CONSTRAINT communities_legal_valid CHECK ((((legal_name IS NULL) OR ((length(legal_name) >= 1) AND (length(legal_name) <= 200))) AND ((address_lines IS NULL) OR ((cardinality(address_lines) <= 6) AND (COALESCE(length(array_to_string(address_lines, ''::text)), 0) <= 600))) AND ((country IS NULL) OR (country ~ '^[A-Z]{2}$'::text)) AND ((tax_id IS NULL) OR ((length(tax_id) >= 1) AND (length(tax_id) <= 50))))),
+    CONSTRAINT communities_mail_reply_to_check CHECK (((mail_reply_to IS NULL) OR billing.email_valid(mail_reply_to))),
+    CONSTRAINT communities_mail_sender_name_check CHECK ((((length(mail_sender_name) >= 1) AND (length(mail_sender_name) <= 200)) AND (mail_sender_name !~ '[\r\n<>"]'::text))),
     CONSTRAINT communities_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
     CONSTRAINT communities_payment_config_no_secrets CHECK ((NOT (payment_config ?| ARRAY['secret_key'::text, 'webhook_secret'::text]))),
     CONSTRAINT communities_payment_provider_check CHECK ((payment_provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
@@ -8643,7 +9752,9 @@ CREATE TABLE billing.members (
     community_id text NOT NULL COLLATE pg_catalog."C",
     id text DEFAULT billing.gen_id('mem'::text) NOT NULL COLLATE pg_catalog."C",
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    email text,
+    CONSTRAINT members_email_valid CHECK (((email IS NULL) OR billing.email_valid(email)))
 );
 
 ALTER TABLE ONLY billing.members FORCE ROW LEVEL SECURITY;
@@ -8680,7 +9791,7 @@ ALTER TABLE ONLY billing.payment_attempts FORCE ROW LEVEL SECURITY;
 CREATE TABLE billing.platform_actions (
     community_id text NOT NULL COLLATE pg_catalog."C",
     id text DEFAULT billing.gen_id('pact'::text) NOT NULL COLLATE pg_catalog."C",
-    member_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text COLLATE pg_catalog."C",
     platform_config_id text NOT NULL COLLATE pg_catalog."C",
     action text NOT NULL,
     target text NOT NULL,
@@ -8793,6 +9904,85 @@ CREATE TABLE billing.webhook_attempts (
 );
 
 ALTER TABLE ONLY billing.webhook_attempts FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: benefit_deliveries; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.benefit_deliveries WITH (security_invoker='true', security_barrier='false') AS
+ SELECT d.member_id,
+    d.platform_config_id,
+    d.type,
+    d.value,
+    d.want,
+    d.status,
+    d.error,
+    d.updated_at
+   FROM billing.benefit_deliveries d
+  WHERE ( SELECT billing.has_scope('members:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW benefit_deliveries; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.benefit_deliveries IS '@primaryKey member_id,platform_config_id,type,value
+@foreignKey (member_id) references billing_graphql.members (id)
+@scope members:read
+@behavior -insert -update -delete
+Benefit deliveries: what each platform (Discord, Telegram) was last made to hold for a member, with the status and the error an operator can act on. Needs members:read.';
+
+
+--
+-- Name: COLUMN benefit_deliveries.member_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.benefit_deliveries.member_id IS '@notNull';
+
+
+--
+-- Name: COLUMN benefit_deliveries.platform_config_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.benefit_deliveries.platform_config_id IS '@notNull';
+
+
+--
+-- Name: COLUMN benefit_deliveries.type; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.benefit_deliveries.type IS '@notNull';
+
+
+--
+-- Name: COLUMN benefit_deliveries.value; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.benefit_deliveries.value IS '@notNull';
+
+
+--
+-- Name: COLUMN benefit_deliveries.want; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.benefit_deliveries.want IS '@notNull
+@enumValues present absent';
+
+
+--
+-- Name: COLUMN benefit_deliveries.status; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.benefit_deliveries.status IS '@notNull
+@enumValues pending delivered failed action_required';
+
+
+--
+-- Name: COLUMN benefit_deliveries.updated_at; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.benefit_deliveries.updated_at IS '@notNull';
 
 
 --
@@ -9408,7 +10598,8 @@ COMMENT ON COLUMN billing_graphql.member_identities.created_at IS '@notNull';
 CREATE VIEW billing_graphql.members WITH (security_invoker='true', security_barrier='false') AS
  SELECT m.id,
     m.created_at,
-    m.updated_at
+    m.updated_at,
+    m.email
    FROM billing.members m
   WHERE ( SELECT billing.has_scope('members:read'::text) AS has_scope);
 
@@ -9442,6 +10633,13 @@ COMMENT ON COLUMN billing_graphql.members.created_at IS '@notNull';
 --
 
 COMMENT ON COLUMN billing_graphql.members.updated_at IS '@notNull';
+
+
+--
+-- Name: COLUMN members.email; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.members.email IS 'The member''s email (personal data), null when unknown.';
 
 
 --
@@ -10296,7 +11494,7 @@ CREATE TABLE billing_private.platform_secrets (
     ciphertext text NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT platform_secrets_ciphertext_check CHECK ((ciphertext ~~ 'v1:%'::text)),
-    CONSTRAINT platform_secrets_name_check CHECK ((name = 'bot_token'::text))
+    CONSTRAINT platform_secrets_name_check CHECK ((name = ANY (ARRAY['bot_token'::text, 'client_secret'::text])))
 );
 
 ALTER TABLE ONLY billing_private.platform_secrets FORCE ROW LEVEL SECURITY;
@@ -10486,6 +11684,30 @@ ALTER TABLE ONLY billing.link_codes
 
 ALTER TABLE ONLY billing.link_codes
     ADD CONSTRAINT link_codes_pkey PRIMARY KEY (community_id, id);
+
+
+--
+-- Name: mail_messages mail_messages_community_id_event_id_template_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_messages
+    ADD CONSTRAINT mail_messages_community_id_event_id_template_key UNIQUE (community_id, event_id, template);
+
+
+--
+-- Name: mail_messages mail_messages_community_id_ref_template_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_messages
+    ADD CONSTRAINT mail_messages_community_id_ref_template_key UNIQUE (community_id, ref, template);
+
+
+--
+-- Name: mail_messages mail_messages_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_messages
+    ADD CONSTRAINT mail_messages_pkey PRIMARY KEY (community_id, id);
 
 
 --
@@ -11001,6 +12223,13 @@ CREATE INDEX member_entitlements_next_check ON billing.member_entitlements USING
 
 
 --
+-- Name: members_email; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX members_email ON billing.members USING btree (community_id, lower(email)) WHERE (email IS NOT NULL);
+
+
+--
 -- Name: mrr_movements_day; Type: INDEX; Schema: billing; Owner: -
 --
 
@@ -11267,6 +12496,20 @@ CREATE TRIGGER _050_price_plan BEFORE UPDATE OF plan_id ON billing.subscriptions
 
 
 --
+-- Name: entitlement_benefits _100_benefit_type; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER _100_benefit_type AFTER INSERT OR UPDATE OF type, platform_config_id ON billing.entitlement_benefits NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW EXECUTE FUNCTION billing.tg_entitlement_benefits__type();
+
+
+--
+-- Name: platform_configs _100_benefit_type; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER _100_benefit_type AFTER UPDATE OF platform ON billing.platform_configs NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN ((old.platform IS DISTINCT FROM new.platform)) EXECUTE FUNCTION billing.tg_platform_configs__benefit_types();
+
+
+--
 -- Name: webhook_endpoints _100_check_event_types; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -11498,6 +12741,13 @@ CREATE TRIGGER _700_deliveries_update AFTER UPDATE ON billing.member_entitlement
 
 
 --
+-- Name: events _800_mail; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _800_mail AFTER INSERT ON billing.events REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_events__mail();
+
+
+--
 -- Name: events _900_enqueue_deliveries; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -11686,6 +12936,30 @@ ALTER TABLE ONLY billing.invoices
 
 ALTER TABLE ONLY billing.link_codes
     ADD CONSTRAINT link_codes_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: mail_messages mail_messages_community_id_event_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_messages
+    ADD CONSTRAINT mail_messages_community_id_event_id_fkey FOREIGN KEY (community_id, event_id) REFERENCES billing.events(community_id, id) ON DELETE CASCADE;
+
+
+--
+-- Name: mail_messages mail_messages_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_messages
+    ADD CONSTRAINT mail_messages_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mail_messages mail_messages_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_messages
+    ADD CONSTRAINT mail_messages_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -12131,6 +13405,12 @@ ALTER TABLE billing.invoices ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.link_codes ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: mail_messages; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.mail_messages ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: member_entitlements; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -12176,6 +13456,13 @@ CREATE POLICY member_fence ON billing.invoices AS RESTRICTIVE TO billing_api, bi
 --
 
 CREATE POLICY member_fence ON billing.link_codes AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: mail_messages member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.mail_messages AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
 
 
 --
@@ -12354,6 +13641,13 @@ CREATE POLICY owner_access ON billing.invoices TO postgres USING (true) WITH CHE
 --
 
 CREATE POLICY owner_access ON billing.link_codes TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: mail_messages owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.mail_messages TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -12672,6 +13966,13 @@ CREATE POLICY tenant ON billing.invoices USING ((community_id = ( SELECT billing
 --
 
 CREATE POLICY tenant ON billing.link_codes USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: mail_messages tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.mail_messages USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -13158,6 +14459,13 @@ REVOKE ALL ON FUNCTION billing.apply_provider_subscription(p_state jsonb) FROM P
 
 
 --
+-- Name: FUNCTION benefit_type_problem(p_platform text, p_type text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.benefit_type_problem(p_platform text, p_type text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -13217,6 +14525,15 @@ REVOKE ALL ON FUNCTION billing.checkout_apply_discount(p_checkout_id text, p_cod
 
 REVOKE ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) TO billing_api;
+
+
+--
+-- Name: FUNCTION email_valid(p_email text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.email_valid(p_email text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.email_valid(p_email text) TO billing_api;
+GRANT ALL ON FUNCTION billing.email_valid(p_email text) TO billing_writer;
 
 
 --
@@ -13358,6 +14675,13 @@ GRANT SELECT(subscription_id) ON TABLE billing.checkout_sessions TO billing_oper
 --
 
 GRANT SELECT(purchase_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.customer_email; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(customer_email) ON TABLE billing.checkout_sessions TO billing_operator;
 
 
 --
@@ -13592,6 +14916,14 @@ GRANT ALL ON FUNCTION billing.has_scope(p_scope text) TO billing_api;
 
 
 --
+-- Name: FUNCTION html_escape(p_text text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.html_escape(p_text text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.html_escape(p_text text) TO billing_api;
+
+
+--
 -- Name: FUNCTION idempotency_begin(p_endpoint text, p_key text, p_hash text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -13812,6 +15144,143 @@ GRANT ALL ON FUNCTION billing.lock_subscription(p_id text) TO billing_api;
 
 
 --
+-- Name: TABLE mail_messages; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.mail_messages TO billing_api;
+
+
+--
+-- Name: COLUMN mail_messages.community_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(community_id) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(id) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.member_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(member_id) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.template; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(template) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.event_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(event_id) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.ref; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(ref) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.to_address; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(to_address) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.subject; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(subject) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.status; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(status) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.attempts; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(attempts) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.last_error; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(last_error) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.claimed_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(claimed_at) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.created_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(created_at) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: COLUMN mail_messages.sent_at; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(sent_at) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
+-- Name: FUNCTION mail_message_json(p_m billing.mail_messages, p_full boolean); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.mail_message_json(p_m billing.mail_messages, p_full boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.mail_message_json(p_m billing.mail_messages, p_full boolean) TO billing_api;
+
+
+--
+-- Name: FUNCTION mail_render(p_community_name text, p_template text, p_data jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.mail_render(p_community_name text, p_template text, p_data jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.mail_render(p_community_name text, p_template text, p_data jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION mail_templates(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.mail_templates() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.mail_templates() TO billing_api;
+
+
+--
+-- Name: FUNCTION member_api_json(p_community_id text, p_member_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_api_json(p_community_id text, p_member_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_api_json(p_community_id text, p_member_id text) TO billing_api;
+
+
+--
 -- Name: FUNCTION member_changed(p_community_id text, p_member_id text, p_change jsonb); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -13853,6 +15322,14 @@ GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitl
 
 
 --
+-- Name: FUNCTION member_identity_attach(p_member_id text, p_platform text, p_platform_uid text, p_username text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_identity_attach(p_member_id text, p_platform text, p_platform_uid text, p_username text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_identity_attach(p_member_id text, p_platform text, p_platform_uid text, p_username text) TO billing_writer;
+
+
+--
 -- Name: FUNCTION member_json(p_community_id text, p_member_id text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -13874,6 +15351,14 @@ GRANT ALL ON FUNCTION billing.member_object(p_community_id text, p_member_id tex
 
 REVOKE ALL ON FUNCTION billing.member_trial_days(p_community_id text, p_member_id text, p_plan billing.plans, p_except_checkout_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.member_trial_days(p_community_id text, p_member_id text, p_plan billing.plans, p_except_checkout_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION money_text(p_minor bigint, p_currency text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.money_text(p_minor bigint, p_currency text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.money_text(p_minor bigint, p_currency text) TO billing_api;
 
 
 --
@@ -13927,6 +15412,14 @@ REVOKE ALL ON FUNCTION billing.plan_price_migrate(p_community_id text, p_plan_id
 --
 
 REVOKE ALL ON FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION platform_checkout_connect(p_platform_config_id text, p_checkout_id text, p_token_sha256 bytea, p_platform_uid text, p_username text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.platform_checkout_connect(p_platform_config_id text, p_checkout_id text, p_token_sha256 bytea, p_platform_uid text, p_username text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.platform_checkout_connect(p_platform_config_id text, p_checkout_id text, p_token_sha256 bytea, p_platform_uid text, p_username text) TO billing_api;
 
 
 --
@@ -14235,6 +15728,13 @@ REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__ledger_insert() FROM PUB
 
 
 --
+-- Name: FUNCTION tg_entitlement_benefits__type(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_entitlement_benefits__type() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION tg_events__community_clock(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -14309,6 +15809,13 @@ REVOKE ALL ON FUNCTION billing.tg_plans__ledger() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION billing.tg_plans__tier_plan_rules() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_platform_configs__benefit_types(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_platform_configs__benefit_types() FROM PUBLIC;
 
 
 --
@@ -14583,6 +16090,14 @@ GRANT ALL ON FUNCTION billing_api.invoice_refund_prepare(p_args jsonb) TO billin
 
 
 --
+-- Name: FUNCTION invoices_document(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.invoices_document(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.invoices_document(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION invoices_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -14615,6 +16130,46 @@ GRANT ALL ON FUNCTION billing_api.link_code_redeem(p_args jsonb) TO billing_api;
 
 
 --
+-- Name: FUNCTION mail_messages_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.mail_messages_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.mail_messages_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION mail_messages_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.mail_messages_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.mail_messages_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION mail_template_set(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.mail_template_set(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.mail_template_set(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION mail_templates_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.mail_templates_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.mail_templates_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_deliveries_retry(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.member_deliveries_retry(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.member_deliveries_retry(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION member_entitlement_history(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -14628,6 +16183,14 @@ GRANT ALL ON FUNCTION billing_api.member_entitlement_history(p_args jsonb) TO bi
 
 REVOKE ALL ON FUNCTION billing_api.member_entitlements_list(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.member_entitlements_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_portal_benefits(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.member_portal_benefits(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.member_portal_benefits(p_args jsonb) TO billing_api;
 
 
 --
@@ -14652,6 +16215,14 @@ GRANT ALL ON FUNCTION billing_api.members_list(p_args jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing_api.members_lookup(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.members_lookup(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION members_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.members_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.members_update(p_args jsonb) TO billing_api;
 
 
 --
@@ -14692,6 +16263,22 @@ GRANT ALL ON FUNCTION billing_api.plans_get(p_args jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing_api.plans_list(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.plans_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_actions_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.platform_actions_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.platform_actions_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_connections_health(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.platform_connections_health(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.platform_connections_health(p_args jsonb) TO billing_api;
 
 
 --
@@ -15010,6 +16597,45 @@ GRANT ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n inte
 
 
 --
+-- Name: FUNCTION mail_claim(p_community_id text, p_ids text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.mail_claim(p_community_id text, p_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.mail_claim(p_community_id text, p_ids text[]) TO billing_worker;
+
+
+--
+-- Name: FUNCTION mail_link_codes(p_community_id text, p_member_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.mail_link_codes(p_community_id text, p_member_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION mail_record(p_community_id text, p_id text, p_status text, p_error text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.mail_record(p_community_id text, p_id text, p_status text, p_error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.mail_record(p_community_id text, p_id text, p_status text, p_error text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION mail_reminders(p_community_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.mail_reminders(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.mail_reminders(p_community_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION member_deliveries_enqueue(p_member_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.member_deliveries_enqueue(p_member_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.member_deliveries_enqueue(p_member_id text) TO billing_api;
+
+
+--
 -- Name: FUNCTION member_entitlement_event_ids(p_member text, p_cursor text, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -15279,6 +16905,54 @@ GRANT ALL ON FUNCTION billing_private.platform_delivery_record(p_community_id te
 
 
 --
+-- Name: FUNCTION platform_reconcile_connection(p_community_id text, p_platform_config_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_reconcile_connection(p_community_id text, p_platform_config_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_reconcile_connection(p_community_id text, p_platform_config_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION platform_reconcile_enqueue(p_community_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_reconcile_enqueue(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_reconcile_enqueue(p_community_id text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION platform_reconcile_former(p_community_id text, p_platform_config_id text, p_type text, p_value text, p_after text, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_reconcile_former(p_community_id text, p_platform_config_id text, p_type text, p_value text, p_after text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_reconcile_former(p_community_id text, p_platform_config_id text, p_type text, p_value text, p_after text, p_limit integer) TO billing_worker;
+
+
+--
+-- Name: FUNCTION platform_reconcile_log(p_community_id text, p_actions jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_reconcile_log(p_community_id text, p_actions jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_reconcile_log(p_community_id text, p_actions jsonb) TO billing_worker;
+
+
+--
+-- Name: FUNCTION platform_reconcile_observed(p_community_id text, p_platform_config_id text, p_type text, p_values text[], p_complete boolean, p_observed jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_reconcile_observed(p_community_id text, p_platform_config_id text, p_type text, p_values text[], p_complete boolean, p_observed jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_reconcile_observed(p_community_id text, p_platform_config_id text, p_type text, p_values text[], p_complete boolean, p_observed jsonb) TO billing_worker;
+
+
+--
+-- Name: FUNCTION platform_reconcile_targets(p_community_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_reconcile_targets(p_community_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_reconcile_targets(p_community_id text) TO billing_worker;
+
+
+--
 -- Name: FUNCTION platform_secret_ciphertext(p_platform_config_id text, p_name text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -15368,6 +17042,13 @@ REVOKE ALL ON FUNCTION billing_private.tg_discount_codes__analytics() FROM PUBLI
 --
 
 REVOKE ALL ON FUNCTION billing_private.tg_events__enqueue_deliveries() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_events__mail(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_events__mail() FROM PUBLIC;
 
 
 --
@@ -16880,6 +18561,14 @@ GRANT SELECT ON TABLE analytics.subscription_mrr TO billing_operator;
 
 GRANT SELECT ON TABLE billing.communities TO billing_api;
 GRANT SELECT ON TABLE billing.communities TO billing_operator;
+GRANT SELECT ON TABLE billing.communities TO billing_writer;
+
+
+--
+-- Name: COLUMN communities.mail_templates_off; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT UPDATE(mail_templates_off) ON TABLE billing.communities TO billing_writer;
 
 
 --
@@ -17287,6 +18976,13 @@ GRANT SELECT ON TABLE billing.tier_entitlements TO billing_operator;
 
 GRANT SELECT ON TABLE billing.webhook_attempts TO billing_api;
 GRANT SELECT ON TABLE billing.webhook_attempts TO billing_operator;
+
+
+--
+-- Name: TABLE benefit_deliveries; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.benefit_deliveries TO billing_api;
 
 
 --
