@@ -16,6 +16,8 @@ import { dashboardOperation } from '../operations';
 import type { Caller, Executor, Outcome, RawInput } from '../operations/executor';
 import { BASE_CSS, day, esc, Html, html, money, raw } from '../web/html';
 import { callerOf, sendDocument } from '../web/express-io';
+import { startDiscordConnect } from '../web/discord-connect-state';
+import { inCommunity } from '../db/community-transaction';
 import { cookies, csrfFor } from './dashboard-session';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -30,6 +32,14 @@ const NOTICES: Record<string, string> = {
   scheduled: 'Your plan change is scheduled for the end of the current period.',
   unscheduled: 'The scheduled plan change is removed.',
   card: 'Your payment method is updated.',
+};
+
+/** What Connect Discord came back with (src/linking/discord-connect.ts). */
+const DISCORD_NOTICES: Record<string, string> = {
+  connected: 'Your Discord account is connected: your roles follow.',
+  declined: 'Discord was not connected.',
+  identity_taken: 'That Discord account belongs to another member of this community.',
+  member_has_identity: 'Another Discord account is already connected for you.',
 };
 
 const BENEFIT_LABEL: Record<string, string> = { role: 'a role', channel: 'a channel', chat: 'the chat' };
@@ -114,7 +124,9 @@ export function mountMemberPortal(app: express.Express, deps: PortalDeps): void 
         if (!c.problem) cards.set(s.id, (c.body as Json).card);
       }));
     }
-    const done = typeof req.query.done === 'string' ? NOTICES[req.query.done] : undefined;
+    const done = typeof req.query.done === 'string' ? NOTICES[req.query.done]
+      : typeof req.query.discord === 'string' ? DISCORD_NOTICES[req.query.discord] : undefined;
+    const discord = await discordToConnect(p);
     const subItems = ((subs.body as Json).data as Json[]).map((s) => {
       const live = ['active', 'trialing', 'past_due', 'cancelling'].includes(s.status);
       const next = s.status === 'cancelling' ? html`No further invoice: it ends on ${day(s.cancel_at ?? s.current_period_end)}.`
@@ -143,6 +155,7 @@ ${card && live ? html`<form method="post" action="${p.base}/card">${csrfField(p)
     res.type('html').send(shell('Your subscriptions', p.info.community_name, html`${done ? html`<p class="notice" role="status">${done}</p>` : ''}
 ${subItems.length ? subItems : html`<p class="empty">You have no subscriptions.</p>`}
 ${access(benefits.problem ? [] : (benefits.body as Json).data as Json[])}
+${discord ? html`<p><a class="button" href="${p.base}/connect-discord">Connect Discord</a> so your Discord roles follow your membership.</p>` : ''}
 <h2>Purchases</h2>${purchaseRows.length ? html`<ul>${purchaseRows.map((x) => html`<li>${x.tier_name ?? x.tier_id}: ${money(x.amount_cents, x.currency)}, ${x.status}${x.access_expires_at ? `, access until ${day(x.access_expires_at)}` : ''}</li>`)}</ul>` : html`<p class="empty">No purchases.</p>`}
 <h2>Invoices</h2>${((invoices.body as Json).data as Json[]).length ? html`<table><thead><tr><th scope="col">Date</th><th scope="col">Invoice</th><th scope="col">For</th><th scope="col">Total</th><th scope="col">Status</th></tr></thead><tbody>
 ${((invoices.body as Json).data as Json[]).map((i) => html`<tr><td>${day(i.created_at)}</td><td><a href="${p.base}/invoices/${encodeURIComponent(i.id)}/pdf">${i.number ?? 'Draft'} (PDF)</a></td><td>${i.billing_reason.replace(/_/g, ' ')}</td><td>${money(i.total_cents, i.currency)}</td><td>${i.status}</td></tr>`)}</tbody></table>` : html`<p class="empty">No invoices yet.</p>`}
@@ -187,6 +200,30 @@ ${p.info.return_url ? html`<p><a href="${p.info.return_url}">Back</a></p>` : ''}
     }
     return p;
   };
+
+  /** The community's Discord connection with an OAuth2 application, while the member has no Discord account; else null. */
+  async function discordToConnect(p: Portal): Promise<{ id: string; clientId: string } | null> {
+    return inCommunity(api, p.info.community_id, async (client) => {
+      const { rows } = await client.query<{ id: string; client_id: string }>(
+        `select pc.id, pc.settings->>'client_id' as client_id from billing.platform_configs pc
+         where pc.platform = 'discord' and pc.settings ? 'client_id'
+           and not exists (select 1 from billing.member_identities i where i.member_id = $1 and i.platform = 'discord')
+         order by pc.id limit 1`, [p.info.member_id]);
+      return rows[0] ? { id: rows[0].id, clientId: rows[0].client_id } : null;
+    });
+  }
+
+  // Connect Discord (docs/decisions/discord-connect.md): the session's member gets the account.
+  router.get('/portal/:ps/connect-discord', async (req, res) => {
+    const p = await signed(req, res);
+    if (!p) return;
+    const discord = await discordToConnect(p);
+    if (!discord) return void res.redirect(303, `${p.base}/account`);
+    if (!startDiscordConnect(req, res, config, discord.id, discord.clientId,
+      { kind: 'portal', portalSessionId: p.info.portal_session_id, memberId: p.info.member_id })) {
+      send(res, bare(503, 'Discord cannot be connected here', 'This deployment has no WEBHOOK_ENCRYPTION_KEY.'));
+    }
+  });
 
   router.get('/portal/:ps/account', async (req, res) => {
     const p = await signed(req, res);

@@ -145,3 +145,33 @@ test('the client secret is write-only like the bot token: checked in the file, n
   expect(rows).toEqual([{ settings: { guild_id: '1', client_id: discord.application.id }, secrets: ['client_secret'] }]);
   expect(JSON.stringify(rows)).not.toContain(discord.application.secret);
 });
+
+test('from the member portal: the session\'s member connects Discord and comes back to the portal', async () => {
+  const { tenant, link } = await shop();
+  // Paid, so the member has access and a portal.
+  const paid = await fetch(link.url, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+  expect(paid.status).toBe(303);
+  const portal = await call(app.url, 'POST', `/v1/members/${link.member_id}/portal-sessions`, { key: tenant.key, body: {} });
+  expect(portal.status).toBe(200);
+  const opened = await fetch(portal.body.url, { redirect: 'manual' });
+  const session = opened.headers.get('set-cookie')!.split(';')[0];
+  const html = await opened.text();
+  const href = /<a class="button" href="([^"]+\/connect-discord)">Connect Discord<\/a>/.exec(html)?.[1];
+  expect(href).toBeDefined();
+
+  // Without the portal's session cookie, nothing starts.
+  expect((await fetch(new URL(href!, app.url), { redirect: 'manual' })).status).toBe(401);
+  const start = await fetch(new URL(href!, app.url), { redirect: 'manual', headers: { cookie: session } });
+  expect(start.status).toBe(302);
+  const state = start.headers.get('set-cookie')!.split(';')[0];
+  const userId = discord.snowflake();
+  const done = await fetch(discord.authorize(start.headers.get('location')!, { id: userId, username: 'from-portal' }), { redirect: 'manual', headers: { cookie: state } });
+  expect(done.status).toBe(303);
+  const ps = new URL(portal.body.url).pathname.split('/').pop();
+  expect(done.headers.get('location')).toBe(`/sandbox/portal/${ps}/account?discord=connected`);
+  const back = await (await fetch(new URL(done.headers.get('location')!, app.url), { headers: { cookie: session } })).text();
+  expect(back).toContain('Your Discord account is connected');
+  expect(back).not.toContain('Connect Discord</a>');
+  const member = await call(app.url, 'GET', `/v1/members/${link.member_id}`, { key: tenant.key });
+  expect(member.body.identities).toEqual([expect.objectContaining({ platform: 'discord', platform_uid: userId, username: 'from-portal' })]);
+});
