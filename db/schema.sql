@@ -1,4 +1,4 @@
--- db/migrations sha256:ae47b62143724bbb0361d88457a9237fa7916e4d91245dd8cb6e4ffac868a5bf (regenerate with npm run db:schema)
+-- db/migrations sha256:30596e5dc8d84a89f589e9ab0ea430fed2ee01163d35c9966fa00ab5acc7e38a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -3025,6 +3025,27 @@ begin
     return jsonb_build_object('outcome', 'no_connection');
   end if;
   return billing.link_code_apply(p_code, p_platform, p_platform_uid, p_username);
+end
+$$;
+
+
+--
+-- Name: platform_member_connect(text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.platform_member_connect(p_platform_config_id text, p_member_id text, p_platform_uid text, p_username text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if billing.current_community_id() is null or not exists (select 1 from billing.platform_configs pc
+      where pc.id = p_platform_config_id and pc.platform = 'discord') then
+    return jsonb_build_object('outcome', 'no_connection');
+  end if;
+  if not exists (select 1 from billing.members m where m.id = p_member_id) then
+    return jsonb_build_object('outcome', 'no_member');
+  end if;
+  return billing.member_identity_attach(p_member_id, 'discord', p_platform_uid, p_username);
 end
 $$;
 
@@ -15428,6 +15449,14 @@ GRANT ALL ON FUNCTION billing.platform_checkout_connect(p_platform_config_id tex
 
 REVOKE ALL ON FUNCTION billing.platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text, p_code text, p_username text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text, p_code text, p_username text) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_member_connect(p_platform_config_id text, p_member_id text, p_platform_uid text, p_username text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.platform_member_connect(p_platform_config_id text, p_member_id text, p_platform_uid text, p_username text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.platform_member_connect(p_platform_config_id text, p_member_id text, p_platform_uid text, p_username text) TO billing_api;
 
 
 --

@@ -1,3 +1,11 @@
+--! Previous: sha1:b24731cd61ae3eeb8250930f8cdf9f35d531a131
+--! Hash: sha1:1a4deba939ca54fc06df5f9aa57a79e4e15f9d41
+--! Message: connect discord from the member portal
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 10-portal-connect.sql
 -- Connect Discord from the member portal (issue 29 item 3).
 create or replace function billing.platform_member_connect(p_platform_config_id text, p_member_id text,
   p_platform_uid text, p_username text) returns jsonb
