@@ -215,14 +215,15 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     slowEndpointMs: opts.slowEndpointMs,
   });
   const full = config as Partial<Config>;
-  const platforms = makePlatformDeliveryTask({
+  const platformOptions: PlatformDeliveryOptions = {
     discordApiUrl: full.discordApiUrl ?? DEFAULT_DISCORD_API_URL,
     telegramApiUrl: full.telegramApiUrl ?? DEFAULT_TELEGRAM_API_URL,
     discordBotToken: full.discordBotToken ?? null,
     telegramBotToken: full.telegramBotToken ?? null,
     ...opts.platforms,
     encryptionKey: config.webhookEncryptionKey,
-  });
+  };
+  const platforms = makePlatformDeliveryTask(platformOptions);
   const tasks: TaskList = { ...taskList, webhook_deliveries__send: delivery.task };
   const crons = [subscriptionsApplyDueCron, analyticsCompactCron, billingPurgeExpiredCron];
   if (opts.platformDeliveries ?? true) {
@@ -316,6 +317,13 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     throw err;
   }
   await beat();
+  // Which platforms this deployment's own bot tokens cover: connections without a token
+  // of their own deliver only with them (55-platform-delivery.sql).
+  if (opts.platformDeliveries ?? true) {
+    await pool.query('select billing_private.platform_defaults_set($1, $2)',
+      [Boolean(platformOptions.discordBotToken), Boolean(platformOptions.telegramBotToken)])
+      .catch((err: unknown) => log.warn({ component: 'worker', err }, 'recording the deployment\'s bot tokens failed'));
+  }
   const timer = setInterval(() => { void beat(); }, heartbeatMs);
   timer.unref();
 

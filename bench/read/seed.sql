@@ -40,11 +40,13 @@ create temp table bs as
   from generate_series(1, 2) k cross join bm b
   join plan_pick pp on pp.n = (b.g + k) % 6
   order by k, b.g;
+-- price_cents by hand: the seed runs without triggers (billing.tg_subscriptions__price).
 insert into billing.subscriptions (community_id, id, member_id, plan_id, status, current_period_start,
-  current_period_end, cancelled_at, created_at)
+  current_period_end, cancelled_at, created_at, price_cents)
 select :'community', s.id, b.id, s.plan_id, s.status, now() - interval '10 days', now() + interval '20 days',
   case when s.status in ('cancelled', 'cancelling') then now() - interval '5 days' end,
-  now() - (200000 - (s.k - 1) * 100000 - s.g) * interval '30 seconds'
+  now() - (200000 - (s.k - 1) * 100000 - s.g) * interval '30 seconds',
+  (select p.amount_cents from billing.plans p where p.community_id = :'community' and p.id = s.plan_id)
 from bs s join bm b on b.g = s.g order by s.id;
 
 -- The ledger, in bulk: one active row per (member, entitlement of the current subscription's tier).

@@ -57,6 +57,9 @@ export async function deliveryWorld(owner: pg.Pool): Promise<DeliveryWorld> {
     ])]);
     await client.query('commit');
     await storePlatformSecret(owner, new PlatformSecretBox(ENCRYPTION_KEY), c, discord, 'bot_token', TOKEN);
+    // A token given queues the connection's members (55-platform-delivery.sql): this world
+    // starts with the deliveries recorded above and no job.
+    await owner.query(`delete from graphile_worker._private_jobs where key = $1`, [`deliver:${c}:${memberId}`]);
     return { tenant, discord, telegram, memberId, tierId, errors };
   } catch (err) {
     await client.query('rollback');

@@ -204,19 +204,44 @@ test('the connection\'s own bot token is what the bot sends; without one the del
   const user = discord.addMember(guild.id);
   const m = await member(app.owner, s, { platform: 'discord', uid: user.userId });
   await grant(app.owner, s, m);
-  const [b] = await until('no token', () => deliveries(s, m), (v) => v[0]?.delivery.status === 'action_required');
-  expect(b.delivery.error).toMatch(/No bot token.*settings\.bot_token/);
+  // Nothing can deliver (no token of its own, none for the deployment): no job is queued,
+  // and the delivery says what is missing.
+  const queued = async () => (await app.owner.query(`select 1 from graphile_worker._private_jobs where key = $1`, [`deliver:${s.tenant.communityId}:${m}`])).rowCount;
+  expect(await queued()).toBe(0);
+  const [b] = await deliveries(s, m);
+  expect(b.delivery).toMatchObject({ status: 'action_required', error: expect.stringMatching(/No bot token.*settings\.bot_token/) });
   expect(discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === user.userId)).toEqual([]);
 
-  // A token the platform does not know: 401, action_required, and the token is never shown.
+  // A token given later queues the connection's members. One the platform does not know:
+  // 401, action_required, and the token is never shown.
   const wrong = 'OwnTokenOfThisConnection.abcdef.ghijklmnopqrstuvwxyz0123';
   await storePlatformSecret(app.owner, new PlatformSecretBox(ENCRYPTION_KEY), s.tenant.communityId, s.pcfg, 'bot_token', wrong);
-  await app.owner.query(`select billing_private.enqueue_deliveries(array[$1], array[$2])`, [s.tenant.communityId, m]);
   const [b2] = await until('refused', () => deliveries(s, m), (v) => /rejected the bot token/.test(v[0]?.delivery.error ?? ''));
   expect(b2.delivery.status).toBe('action_required');
   const sent = discord.requestsTo('add_guild_member_role').filter((r) => r.params.user_id === user.userId);
   expect(sent.map((r) => [r.status, r.authorization])).toEqual([[401, `Bot ${wrong}`]]);
   expect(JSON.stringify(await deliveries(s, m))).not.toContain(wrong);
+});
+
+test('a deployment bot token appearing for a platform queues the members of its connections without one', async () => {
+  const { guild, role } = discordGuild();
+  const s = await shop(app.owner, 'discord', { guild_id: guild.id }, [{ type: 'role', value: role }], null);
+  const m = await member(app.owner, s, { platform: 'discord', uid: discord.addMember(guild.id).userId });
+  await grant(app.owner, s, m);
+  const key = `deliver:${s.tenant.communityId}:${m}`;
+  const queued = async () => (await app.owner.query(`select 1 from graphile_worker._private_jobs where key = $1`, [key])).rowCount;
+  expect(await queued()).toBe(0);
+  // What a worker started with DISCORD_BOT_TOKEN records (then back to this file's worker's: none).
+  try {
+    const { rows: [r] } = await app.owner.query<{ n: number }>('select billing_private.platform_defaults_set(true, false) as n');
+    expect(r.n).toBeGreaterThanOrEqual(1);
+    // Queued (or, in a shared database, taken at once by this file's worker, which finds no token: action_required).
+    const job = await queued();
+    const attempted = (await app.owner.query(`select 1 from billing.benefit_deliveries where community_id = $1 and member_id = $2`, [s.tenant.communityId, m])).rowCount;
+    expect(job! + attempted!).toBeGreaterThan(0);
+  } finally {
+    await app.owner.query('select billing_private.platform_defaults_set(false, false)');
+  }
 });
 
 describe('kick_on_revoke', () => {
