@@ -10,6 +10,7 @@ import { PlatformSecretBox } from '../../src/domain/catalog/platform-secrets';
 import { createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { launchBrowser, newPage, seriousViolations } from '../support/browser';
 import { signInAs } from '../support/dashboard';
+import { asTenant } from '../support/tenant';
 
 const ENCRYPTION_KEY = crypto.randomBytes(32).toString('base64');
 const b64url = (n: number) => crypto.randomBytes(n).toString('base64url');
@@ -199,4 +200,18 @@ test('a viewer sees no form, and a forged POST is refused', async () => {
   expect(await connection('main')).toEqual(c);
   expect(Object.keys(await storedSecrets(c.id))).toEqual(['client_secret']);
   await context.close();
+});
+
+test('the doors write the current community\'s connections only, and billing_api cannot write the tables itself', async () => {
+  const c = await connection('main');
+  const other = await createTenant(app.owner);
+  const refused = (sql: string, values: unknown[], why: string | RegExp) => asTenant(app.owner, other.communityId,
+    (db) => expect(db.query(sql, values)).rejects.toThrow(why), { role: 'billing_api' });
+  await refused(`select billing_private.platform_secret_set($1, 'bot_token', 'v1:x')`, [c.id], `No platform connection ${c.id}.`);
+  await refused(`select billing_private.platform_secret_set($1, 'bot_token', null)`, [c.id], `No platform connection ${c.id}.`);
+  await refused(`select billing_api.platform_config_save($1)`, [{ id: c.id, name: 'Taken' }], `No platform connection ${c.id}.`);
+  await refused(`update billing.platform_configs set name = 'Taken'`, [], /permission denied/);
+  await refused(`delete from billing_private.platform_secrets`, [], /permission denied/);
+  expect(await connection('main')).toEqual(c);
+  expect(Object.keys(await storedSecrets(c.id))).toEqual(['client_secret']);
 });
