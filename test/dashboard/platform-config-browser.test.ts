@@ -5,7 +5,7 @@
 // ciphertext of what was entered (decrypted here with the service's key). A viewer sees
 // no form, and a forged POST is refused by the role's scopes.
 import crypto from 'node:crypto';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { PlatformSecretBox } from '../../src/domain/catalog/platform-secrets';
 import { createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { launchBrowser, newPage, seriousViolations } from '../support/browser';
@@ -60,6 +60,12 @@ async function adminPage(): Promise<{ page: Page; close: () => Promise<void> }> 
   return { page, close: () => context.close() };
 }
 
+/** Submits a form and waits for the page it leads to (the same address again). */
+async function submit(page: Page, button: Locator) {
+  await Promise.all([page.waitForEvent('framenavigated'), button.click()]);
+  await page.waitForLoadState();
+}
+
 /** The edit form of a connection (its details opened). */
 async function editForm(page: Page, key: string) {
   const form = page.locator(`form[data-connection="${key}"]`);
@@ -77,7 +83,7 @@ test('an admin adds a Discord connection with its bot token: listed as set, neve
   await add.getByLabel(/kick_on_revoke/).check();
   await add.getByLabel('Bot token', { exact: true }).fill(TOKEN);
   await add.getByLabel('Discord OAuth2 client secret').fill(CLIENT_SECRET);
-  await add.getByRole('button', { name: 'Add connection' }).click();
+  await submit(page, add.getByRole('button', { name: 'Add connection' }));
   await page.getByText('The connection is saved.').waitFor();
 
   const row = (await page.locator('h2:has-text("Connections") + table tbody tr', { hasText: 'Main server' }).innerText()).replace(/\s+/g, ' ');
@@ -100,7 +106,7 @@ test('an admin adds a Discord connection with its bot token: listed as set, neve
   await add.getByLabel('Platform', { exact: true }).selectOption('telegram');
   await add.getByLabel('Name', { exact: true }).fill('Members chat');
   await add.getByLabel('Chat id or @channelname (chat_id)').fill('-1001234567890');
-  await add.getByRole('button', { name: 'Add connection' }).click();
+  await submit(page, add.getByRole('button', { name: 'Add connection' }));
   await page.getByText('The connection is saved.').waitFor();
   expect(await page.getByTestId('secrets-chat').textContent()).toBe('no bot token of its own');
   expect(await connection('chat')).toMatchObject({ platform: 'telegram', settings: { chat_id: '-1001234567890' } });
@@ -118,7 +124,7 @@ test('an admin edits the settings; a blank secret field keeps the stored secret'
   await form.getByLabel('Application id (client_id)').fill('222333444555666777');
   await form.getByLabel('Public key (public_key)').fill('ab'.repeat(32));
   await form.getByLabel(/kick_on_revoke/).uncheck();
-  await form.getByRole('button', { name: 'Save Main server' }).click();
+  await submit(page, form.getByRole('button', { name: 'Save Main server' }));
   await page.getByText('The connection is saved.').waitFor();
   expect(await connection('main')).toMatchObject({ id: before.id, name: 'Main guild',
     settings: { guild_id: GUILD, client_id: '222333444555666777', public_key: 'ab'.repeat(32) } });
@@ -133,7 +139,7 @@ test('a bad guild_id or token shows the problem beside its field and changes not
   const { page, close } = await adminPage();
   let form = await editForm(page, 'main');
   await form.getByLabel('Server id (guild_id)').fill('my-server');
-  await form.getByRole('button', { name: 'Save Main guild' }).click();
+  await submit(page, form.getByRole('button', { name: 'Save Main guild' }));
   const problem = page.locator('form[data-connection="main"] [id$="-guild_id-problem"]');
   await problem.waitFor();
   // The database's message (billing.platform_settings_problem), beside the field it names.
@@ -150,7 +156,7 @@ test('a bad guild_id or token shows the problem beside its field and changes not
   const bad = `not-a-token-${b64url(6)}`;
   await field.fill(GUILD);
   await form.getByLabel('Bot token', { exact: true }).fill(bad);
-  await form.getByRole('button', { name: 'Save Main guild' }).click();
+  await submit(page, form.getByRole('button', { name: 'Save Main guild' }));
   const tokenProblem = form.locator('[id$="-bot_token-problem"]');
   await tokenProblem.waitFor();
   expect(await tokenProblem.innerText()).toMatch(/^Expected a Discord bot token/);
@@ -165,14 +171,14 @@ test('an admin replaces the bot token, then removes it', async () => {
   const rotated = discordToken();
   let form = await editForm(page, 'main');
   await form.getByLabel('Bot token', { exact: true }).fill(rotated);
-  await form.getByRole('button', { name: 'Save Main guild' }).click();
+  await submit(page, form.getByRole('button', { name: 'Save Main guild' }));
   await page.getByText('The connection is saved.').waitFor();
   expect(decrypt(c.id, 'bot_token', (await storedSecrets(c.id)).bot_token)).toBe(rotated);
   await expectNoSecretShown(page, rotated, TOKEN);
 
   form = await editForm(page, 'main');
   await form.getByLabel('Remove the stored bot token').check();
-  await form.getByRole('button', { name: 'Save Main guild' }).click();
+  await submit(page, form.getByRole('button', { name: 'Save Main guild' }));
   await page.getByText('The connection is saved.').waitFor();
   expect(Object.keys(await storedSecrets(c.id))).toEqual(['client_secret']);
   expect(await page.getByTestId('secrets-main').textContent()).toBe('no bot token of its own, client secret set');
