@@ -30,6 +30,7 @@ const NOTICES: Record<string, string> = {
   deleted: 'The endpoint is deleted.',
   password: 'Your password is set: you can now sign in with it. Your other sessions have ended.',
   operator: 'Saved.',
+  platform: 'The connection is saved.',
 };
 
 export function shell(title: string, body: Html, opts: { signed?: Signed; active?: string } = {}): string {

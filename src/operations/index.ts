@@ -22,6 +22,7 @@ import { subscriptionOperations } from '../domain/subscriptions/subscription-ope
 import { webhookOperations } from '../domain/webhooks/webhook-operations';
 import { deliveryDashboardOperations, deliveryOperations } from '../domain/members/delivery-operations';
 import { mailDashboardOperations } from '../domain/mail/mail-operations';
+import { platformConfigDashboardOperations } from '../domain/catalog/platform-config-operations';
 
 export const operations: readonly Operation[] = [
   ...planOperations,
@@ -52,6 +53,7 @@ export const dashboardOperations: readonly Operation[] = [
   ...portalOperations,
   ...deliveryDashboardOperations,
   ...mailDashboardOperations,
+  ...platformConfigDashboardOperations,
 ];
 
 export function findOperation(name: string): Operation | undefined {

@@ -69,7 +69,7 @@ const platform = z.strictObject({
 });
 
 /** Bot token formats; the messages never quote the value. */
-const BOT_TOKEN: Record<'discord' | 'telegram', { pattern: RegExp; expected: string }> = {
+export const BOT_TOKEN: Record<'discord' | 'telegram', { pattern: RegExp; expected: string }> = {
   discord: { pattern: /^[A-Za-z0-9_-]{16,100}\.[A-Za-z0-9_-]{4,20}\.[A-Za-z0-9_-]{20,100}$/,
     expected: 'expected a Discord bot token (three dot-separated parts, from the application\'s Bot page) or null' },
   telegram: { pattern: /^[0-9]{3,20}:[A-Za-z0-9_-]{30,100}$/,
@@ -78,7 +78,7 @@ const BOT_TOKEN: Record<'discord' | 'telegram', { pattern: RegExp; expected: str
 
 /** A platform entry's settings without its secrets, and its bot token (undefined: not in the file). */
 /** A Discord application's OAuth2 client secret ("Connect Discord"): write-only as bot_token. */
-const CLIENT_SECRET = { pattern: /^[A-Za-z0-9_-]{16,64}$/, expected: 'expected the Discord application\'s OAuth2 client secret (from its OAuth2 page) or null' };
+export const CLIENT_SECRET = { pattern: /^[A-Za-z0-9_-]{16,64}$/, expected: 'expected the Discord application\'s OAuth2 client secret (from its OAuth2 page) or null' };
 
 /** A platform entry's settings without its secrets, and its secrets (undefined: not in the file). */
 export function splitPlatformSettings(p: { settings?: Record<string, unknown> }): {
