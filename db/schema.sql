@@ -1,4 +1,4 @@
--- db/migrations sha256:30596e5dc8d84a89f589e9ab0ea430fed2ee01163d35c9966fa00ab5acc7e38a (regenerate with npm run db:schema)
+-- db/migrations sha256:4ff31780c7bb7b2481be1dc502fee5830c94d9cecdf32bcdc27a45aa6184d27a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -416,9 +416,15 @@ begin
     return p_benefits;
   end if;
   return (
-    select jsonb_agg(b || jsonb_build_object('delivery', case when d.member_id is null or d.want <> 'present'
-        then jsonb_build_object('status', 'pending', 'updated_at', null, 'error', null)
-        else jsonb_build_object('status', d.status, 'updated_at', billing.iso(d.updated_at), 'error', d.error) end)
+    select jsonb_agg(b || jsonb_build_object('delivery', case
+        when d.member_id is not null and d.want = 'present'
+          then jsonb_build_object('status', d.status, 'updated_at', billing.iso(d.updated_at), 'error', d.error)
+        -- A connection without a bot token queues nothing: say what is missing.
+        when not billing_private.platform_config_can_deliver(p_community_id, b->>'platform_config_id')
+          then jsonb_build_object('status', 'action_required', 'updated_at', null, 'error', format(
+            'No bot token for this %s connection: set settings.bot_token in the catalog (or %s).', b->>'platform',
+            case b->>'platform' when 'discord' then 'DISCORD_BOT_TOKEN' else 'TELEGRAM_BOT_TOKEN' end))
+        else jsonb_build_object('status', 'pending', 'updated_at', null, 'error', null) end)
       order by o)
     from jsonb_array_elements(p_benefits) with ordinality as x(b, o)
     left join billing.benefit_deliveries d
@@ -5829,6 +5835,84 @@ $$;
 
 
 --
+-- Name: platform_config_save(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.platform_config_save(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_cid text := billing.current_community_id();
+  v_id text := nullif(p_args->>'id', '');
+  v_name text := nullif(btrim(coalesce(p_args->>'name', '')), '');
+  v_settings jsonb := coalesce(p_args->'settings', '{}'::jsonb);
+  v_platform text := p_args->>'platform';
+  v_problem text;
+  v_row billing.platform_configs;
+begin
+  if length(v_name) > 200 then
+    perform billing.raise('BL422', 'name: expected at most 200 characters.', 'name');
+  end if;
+  if v_id is null then
+    if coalesce(p_args->>'key', '') !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
+      perform billing.raise('BL422', 'key: expected a key: letters, digits, "_", ".", ":" or "-", at most 100 characters.', 'key');
+    end if;
+    if v_platform is null or v_platform not in ('discord', 'telegram') then
+      perform billing.raise('BL422', 'platform: expected "discord" or "telegram".', 'platform');
+    end if;
+  else
+    select * into v_row from billing.platform_configs pc where pc.community_id = v_cid and pc.id = v_id for update;
+    if not found then
+      perform billing.raise('BL404', 'No platform connection ' || v_id || '.');
+    end if;
+    v_platform := v_row.platform;
+  end if;
+  if v_id is not null and not p_args ? 'settings' then
+    v_settings := v_row.settings;
+  end if;
+  v_problem := billing.platform_settings_problem(v_platform, v_settings);
+  if v_problem is not null then
+    perform billing.raise('BL422', v_problem, split_part(v_problem, ':', 1));
+  end if;
+  if v_id is null then
+    if exists (select 1 from billing.platform_configs pc where pc.community_id = v_cid and pc.key = p_args->>'key') then
+      perform billing.raise('BL409', format('A connection with the key %s exists already: edit it instead.', p_args->>'key'), 'key');
+    end if;
+    insert into billing.platform_configs (community_id, key, platform, name, settings)
+    values (v_cid, p_args->>'key', v_platform, v_name, v_settings)
+    returning * into v_row;
+  else
+    update billing.platform_configs pc
+    set name = case when p_args ? 'name' then v_name else pc.name end,
+        settings = case when p_args ? 'settings' then v_settings else pc.settings end
+    where pc.community_id = v_cid and pc.id = v_id
+    returning * into v_row;
+  end if;
+  return jsonb_build_object('id', v_row.id, 'key', v_row.key, 'platform', v_row.platform, 'name', v_row.name, 'settings', v_row.settings);
+end
+$_$;
+
+
+--
+-- Name: platform_configs_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.platform_configs_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('data', coalesce(jsonb_agg(jsonb_build_object(
+      'id', pc.id, 'key', pc.key, 'platform', pc.platform, 'name', pc.name, 'settings', pc.settings,
+      'bot_token_set', billing_private.platform_secret_ciphertext(pc.id, 'bot_token') is not null,
+      'client_secret_set', billing_private.platform_secret_ciphertext(pc.id, 'client_secret') is not null)
+    order by pc.key), '[]'))
+  from billing.platform_configs pc
+  where pc.community_id = billing.current_community_id()
+$$;
+
+
+--
 -- Name: platform_connections_health(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -7013,6 +7097,33 @@ $$;
 
 
 --
+-- Name: enqueue_connection_deliveries(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.enqueue_connection_deliveries(p_community_id text, p_platform_config_id text, p_platform text DEFAULT NULL::text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_c text[];
+  v_m text[];
+begin
+  select array_agg(x.community_id), array_agg(x.member_id) into v_c, v_m
+  from (select distinct me.community_id, me.member_id
+        from billing.member_entitlements me
+        cross join lateral jsonb_array_elements(me.benefits) b
+        join billing.platform_configs pc on pc.community_id = me.community_id and pc.id = b->>'platform_config_id'
+        where me.status = 'active'
+          and (p_platform_config_id is null or (me.community_id = p_community_id and pc.id = p_platform_config_id))
+          and (p_platform is null or (pc.platform = p_platform and not exists (select 1 from billing_private.platform_secrets s
+               where s.community_id = pc.community_id and s.platform_config_id = pc.id and s.name = 'bot_token')))) x;
+  perform billing_private.enqueue_deliveries(v_c, v_m);
+  return coalesce(cardinality(v_m), 0);
+end
+$$;
+
+
+--
 -- Name: enqueue_deliveries(text[], text[]); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -7533,6 +7644,8 @@ begin
     when 'plans_get' then return billing_api.plans_get(p_args);
     when 'plans_list' then return billing_api.plans_list(p_args);
     when 'platform_actions_list' then return billing_api.platform_actions_list(p_args);
+    when 'platform_config_save' then return billing_api.platform_config_save(p_args);
+    when 'platform_configs_list' then return billing_api.platform_configs_list(p_args);
     when 'platform_connections_health' then return billing_api.platform_connections_health(p_args);
     when 'portal_session_create' then return billing_api.portal_session_create(p_args);
     when 'purchases_get' then return billing_api.purchases_get(p_args);
@@ -8106,6 +8219,23 @@ $$;
 
 
 --
+-- Name: platform_config_can_deliver(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_config_can_deliver(p_community_id text, p_platform_config_id text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return exists (select 1 from billing_private.platform_secrets s
+                 where s.community_id = p_community_id and s.platform_config_id = p_platform_config_id and s.name = 'bot_token')
+    or exists (select 1 from billing.platform_configs pc join billing_private.platform_defaults d on d.platform = pc.platform
+               where pc.community_id = p_community_id and pc.id = p_platform_config_id and d.has_bot_token);
+end
+$$;
+
+
+--
 -- Name: platform_config_inbound(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8115,6 +8245,35 @@ CREATE FUNCTION billing_private.platform_config_inbound(p_platform_config_id tex
     AS $$
   select pc.community_id, pc.settings->>'public_key' from billing.platform_configs pc
   where pc.id = p_platform_config_id and pc.platform = p_platform
+$$;
+
+
+--
+-- Name: platform_defaults_set(boolean, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_defaults_set(p_discord boolean, p_telegram boolean) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_platform text;
+  v_has boolean;
+  v_was boolean;
+  v_queued integer := 0;
+begin
+  for v_platform, v_has in select * from (values ('discord', p_discord), ('telegram', p_telegram)) v(p, h) loop
+    select d.has_bot_token into v_was from billing_private.platform_defaults d where d.platform = v_platform for update;
+    if v_was is distinct from v_has then
+      insert into billing_private.platform_defaults (platform, has_bot_token) values (v_platform, v_has)
+      on conflict (platform) do update set has_bot_token = excluded.has_bot_token, updated_at = now();
+      if v_has then
+        v_queued := v_queued + billing_private.enqueue_connection_deliveries(null, null, v_platform);
+      end if;
+    end if;
+  end loop;
+  return v_queued;
+end
 $$;
 
 
@@ -8388,6 +8547,42 @@ CREATE FUNCTION billing_private.platform_secret_ciphertext(p_platform_config_id 
     AS $$
   select s.ciphertext from billing_private.platform_secrets s
   where s.community_id = billing.current_community_id() and s.platform_config_id = p_platform_config_id and s.name = p_name
+$$;
+
+
+--
+-- Name: platform_secret_set(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.platform_secret_set(p_platform_config_id text, p_name text, p_ciphertext text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_cid text := billing.current_community_id();
+  v_platform text;
+begin
+  select pc.platform into v_platform from billing.platform_configs pc
+  where pc.community_id = v_cid and pc.id = p_platform_config_id;
+  if v_platform is null then
+    perform billing.raise('BL404', 'No platform connection ' || coalesce(p_platform_config_id, 'null') || '.');
+  end if;
+  if p_name is null or p_name not in ('bot_token', 'client_secret') then
+    perform billing.raise('BL422', 'Expected bot_token or client_secret.', 'name');
+  end if;
+  if p_name = 'client_secret' and v_platform <> 'discord' then
+    perform billing.raise('BL422', 'client_secret: only a Discord connection has an OAuth2 client secret.', 'client_secret');
+  end if;
+  if p_ciphertext is null then
+    delete from billing_private.platform_secrets s
+    where s.community_id = v_cid and s.platform_config_id = p_platform_config_id and s.name = p_name;
+    return found;
+  end if;
+  insert into billing_private.platform_secrets (community_id, platform_config_id, name, ciphertext)
+  values (v_cid, p_platform_config_id, p_name, p_ciphertext)
+  on conflict (community_id, platform_config_id, name) do update set ciphertext = excluded.ciphertext, updated_at = now();
+  return true;
+end
 $$;
 
 
@@ -8795,15 +8990,25 @@ CREATE FUNCTION billing_private.tg_member_entitlements__deliveries() RETURNS tri
 declare
   v_c text[];
   v_m text[];
+  v_able text[];
 begin
+  -- The statement's communities' connections that can deliver (billing_private.
+  -- platform_config_can_deliver); none, and nothing is queued.
+  select array_agg(pc.id) into v_able from billing.platform_configs pc
+  where pc.community_id in (select distinct n.community_id from new_rows n)
+    and billing_private.platform_config_can_deliver(pc.community_id, pc.id);
+  if v_able is null then
+    return null;
+  end if;
   if tg_op = 'INSERT' then
     select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
-    from new_rows n where n.benefits <> '[]';
+    from new_rows n
+    where exists (select 1 from jsonb_array_elements(n.benefits) b where b->>'platform_config_id' = any (v_able));
   else
     select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
     from new_rows n join old_rows o on o.community_id = n.community_id and o.id = n.id
-    where (n.benefits <> '[]' or o.benefits <> '[]')
-      and (n.status, n.benefits, n.identities) is distinct from (o.status, o.benefits, o.identities);
+    where (n.status, n.benefits, n.identities) is distinct from (o.status, o.benefits, o.identities)
+      and exists (select 1 from jsonb_array_elements(n.benefits || o.benefits) b where b->>'platform_config_id' = any (v_able));
   end if;
   perform billing_private.enqueue_deliveries(v_c, v_m);
   return null;
@@ -8822,6 +9027,21 @@ CREATE FUNCTION billing_private.tg_plans__analytics() RETURNS trigger
 begin
   perform billing_private.analytics_refresh(array_agg(s.community_id), array_agg(s.id))
   from billing.subscriptions s where s.community_id = new.community_id and s.plan_id = new.id;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_platform_secrets__deliveries(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_platform_secrets__deliveries() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform billing_private.enqueue_connection_deliveries(new.community_id, new.platform_config_id);
   return null;
 end
 $$;
@@ -11505,6 +11725,20 @@ ALTER TABLE ONLY billing_private.payment_secrets FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: platform_defaults; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.platform_defaults (
+    platform text NOT NULL,
+    has_bot_token boolean NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT platform_defaults_platform_check CHECK ((platform = ANY (ARRAY['discord'::text, 'telegram'::text])))
+);
+
+ALTER TABLE ONLY billing_private.platform_defaults FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: platform_secrets; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -12041,6 +12275,14 @@ ALTER TABLE ONLY billing_private.operator_users
 
 ALTER TABLE ONLY billing_private.payment_secrets
     ADD CONSTRAINT payment_secrets_pkey PRIMARY KEY (community_id, provider, name);
+
+
+--
+-- Name: platform_defaults platform_defaults_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.platform_defaults
+    ADD CONSTRAINT platform_defaults_pkey PRIMARY KEY (platform);
 
 
 --
@@ -12773,6 +13015,13 @@ CREATE TRIGGER _800_mail AFTER INSERT ON billing.events REFERENCING NEW TABLE AS
 --
 
 CREATE TRIGGER _900_enqueue_deliveries AFTER INSERT ON billing.events REFERENCING NEW TABLE AS new_events FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_events__enqueue_deliveries();
+
+
+--
+-- Name: platform_secrets _700_deliveries; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _700_deliveries AFTER INSERT OR UPDATE OF ciphertext ON billing_private.platform_secrets FOR EACH ROW WHEN ((new.name = 'bot_token'::text)) EXECUTE FUNCTION billing_private.tg_platform_secrets__deliveries();
 
 
 --
@@ -14324,6 +14573,13 @@ CREATE POLICY owner_only ON billing_private.payment_secrets USING (true);
 
 
 --
+-- Name: platform_defaults owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.platform_defaults USING (true);
+
+
+--
 -- Name: platform_secrets owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
@@ -14356,6 +14612,12 @@ CREATE POLICY owner_only ON billing_private.worker_heartbeats USING (true);
 --
 
 ALTER TABLE billing_private.payment_secrets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: platform_defaults; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.platform_defaults ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: platform_secrets; Type: ROW SECURITY; Schema: billing_private; Owner: -
@@ -16303,6 +16565,22 @@ GRANT ALL ON FUNCTION billing_api.platform_actions_list(p_args jsonb) TO billing
 
 
 --
+-- Name: FUNCTION platform_config_save(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.platform_config_save(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.platform_config_save(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_configs_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.platform_configs_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.platform_configs_list(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION platform_connections_health(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -16584,6 +16862,13 @@ GRANT ALL ON FUNCTION billing_private.api_keys_page(p_cursor text, p_limit integ
 
 REVOKE ALL ON FUNCTION billing_private.charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION enqueue_connection_deliveries(p_community_id text, p_platform_config_id text, p_platform text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.enqueue_connection_deliveries(p_community_id text, p_platform_config_id text, p_platform text) FROM PUBLIC;
 
 
 --
@@ -16910,11 +17195,27 @@ GRANT ALL ON FUNCTION billing_private.payment_secret_ciphertext(p_provider text,
 
 
 --
+-- Name: FUNCTION platform_config_can_deliver(p_community_id text, p_platform_config_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_config_can_deliver(p_community_id text, p_platform_config_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_config_can_deliver(p_community_id text, p_platform_config_id text) TO billing_api;
+
+
+--
 -- Name: FUNCTION platform_config_inbound(p_platform_config_id text, p_platform text); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.platform_config_inbound(p_platform_config_id text, p_platform text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.platform_config_inbound(p_platform_config_id text, p_platform text) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_defaults_set(p_discord boolean, p_telegram boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_defaults_set(p_discord boolean, p_telegram boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_defaults_set(p_discord boolean, p_telegram boolean) TO billing_worker;
 
 
 --
@@ -16987,6 +17288,14 @@ GRANT ALL ON FUNCTION billing_private.platform_reconcile_targets(p_community_id 
 
 REVOKE ALL ON FUNCTION billing_private.platform_secret_ciphertext(p_platform_config_id text, p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.platform_secret_ciphertext(p_platform_config_id text, p_name text) TO billing_api;
+
+
+--
+-- Name: FUNCTION platform_secret_set(p_platform_config_id text, p_name text, p_ciphertext text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.platform_secret_set(p_platform_config_id text, p_name text, p_ciphertext text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.platform_secret_set(p_platform_config_id text, p_name text, p_ciphertext text) TO billing_api;
 
 
 --
@@ -17099,6 +17408,13 @@ REVOKE ALL ON FUNCTION billing_private.tg_member_entitlements__deliveries() FROM
 --
 
 REVOKE ALL ON FUNCTION billing_private.tg_plans__analytics() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_platform_secrets__deliveries(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_platform_secrets__deliveries() FROM PUBLIC;
 
 
 --
@@ -18923,6 +19239,7 @@ GRANT SELECT ON TABLE billing.platform_actions TO billing_api;
 
 GRANT SELECT ON TABLE billing.platform_configs TO billing_api;
 GRANT SELECT ON TABLE billing.platform_configs TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.platform_configs TO billing_writer;
 
 
 --
