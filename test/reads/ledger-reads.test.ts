@@ -42,9 +42,11 @@ test('a Silver subscription entitles through Silver, not through Platinum, thoug
   expect((await check(`platform=discord&platform_uid=ledger-1&tier_id=${silver}`)).body.entitled).toBe(true);
   expect((await check(`platform=discord&platform_uid=ledger-1&tier_id=${platinum}`)).body).toEqual({ entitled: false, entitlements: [] });
   const listed = await call(app.url, 'GET', `/v1/members/${member}/entitlements`, { key: tenant.key });
-  // The list adds each benefit's delivery on its platform (no worker runs here: pending);
-  // the check, the hot path, does not (docs/decisions/platform-delivery.md).
-  const pending = { status: 'pending', updated_at: null, error: null };
+  // The list adds each benefit's delivery on its platform (this connection has no bot
+  // token: action_required, nothing queued); the check, the hot path, does not
+  // (docs/decisions/platform-delivery.md).
+  const pending = { status: 'action_required', updated_at: null,
+    error: 'No bot token for this discord connection: set settings.bot_token in the catalog (or DISCORD_BOT_TOKEN).' };
   expect(listed.body.data).toEqual(any.body.entitlements.map((e: { benefits: object[] }) =>
     ({ ...e, benefits: e.benefits.map((b) => ({ ...b, delivery: pending })) })));
 });

@@ -102,7 +102,8 @@ test('member entitlements lists only active ledger rows, with sources and benefi
     status: 'active', granted_at: expect.any(String), revoked_at: null,
     sources: [expect.objectContaining({ type: 'subscription', tier_id: tier, plan_id: plan, client_reference_id: 'ref-1' })],
     benefits: [{ platform: 'discord', platform_config_id: 'pcfg_1', type: 'role', value: 'gold',
-      delivery: { status: 'pending', updated_at: null, error: null } }],
+      delivery: { status: 'action_required', updated_at: null,
+        error: 'No bot token for this discord connection: set settings.bot_token in the catalog (or DISCORD_BOT_TOKEN).' } }],
   });
 });
 
