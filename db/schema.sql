@@ -1,4 +1,4 @@
--- db/migrations sha256:4ff31780c7bb7b2481be1dc502fee5830c94d9cecdf32bcdc27a45aa6184d27a (regenerate with npm run db:schema)
+-- db/migrations sha256:febaac2b58599b633ca909edf60e65e924286a49c717e9064ffc1a9a20e90f43 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --

@@ -1,5 +1,5 @@
 --! Previous: sha1:0d633d7f279ad95c621b79ab9e7fa1a44822bab4
---! Hash: sha1:b24731cd61ae3eeb8250930f8cdf9f35d531a131
+--! Hash: sha1:9a3be95a36ff243239ffe9eac545ef96464ef688
 --! Message: connect discord, reconcile, delivery views, mail, invoice pdf
 
 --! split: 1-current.sql
@@ -677,129 +677,19 @@ $$;
 
 grant execute on function billing_api.member_portal_benefits(jsonb) to billing_api;
 
---! Included 98-dispatch.sql
--- Operations run by name without dynamic SQL. billing.api_call (the request gate,
--- 10-tenancy.sql) runs billing_private.op_dispatch(op, args): a CASE
--- over every billing_api function taking (p_args jsonb) and returning jsonb, written by
--- the block below from the catalog when this file is applied. It is the last fixture,
--- so every operation exists then. A static call is planned once per session, where
--- EXECUTE parsed and planned 'select billing_api.x($1)' on every request: about 40 us
--- of the entitlement check's 220 us in the database (bench/RESULTS.md, issue 17).
---
--- An operation this CASE does not name yet (added or changed by a later migration
--- that did not include this file again) still runs, through op_dispatch_dynamic's
--- EXECUTE. test/db/op-dispatch.test.ts fails until this file is included again, so
--- a migration that adds an operation includes `--!include 98-dispatch.sql` too.
--- Invoker rights: the operation runs as the caller (billing_api), as before.
---
--- A list's input carries cursor_list and cursor_filters (src/operations/executor.ts
--- bindCursor): set for the transaction, billing.encode_cursor binds next_cursor to them.
-
-create or replace function billing_private.op_dispatch_dynamic(p_op text, p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_out jsonb;
-begin
-  execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
-  return v_out;
-end
-$$;
-
-do $do$
-declare
-  v_cases text;
-begin
-  select string_agg(format('    when %L then return billing_api.%I(p_args);', p.proname, p.proname), E'\n' order by p.proname)
-  into v_cases
-  from pg_proc p
-  join pg_namespace n on n.oid = p.pronamespace
-  where n.nspname = 'billing_api' and p.prorettype = 'jsonb'::regtype
-    and pg_get_function_identity_arguments(p.oid) = 'p_args jsonb';
-  execute format($f$
-create or replace function billing_private.op_dispatch(p_op text, p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $b$
-begin
-  if p_args ? 'cursor_list' then
-    perform set_config('app.cursor_list', p_args->>'cursor_list', true),
-      set_config('app.cursor_filters', p_args->>'cursor_filters', true);
-  end if;
-  case p_op
-%s
-    else
-      return billing_private.op_dispatch_dynamic(p_op, p_args);
-  end case;
-end
-$b$$f$, coalesce(v_cases, '    when null then return null;'));
-end
-$do$;
-
-grant execute on function billing_private.op_dispatch_dynamic(text, jsonb) to billing_api;
-grant execute on function billing_private.op_dispatch(text, jsonb) to billing_api;
---! EndIncluded 98-dispatch.sql
+-- (op_dispatch: written once, at the end of this migration)
 
 --! split: 60-mail.sql
 -- Issue 30 items 1, 2: a member's email (30-members, 80-checkout) and mail to members
 -- (65-mail): docs/decisions/member-email.md, docs/decisions/mail-outbox.md.
 
---! Included functions/30-members.sql
--- functions/30-members.sql, safely replaced (create or replace; a migration may
--- --!include it): the functions, views and execute grants of 30-members. Also:
--- tables/30-members.sql.
---
-
--- ---- email -------------------------------------------------------------------------------
-
--- An address worth sending to: one @, a dotted domain, no spaces or angle brackets, at
--- most 254 characters (RFC 5321's path limit). Not a full RFC 5322 parser: the mail
--- server has the last word, and a bounce is recorded on the message.
+-- What 60-mail.sql (and the linking work) changed in functions/30-members.sql: those functions, restated whole.
 create or replace function billing.email_valid(p_email text) returns boolean
   language sql immutable parallel safe
 as $$
   select length(p_email) <= 254 and p_email ~ '^[^@\s<>(),;:"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$'
 $$;
 
--- ---- the member object ---------------------------------------------------------------
-
--- The one definition of the spec's member object, shared by the read API, checkout
--- and every event that carries a member. A set-returning SQL function of one select,
--- so PostgreSQL inlines it into the query that reads it (a scalar SQL function with
--- subqueries is never inlined, and is planned again on every call): the ledger refresh
--- of a batch joins it for every member at once.
-create or replace function billing.member_object(p_community_id text, p_member_id text) returns setof jsonb
-  language sql stable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', m.id,
-    'created_at', billing.iso(m.created_at),
-    'identities', coalesce((
-      select jsonb_agg(jsonb_build_object('platform', i.platform, 'platform_uid', i.platform_uid,
-        'username', i.username) order by i.platform, i.platform_uid)
-      from billing.member_identities i
-      where i.community_id = m.community_id and i.member_id = m.id), '[]'),
-    'external_subjects', coalesce((
-      select jsonb_agg(jsonb_build_object('namespace', x.namespace, 'external_user_id', x.external_user_id)
-        order by x.namespace, x.external_user_id)
-      from billing.external_subjects x
-      where x.community_id = m.community_id and x.member_id = m.id), '[]'))
-  from billing.members m
-  where m.community_id = p_community_id and m.id = p_member_id
-$$;
-
--- plpgsql, not sql: its query (the inlined member_object) is planned once per session
--- (190 us a call when planned every time; every entitlement event carries the member).
-create or replace function billing.member_json(p_community_id text, p_member_id text) returns jsonb
-  language plpgsql stable parallel safe
-as $$
-begin
-  return (select t.member from billing.member_object(p_community_id, p_member_id) t(member));
-end
-$$;
-
--- The member as the API answers it: the member object plus its email. Events carry
--- billing.member_json (no email: personal data never leaves in a webhook;
--- docs/decisions/member-email.md).
 create or replace function billing.member_api_json(p_community_id text, p_member_id text) returns jsonb
   language plpgsql stable parallel safe
 as $$
@@ -807,125 +697,6 @@ begin
   return (select t.member || jsonb_build_object('email', m.email)
     from billing.members m, billing.member_object(m.community_id, m.id) t(member)
     where m.community_id = p_community_id and m.id = p_member_id);
-end
-$$;
-
--- ---- events and ledger -----------------------------------------------------------------
-
-create or replace function billing.tg_members__outbox() returns trigger
-  language plpgsql
-as $$
-begin
-  perform billing.emit_event(new.community_id, 'member.created', jsonb_build_object(
-    'member', billing.member_json(new.community_id, new.id), 'change', null));
-  return null;
-end
-$$;
-
--- member.updated, then the ledger refresh (the identities snapshot changed).
-create or replace function billing.member_changed(p_community_id text, p_member_id text, p_change jsonb)
-  returns void language plpgsql volatile
-as $$
-declare
-  v_member jsonb := billing.member_json(p_community_id, p_member_id);
-  v_event_id text;
-begin
-  if v_member is null then
-    return; -- the member itself is being deleted
-  end if;
-  v_event_id := billing.emit_event(p_community_id, 'member.updated',
-    jsonb_build_object('member', v_member, 'change', p_change));
-  perform billing.ledger_refresh_member(p_community_id, p_member_id, p_change->>'kind', v_event_id);
-end
-$$;
-
-create or replace function billing.tg_member_identities__outbox_and_ledger() returns trigger
-  language plpgsql
-as $$
-begin
-  if tg_op = 'UPDATE' and old.member_id = new.member_id and old.platform = new.platform
-     and old.platform_uid = new.platform_uid and old.username is not distinct from new.username then
-    return null;
-  end if;
-  if tg_op in ('DELETE', 'UPDATE') then
-    perform billing.member_changed(old.community_id, old.member_id, jsonb_build_object(
-      'kind', case when tg_op = 'DELETE' or old.member_id <> new.member_id then 'identity_unlinked'
-        else 'identity_updated' end,
-      'platform', old.platform, 'platform_uid', old.platform_uid));
-  end if;
-  if tg_op = 'INSERT' or (tg_op = 'UPDATE' and old.member_id <> new.member_id) then
-    perform billing.member_changed(new.community_id, new.member_id, jsonb_build_object(
-      'kind', 'identity_linked', 'platform', new.platform, 'platform_uid', new.platform_uid));
-  end if;
-  return null;
-end
-$$;
-
-create or replace function billing.tg_external_subjects__outbox_and_ledger() returns trigger
-  language plpgsql
-as $$
-begin
-  if tg_op = 'UPDATE' and old.member_id = new.member_id and old.namespace = new.namespace
-     and old.external_user_id = new.external_user_id then
-    return null;
-  end if;
-  if tg_op in ('DELETE', 'UPDATE') then
-    perform billing.member_changed(old.community_id, old.member_id, jsonb_build_object(
-      'kind', 'external_subject_removed', 'namespace', old.namespace,
-      'external_user_id', old.external_user_id));
-  end if;
-  if tg_op in ('INSERT', 'UPDATE') then
-    perform billing.member_changed(new.community_id, new.member_id, jsonb_build_object(
-      'kind', 'external_subject_attached', 'namespace', new.namespace,
-      'external_user_id', new.external_user_id));
-  end if;
-  return null;
-end
-$$;
-
--- ---- API -------------------------------------------------------------------------------
-
--- The member one identity pair names, or null when no member has it. Exactly one pair
--- is required: platform + platform_uid, or namespace + external_user_id (400 naming the
--- missing or extra parameter otherwise); an unknown platform answers 422.
-create or replace function billing.resolve_identity(p_args jsonb) returns text
-  language plpgsql stable
-as $$
-declare
-  v_platform text := nullif(p_args->>'platform', '');
-  v_uid text := nullif(p_args->>'platform_uid', '');
-  v_ns text := nullif(p_args->>'namespace', '');
-  v_ext text := nullif(p_args->>'external_user_id', '');
-  v_platform_pair boolean := v_platform is not null or v_uid is not null;
-  v_subject_pair boolean := v_ns is not null or v_ext is not null;
-  v_member text;
-begin
-  if v_platform_pair and v_subject_pair then
-    perform billing.raise('BL400', 'Send exactly one identity pair: platform with platform_uid, '
-      || 'or namespace with external_user_id, not both.', case when v_ns is not null then 'namespace' else 'external_user_id' end);
-  elsif not v_platform_pair and not v_subject_pair then
-    perform billing.raise('BL400', 'Missing query parameter "platform" (with "platform_uid") or "namespace" '
-      || '(with "external_user_id"): send exactly one identity pair.', 'platform');
-  elsif v_platform_pair and v_platform is null then
-    perform billing.raise('BL400', 'Missing query parameter "platform": platform_uid needs its platform.', 'platform');
-  elsif v_platform_pair and v_uid is null then
-    perform billing.raise('BL400', 'Missing query parameter "platform_uid": platform needs its platform_uid.', 'platform_uid');
-  elsif v_subject_pair and v_ns is null then
-    perform billing.raise('BL400', 'Missing query parameter "namespace": external_user_id needs its namespace.', 'namespace');
-  elsif v_subject_pair and v_ext is null then
-    perform billing.raise('BL400', 'Missing query parameter "external_user_id": namespace needs its external_user_id.', 'external_user_id');
-  end if;
-  if v_platform_pair then
-    if v_platform not in ('discord', 'telegram') then
-      perform billing.raise('BL422', 'Unknown platform "' || v_platform || '"; known: discord, telegram.', 'platform');
-    end if;
-    select i.member_id into v_member from billing.member_identities i
-    where i.community_id = billing.current_community_id() and i.platform = v_platform and i.platform_uid = v_uid;
-  else
-    select x.member_id into v_member from billing.external_subjects x
-    where x.community_id = billing.current_community_id() and x.namespace = v_ns and x.external_user_id = v_ext;
-  end if;
-  return v_member;
 end
 $$;
 
@@ -976,10 +747,6 @@ begin
 end
 $$;
 
--- POST /v1/members/{id}/external-subjects
--- Maps {namespace, external_user_id} onto the member. The identical mapping again is
--- a no-op; a subject of another member, or a different subject of this member in the
--- namespace, is a conflict. The insert's trigger republishes active entitlements.
 create or replace function billing_api.external_subjects_attach(p_args jsonb) returns jsonb
   language plpgsql volatile
   security definer
@@ -1022,8 +789,6 @@ begin
 end
 $$;
 
--- PATCH /v1/members/{id}: an operator sets or clears the member's email (null clears).
--- Writes no event: the only field it changes is never in an event.
 create or replace function billing_api.members_update(p_args jsonb) returns jsonb
   language plpgsql volatile
   security definer
@@ -1048,31 +813,12 @@ begin
 end
 $$;
 
--- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
-
--- What billing_api calls, directly or with invoker rights from its triggers, policies,
--- column defaults, views and JSON builders.
-grant execute on function billing.member_changed(text,text,jsonb) to billing_api;
-grant execute on function billing.member_object(text,text) to billing_api;
-grant execute on function billing.member_json(text,text) to billing_api;
 grant execute on function billing.member_api_json(text,text) to billing_api;
 grant execute on function billing.email_valid(text) to billing_api, billing_writer;
 grant execute on function billing_api.members_update(jsonb) to billing_api;
-grant execute on function billing.resolve_identity(jsonb) to billing_api;
-grant execute on function billing_api.members_list(jsonb) to billing_api;
-grant execute on function billing_api.members_get(jsonb) to billing_api;
-grant execute on function billing_api.members_lookup(jsonb) to billing_api;
-grant execute on function billing_api.external_subjects_attach(jsonb) to billing_api;
-
--- API operations that write run as billing_writer (00-foundation.sql): SECURITY
--- DEFINER, yet bound to the request's community by the tenant policies, so billing_api
--- itself needs no write right on these tables. Owning a function needs CREATE on its
--- schema only while ownership changes.
 grant create on schema billing_api to billing_writer;
-alter function billing_api.external_subjects_attach(jsonb) owner to billing_writer;
 alter function billing_api.members_update(jsonb) owner to billing_writer;
 revoke create on schema billing_api from billing_writer;
---! EndIncluded functions/30-members.sql
 
 alter table billing.members add column if not exists email text;
 alter table billing.members drop constraint if exists members_email_valid;
@@ -1131,209 +877,7 @@ drop policy if exists member_fence on billing.mail_messages;
 create policy member_fence on billing.mail_messages as restrictive to billing_api, billing_writer
   using ((select billing.current_member_id()) is null or member_id = (select billing.current_member_id()));
 
---! Included functions/80-checkout.sql
--- functions/80-checkout.sql, safely replaced (create or replace; a migration may
--- --!include it): the functions, views and execute grants of 80-checkout. Also:
--- tables/80-checkout.sql.
---
-
--- ---- helpers ---------------------------------------------------------------------------
-
-create or replace function billing.checkout_lifetime() returns interval
-  language sql immutable parallel safe as $$ select interval '24 hours' $$;
-
-create or replace function billing.random_token() returns text
-  language sql volatile parallel safe
-as $$ select replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', '') $$;
-
--- ---- buyer -------------------------------------------------------------------------
-
--- Finds or creates the member named by a checkout subject. Serialised per subject with
--- an advisory lock so two parallel checkouts for a new buyer make one member.
-create or replace function billing.checkout_member(p_subject jsonb) returns text
-  language plpgsql volatile
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_member text;
-  v_ns text;
-  v_uid text;
-  v_platform text;
-begin
-  if p_subject ? 'member_id' then
-    select m.id into v_member from billing.members m where m.id = p_subject->>'member_id';
-    if v_member is null then
-      perform billing.raise('BL404', 'No member ' || (p_subject->>'member_id') || '.');
-    end if;
-    return v_member;
-  elsif p_subject ? 'external' then
-    v_ns := p_subject->'external'->>'namespace';
-    v_uid := p_subject->'external'->>'external_user_id';
-    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' ext ' || v_ns || ' ' || v_uid, 5));
-    select x.member_id into v_member from billing.external_subjects x
-    where x.namespace = v_ns and x.external_user_id = v_uid;
-    if v_member is null then
-      insert into billing.members (community_id) values (v_cid) returning id into v_member;
-      insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
-      values (v_cid, v_member, v_ns, v_uid);
-    end if;
-    return v_member;
-  else
-    v_platform := p_subject->>'platform';
-    v_uid := p_subject->>'platform_uid';
-    perform pg_advisory_xact_lock(hashtextextended(v_cid || ' pid ' || v_platform || ' ' || v_uid, 5));
-    select i.member_id into v_member from billing.member_identities i
-    where i.platform = v_platform and i.platform_uid = v_uid;
-    if v_member is null then
-      insert into billing.members (community_id) values (v_cid) returning id into v_member;
-      insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
-      values (v_cid, v_member, v_platform, v_uid, p_subject->>'username');
-    end if;
-    return v_member;
-  end if;
-end
-$$;
-
--- not_eligible: the member already holds this tier (a non-cancelled subscription on
--- one of its plans, or a purchase of it that still grants access: 50-ledger.sql), or is buying a recurring plan
--- while holding a non-cancelled subscription on another tier (that needs a switch,
--- not a second subscription).
-create or replace function billing.check_eligible(p_member_id text, p_tier billing.tiers, p_plan billing.plans) returns void
-  language plpgsql stable
-as $$
-declare
-  v_other text;
-begin
-  if exists (select 1 from billing.purchases pu join billing.plans p on p.community_id = pu.community_id and p.id = pu.plan_id
-             where pu.member_id = p_member_id and p.tier_id = p_tier.id
-               and billing.source_grants_access('purchase', pu.community_id, pu.id, pu.status, pu.access_expires_at, billing.now())) then
-    raise exception using errcode = 'BLNEL', message = 'The buyer already purchased this tier and its access has not expired.';
-  end if;
-  select p.tier_id into v_other
-  from billing.subscriptions s join billing.plans p on p.community_id = s.community_id and p.id = s.plan_id
-  where s.member_id = p_member_id and s.status <> 'cancelled'
-  order by (p.tier_id = p_tier.id) desc
-  limit 1;
-  if v_other = p_tier.id then
-    raise exception using errcode = 'BLNEL', message = 'The buyer is already subscribed to this tier.';
-  elsif v_other is not null and p_plan.interval is not null then
-    raise exception using errcode = 'BLNEL',
-      message = 'The buyer is subscribed to another tier (' || v_other || '); switch the subscription instead.';
-  end if;
-end
-$$;
-
--- ---- discounts ---------------------------------------------------------------------
-
--- Validates a code for this checkout and returns the discount and its amount. The
--- caller holds the discount's advisory lock, so the use limit holds under concurrency.
-create or replace function billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans,
-  out discount_id uuid, out discount_cents integer)
-  language plpgsql volatile
-as $$
-declare
-  v_d billing.discount_codes;
-  v_now timestamptz := billing.now();
-  v_used bigint;
-begin
-  -- The community named explicitly: the owner's callers (the sandbox page's discount
-  -- field, billing.checkout_apply_discount) see every community's codes.
-  select * into v_d from billing.discount_codes d
-  where d.community_id = billing.current_community_id() and lower(d.code) = lower(p_code);
-  if v_d.id is null then
-    raise exception using errcode = 'BLDSC', message = 'Unknown discount code.', detail = 'discount_code';
-  end if;
-  perform pg_advisory_xact_lock(hashtextextended(v_d.community_id || ' discount ' || v_d.id::text, 6));
-  if not v_d.is_active or v_d.archived_at is not null then
-    raise exception using errcode = 'BLDSC', message = 'This discount code is not active.';
-  elsif v_d.starts_at is not null and v_d.starts_at > v_now then
-    raise exception using errcode = 'BLDSC', message = 'This discount code has not started yet.';
-  elsif v_d.expires_at is not null and v_d.expires_at <= v_now then
-    raise exception using errcode = 'BLDSC', message = 'This discount code has expired.';
-  elsif cardinality(v_d.tier_ids) > 0 and not (p_tier_id = any (v_d.tier_ids)) then
-    raise exception using errcode = 'BLDSC', message = 'This discount code does not apply to this tier.';
-  elsif jsonb_array_length(v_d.members) > 0 and not exists (
-      select 1 from billing.member_identities i, jsonb_array_elements(v_d.members) m
-      where i.member_id = p_member_id and i.platform = m->>'platform' and i.platform_uid = m->>'platform_uid') then
-    raise exception using errcode = 'BLDSC', message = 'This discount code is not available to this buyer.';
-  elsif v_d.min_spend_cents is not null and p_plan.amount_cents < v_d.min_spend_cents then
-    raise exception using errcode = 'BLDSC', message = 'The price is below this discount code''s minimum spend.';
-  elsif v_d.max_spend_cents is not null and p_plan.amount_cents > v_d.max_spend_cents then
-    raise exception using errcode = 'BLDSC', message = 'The price is above this discount code''s maximum spend.';
-  elsif v_d.value_type = 'amount' and v_d.currency is not null and lower(v_d.currency) <> p_plan.currency then
-    raise exception using errcode = 'BLDSC', message = 'This discount code is in another currency.';
-  end if;
-  if v_d.use_limit is not null then
-    select count(*) into v_used
-    from billing.discount_redemptions r
-    join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
-    where r.discount_id = v_d.id
-      and (r.status = 'redeemed' or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > v_now));
-    if v_used >= v_d.use_limit then
-      raise exception using errcode = 'BLDSC', message = 'This discount code has reached its use limit.';
-    end if;
-  end if;
-  discount_id := v_d.id;
-  discount_cents := least(p_plan.amount_cents,
-    case v_d.value_type when 'percent' then round(p_plan.amount_cents * v_d.percent_off / 100)::integer
-                        else coalesce(v_d.amount_off_cents, 0) end);
-end
-$$;
-
--- is_active tells the truth of now (issue 26): false when the operator turned the
--- code off or archived it, once it has expired, while its use limit is reached
--- (redeemed, plus pending redemptions of open checkouts, as billing.checkout_discount
--- counts them) and before it starts; inactive_reason (additive) says which, the first
--- that applies in that order: disabled, expired, exhausted, not_started.
-create or replace function billing.discount_json(p_d billing.discount_codes) returns jsonb
-  language sql stable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', p_d.id, 'code', p_d.code, 'name', p_d.name, 'value_type', p_d.value_type,
-    'percent_off', p_d.percent_off, 'amount_off_cents', p_d.amount_off_cents, 'currency', p_d.currency,
-    'duration', p_d.duration, 'duration_months', p_d.duration_months, 'use_limit', p_d.use_limit,
-    'min_spend_cents', p_d.min_spend_cents, 'max_spend_cents', p_d.max_spend_cents,
-    'starts_at', billing.iso(p_d.starts_at), 'expires_at', billing.iso(p_d.expires_at),
-    'is_active', st.reason is null, 'inactive_reason', st.reason, 'tier_ids', to_jsonb(p_d.tier_ids),
-    'members', coalesce((
-      select jsonb_agg(jsonb_build_object('platform', m->>'platform', 'platform_uid', m->>'platform_uid',
-        'username', m->>'username'))
-      from jsonb_array_elements(p_d.members) m), '[]'),
-    'redeemed_count', c.redeemed,
-    'pending_count', c.pending,
-    'created_at', billing.iso(p_d.created_at))
-  from (select billing.now() as now) t
-  cross join lateral (
-    select count(*) filter (where r.status = 'redeemed') as redeemed,
-      count(*) filter (where r.status = 'pending') as pending,
-      count(*) filter (where r.status = 'redeemed'
-        or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > t.now)) as held
-    from billing.discount_redemptions r
-    left join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
-    where r.community_id = p_d.community_id and r.discount_id = p_d.id) c
-  cross join lateral (select case
-      when not p_d.is_active or p_d.archived_at is not null then 'disabled'
-      when p_d.expires_at is not null and p_d.expires_at <= t.now then 'expired'
-      when p_d.use_limit is not null and c.held >= p_d.use_limit then 'exhausted'
-      when p_d.starts_at is not null and p_d.starts_at > t.now then 'not_started' end as reason) st
-$$;
-
-create or replace function billing_api.discounts_list(p_args jsonb) returns jsonb
-  language plpgsql stable
-as $$
-begin
-  return jsonb_build_object('data', coalesce((
-    select jsonb_agg(billing.discount_json(d) order by d.created_at desc, d.id)
-    from billing.discount_codes d
-    where d.community_id = billing.current_community_id() and d.archived_at is null), '[]'));
-end
-$$;
-
--- ---- create_checkout_link ----------------------------------------------------------
-
--- Input: tier_id, plan_id?, subject, client_reference_id?, return_url?, discount_code?,
--- and from the handler provider_ready (false for a stripe community without keys).
--- Records an open checkout; the handler then asks the provider for its url.
+-- What 60-mail.sql (and the linking work) changed in functions/80-checkout.sql: those functions, restated whole.
 create or replace function billing_api.checkout_create(p_args jsonb) returns jsonb
   language plpgsql volatile
   security definer
@@ -1410,43 +954,6 @@ begin
 end
 $$;
 
--- The sandbox checkout page's discount field: applies a code to an open checkout by the
--- rules of checkout_create (billing.checkout_discount), replacing any earlier one; an
--- empty code removes it. Owner only: the page runs in the checkout's community.
-create or replace function billing.checkout_apply_discount(p_checkout_id text, p_code text) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_cs billing.checkout_sessions;
-  v_plan billing.plans;
-  v_disc record;
-begin
-  select * into v_cs from billing.checkout_sessions cs
-  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
-  if v_cs.id is null then
-    perform billing.raise('BL404', 'No checkout ' || coalesce(p_checkout_id, '') || '.');
-  elsif v_cs.status <> 'open' or v_cs.expires_at <= billing.now() then
-    perform billing.raise('BL409', 'This checkout is no longer open.');
-  end if;
-  delete from billing.discount_redemptions r
-  where r.community_id = v_cs.community_id and r.checkout_id = v_cs.id and r.status = 'pending';
-  if nullif(btrim(coalesce(p_code, '')), '') is null then
-    update billing.checkout_sessions cs set discount_id = null, discount_cents = 0
-    where cs.community_id = v_cs.community_id and cs.id = v_cs.id returning * into v_cs;
-  else
-    select * into v_plan from billing.plans p where p.community_id = v_cs.community_id and p.id = v_cs.plan_id;
-    select * into v_disc from billing.checkout_discount(btrim(p_code), v_cs.member_id, v_cs.tier_id, v_plan);
-    update billing.checkout_sessions cs set discount_id = v_disc.discount_id, discount_cents = v_disc.discount_cents
-    where cs.community_id = v_cs.community_id and cs.id = v_cs.id returning * into v_cs;
-    insert into billing.discount_redemptions (community_id, discount_id, checkout_id, member_id, status)
-    values (v_cs.community_id, v_disc.discount_id, v_cs.id, v_cs.member_id, 'pending');
-  end if;
-  return billing.checkout_json(v_cs);
-end
-$$;
-
--- Everything a provider adapter needs to present or pay a checkout. trial_days is the
--- buyer's (billing.member_trial_days): 0 on a tier they have had a trial of.
 create or replace function billing.checkout_json(p_cs billing.checkout_sessions) returns jsonb
   language sql stable
 as $$
@@ -1475,72 +982,6 @@ as $$
   where p.community_id = p_cs.community_id and p.id = p_cs.plan_id
 $$;
 
--- The handler stores the provider's url and reference (and expiry, when reported).
-create or replace function billing_api.checkout_set_provider(p_args jsonb) returns jsonb
-  language plpgsql volatile
-  security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_cs billing.checkout_sessions;
-begin
-  update billing.checkout_sessions cs set url = p_args->>'url', provider_ref = coalesce(p_args->>'provider_ref', cs.provider_ref),
-    expires_at = coalesce((p_args->>'expires_at')::timestamptz, cs.expires_at)
-  where cs.id = p_args->>'checkout_id'
-  returning * into v_cs;
-  return billing.checkout_json(v_cs);
-end
-$$;
-
--- ---- the checkout object of events --------------------------------------------------
--- (billing.checkout_json above is the provider adapters' view of a checkout, with its
--- access token: never an API or event object.)
-
-create or replace function billing.checkout_event_json(p_cs billing.checkout_sessions) returns jsonb
-  language sql immutable parallel safe
-as $$
-  select jsonb_build_object(
-    'id', p_cs.id, 'checkout_id', p_cs.id, 'status', p_cs.status, 'member_id', p_cs.member_id,
-    'tier_id', p_cs.tier_id, 'plan_id', p_cs.plan_id, 'amount_cents', p_cs.amount_cents,
-    'discount_cents', p_cs.discount_cents, 'currency', p_cs.currency,
-    'client_reference_id', p_cs.client_reference_id, 'subject_kind', p_cs.subject_kind,
-    'expires_at', billing.iso(p_cs.expires_at), 'completed_at', billing.iso(p_cs.completed_at),
-    'created_at', billing.iso(p_cs.created_at))
-$$;
-
--- No ledger effect: a checkout grants nothing.
-create or replace function billing.tg_checkout_sessions__outbox() returns trigger
-  language plpgsql
-as $$
-begin
-  if tg_op = 'INSERT' then
-    perform billing.emit_event(new.community_id, 'checkout.created',
-      jsonb_build_object('checkout', billing.checkout_event_json(new), 'previous_attributes', null));
-    if new.status = 'open' then
-      return null;
-    end if;
-  elsif new.status is not distinct from old.status then
-    return null;
-  end if;
-  if new.status in ('completed', 'expired') then
-    perform billing.emit_event(new.community_id, 'checkout.' || new.status,
-      jsonb_build_object('checkout', billing.checkout_event_json(new), 'previous_attributes',
-        case when tg_op = 'UPDATE' then jsonb_build_object('status', old.status) end));
-  end if;
-  return null;
-end
-$$;
-
--- ---- completing a paid checkout ------------------------------------------------------
-
--- Completes a checkout in the current community: creates the subscription (trialing
--- when the plan has trial days and the member has had no trial on its tier, else
--- active; period from billing.now()) or the
--- purchase (access_expires_at from access_days), marks the checkout completed and
--- redeems its discount. Idempotent: a completed checkout returns the same result.
--- p_details (from a provider): provider_ref, customer_ref, status, period_start,
--- period_end, trial_end, cancel_at, provider_updated_at (ISO), paid (true when the
--- provider has taken the money: no expiry or eligibility check then).
 create or replace function billing.complete_checkout(p_checkout_id text, p_details jsonb default '{}')
   returns jsonb language plpgsql volatile
 as $$
@@ -1672,134 +1113,6 @@ begin
 end
 $$;
 
--- Open checkouts past their expiry become expired and release their discount holds.
--- No entitlement changes and no granted event: a checkout never grants anything.
-create or replace function billing.expire_checkouts() returns integer
-  language plpgsql volatile
-as $$
-declare
-  v_n integer;
-begin
-  with expired as (
-    update billing.checkout_sessions cs set status = 'expired'
-    where cs.community_id = billing.current_community_id() and cs.status = 'open' and cs.expires_at <= billing.now()
-    returning cs.community_id, cs.id)
-  , released as (
-    update billing.discount_redemptions r set status = 'released'
-    from expired e where r.community_id = e.community_id and r.checkout_id = e.id and r.status = 'pending'
-    returning 1)
-  select count(*) into v_n from expired;
-  return v_n;
-end
-$$;
-
--- A provider reports a checkout it will never complete (Stripe: checkout.session.expired).
-create or replace function billing.expire_checkout(p_checkout_id text) returns boolean
-  language plpgsql volatile
-as $$
-declare
-  v_id text;
-begin
-  update billing.checkout_sessions cs set status = 'expired'
-  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id and cs.status = 'open'
-  returning cs.id into v_id;
-  if v_id is null then
-    return false;
-  end if;
-  update billing.discount_redemptions r set status = 'released'
-  where r.community_id = billing.current_community_id() and r.checkout_id = v_id and r.status = 'pending';
-  return true;
-end
-$$;
-
--- ---- inbound provider events ----------------------------------------------------------
-
--- Inbound provider events are applied exactly once: true the first time an id is seen.
-create or replace function billing.record_provider_event(p_provider text, p_event_id text, p_type text) returns boolean
-  language sql volatile
-as $$
-  with ins as (
-    insert into billing.provider_events (community_id, provider, event_id, type)
-    values (billing.current_community_id(), p_provider, p_event_id, p_type)
-    on conflict do nothing returning 1)
-  select exists (select 1 from ins)
-$$;
-
--- ---- portal sessions -----------------------------------------------------------------
-
-create or replace function billing_api.portal_session_create(p_args jsonb) returns jsonb
-  language plpgsql volatile
-  security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_ps billing.portal_sessions;
-  v_provider text;
-  v_token text := billing.random_token();
-begin
-  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
-    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
-  end if;
-  select c.payment_provider into v_provider from billing.communities c where c.id = v_cid;
-  insert into billing.portal_sessions (community_id, member_id, return_url, url, expires_at, access_token_sha256)
-  values (v_cid, p_args->>'id', p_args->>'return_url', '', billing.now() + interval '10 minutes',
-    sha256(convert_to(v_token, 'UTF8')))
-  returning * into v_ps;
-  return jsonb_build_object('id', v_ps.id, 'member_id', v_ps.member_id, 'access_token', v_token,
-    'expires_at', billing.iso(v_ps.expires_at), 'return_url', v_ps.return_url, 'provider', v_provider,
-    'customer_ref', coalesce(
-      (select c.customer_ref from billing.member_provider_customers c
-       where c.member_id = v_ps.member_id and c.provider = 'stripe'),
-      (select s.provider_customer_ref from billing.subscriptions s
-       where s.member_id = v_ps.member_id and s.provider = 'stripe' and s.provider_customer_ref is not null
-       order by s.id desc limit 1)));
-end
-$$;
-
-create or replace function billing_api.portal_session_set_url(p_args jsonb) returns void
-  language sql volatile
-  security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-  update billing.portal_sessions set url = p_args->>'url' where id = p_args->>'id'
-$$;
-
--- ---- link codes ----------------------------------------------------------------------
-
--- A new code for the same member and platform invalidates the earlier one. Expiry
--- changes nothing (the code simply stops being redeemable).
-create or replace function billing_api.link_code_create(p_args jsonb) returns jsonb
-  language plpgsql volatile
-  security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-declare
-  v_cid text := billing.current_community_id();
-  v_lc billing.link_codes;
-begin
-  if not exists (select 1 from billing.members m where m.id = p_args->>'id') then
-    perform billing.raise('BL404', 'No member ' || (p_args->>'id') || '.');
-  end if;
-  update billing.link_codes lc set invalidated_at = billing.now()
-  where lc.member_id = p_args->>'id' and lc.intended_platform = p_args->>'intended_platform'
-    and lc.redeemed_at is null and lc.invalidated_at is null;
-  insert into billing.link_codes (community_id, member_id, code, intended_platform, expires_at)
-  values (v_cid, p_args->>'id', upper(substr(replace(gen_random_uuid()::text, '-', ''), 1, 10)),
-    p_args->>'intended_platform', billing.now() + interval '10 minutes')
-  returning * into v_lc;
-  return jsonb_build_object('code', v_lc.code, 'member_id', v_lc.member_id,
-    'intended_platform', v_lc.intended_platform, 'expires_at', billing.iso(v_lc.expires_at));
-end
-$$;
-
--- The redemption itself, once, for both doors: the API (link_code_redeem, which raises)
--- and the platforms' bots (platform_link_redeem, which answers why not). The identity
--- joins the code's member; its insert's trigger (30-members.sql) emits member.updated and
--- refreshes the ledger. Runs with its caller's rights (billing_writer, bound to the
--- transaction's community by the tenant policies). Answers {outcome, member_id?}:
--- linked, unknown, used (redeemed or replaced), expired, wrong_platform, identity_taken
--- (the identity is another member's), member_has_identity (the member has another).
 create or replace function billing.link_code_apply(p_code text, p_platform text, p_platform_uid text, p_username text)
   returns jsonb
   language plpgsql volatile
@@ -1827,9 +1140,6 @@ begin
 end
 $$;
 
--- A member's identity on a platform, attached once (a link code, Connect Discord): an
--- identity of another member is identity_taken; a member with another identity on that
--- platform is member_has_identity; else linked (new_identity: it was not there yet).
 create or replace function billing.member_identity_attach(p_member_id text, p_platform text, p_platform_uid text, p_username text)
   returns jsonb
   language plpgsql volatile
@@ -1853,10 +1163,6 @@ begin
 end
 $$;
 
--- Connect Discord from a checkout page (src/linking/discord-connect.ts): the member of
--- the checkout whose page token this is gets the Discord account the buyer authorized.
--- Runs in the connection's community (tenant policies hold); no_connection or
--- no_checkout when either is not this community's.
 create or replace function billing.platform_checkout_connect(p_platform_config_id text, p_checkout_id text,
   p_token_sha256 bytea, p_platform_uid text, p_username text) returns jsonb
   language plpgsql volatile
@@ -1879,9 +1185,6 @@ begin
 end
 $$;
 
--- A platform bot finishes the link through the API (POST /v1/link-codes/redeem): one
--- answer (404) for an unknown, used, expired or other platform's code, so codes cannot
--- be probed.
 create or replace function billing_api.link_code_redeem(p_args jsonb) returns jsonb
   language plpgsql volatile
   security definer
@@ -1904,70 +1207,11 @@ begin
 end
 $$;
 
--- A platform's bot redeems a code for the user who sent it (src/platforms/linking-routes.ts:
--- Discord's /link command, Telegram's /start deep link), authenticated by the platform's
--- signature or secret rather than an API key. The caller sets the transaction's community
--- to the one owning the connection (billing_private.platform_config_inbound); the
--- connection must be visible there (RLS) and of this platform, and only that community's
--- codes and identities are reached. Answers link_code_apply's {outcome, member_id?}, or
--- {outcome: 'no_connection'}.
-create or replace function billing.platform_link_redeem(p_platform_config_id text, p_platform text, p_platform_uid text,
-  p_code text, p_username text) returns jsonb
-  language plpgsql volatile
-  security definer
-  set search_path = pg_catalog, pg_temp
-as $$
-begin
-  if billing.current_community_id() is null or not exists (select 1 from billing.platform_configs pc
-      where pc.id = p_platform_config_id and pc.platform = p_platform) then
-    return jsonb_build_object('outcome', 'no_connection');
-  end if;
-  return billing.link_code_apply(p_code, p_platform, p_platform_uid, p_username);
-end
-$$;
-
--- ---- execute rights (opt-in: see 00-foundation.sql) --------------------------------------
-
--- What billing_api calls, directly or with invoker rights from its triggers, policies,
--- column defaults, views and JSON builders.
-grant execute on function billing.check_eligible(text,billing.tiers,billing.plans) to billing_api;
-grant execute on function billing.checkout_discount(text,text,text,billing.plans) to billing_api;
-grant execute on function billing.checkout_event_json(billing.checkout_sessions) to billing_api;
-grant execute on function billing.checkout_json(billing.checkout_sessions) to billing_api;
-grant execute on function billing.checkout_lifetime() to billing_api;
-grant execute on function billing.checkout_member(jsonb) to billing_api;
-grant execute on function billing.discount_json(billing.discount_codes) to billing_api;
-grant execute on function billing.random_token() to billing_api;
-grant execute on function billing_api.discounts_list(jsonb) to billing_api;
-grant execute on function billing_api.checkout_create(jsonb) to billing_api;
-grant execute on function billing_api.checkout_set_provider(jsonb) to billing_api;
-grant execute on function billing_api.portal_session_create(jsonb) to billing_api;
-grant execute on function billing_api.portal_session_set_url(jsonb) to billing_api;
-grant execute on function billing_api.link_code_create(jsonb) to billing_api;
-grant execute on function billing_api.link_code_redeem(jsonb) to billing_api;
-grant execute on function billing.platform_link_redeem(text,text,text,text,text) to billing_api;
 grant execute on function billing.platform_checkout_connect(text,text,bytea,text,text) to billing_api;
--- Called only from the billing_writer-owned functions above.
-grant execute on function billing.link_code_apply(text,text,text,text) to billing_writer;
 grant execute on function billing.member_identity_attach(text,text,text,text) to billing_writer;
-
--- API operations that write run as billing_writer (00-foundation.sql): SECURITY
--- DEFINER, yet bound to the request's community by the tenant policies, so billing_api
--- itself needs no write right on these tables. Owning a function needs CREATE on its
--- schema only while ownership changes.
-grant create on schema billing_api to billing_writer;
-alter function billing_api.checkout_create(jsonb) owner to billing_writer;
-alter function billing_api.checkout_set_provider(jsonb) owner to billing_writer;
-alter function billing_api.portal_session_create(jsonb) owner to billing_writer;
-alter function billing_api.portal_session_set_url(jsonb) owner to billing_writer;
-alter function billing_api.link_code_create(jsonb) owner to billing_writer;
-alter function billing_api.link_code_redeem(jsonb) owner to billing_writer;
-revoke create on schema billing_api from billing_writer;
 grant create on schema billing to billing_writer;
-alter function billing.platform_link_redeem(text,text,text,text,text) owner to billing_writer;
 alter function billing.platform_checkout_connect(text,text,bytea,text,text) owner to billing_writer;
 revoke create on schema billing from billing_writer;
---! EndIncluded functions/80-checkout.sql
 --! Included functions/65-mail.sql
 -- functions/65-mail.sql, safely replaced (create or replace; a migration may
 -- --!include it): the functions and execute grants of 65-mail. Also:
@@ -2499,67 +1743,7 @@ revoke select on billing.mail_messages from billing_operator;
 grant select (community_id, id, member_id, template, event_id, ref, to_address, subject, status, attempts, last_error,
   claimed_at, created_at, sent_at) on billing.mail_messages to billing_operator;
 
---! Included 98-dispatch.sql
--- Operations run by name without dynamic SQL. billing.api_call (the request gate,
--- 10-tenancy.sql) runs billing_private.op_dispatch(op, args): a CASE
--- over every billing_api function taking (p_args jsonb) and returning jsonb, written by
--- the block below from the catalog when this file is applied. It is the last fixture,
--- so every operation exists then. A static call is planned once per session, where
--- EXECUTE parsed and planned 'select billing_api.x($1)' on every request: about 40 us
--- of the entitlement check's 220 us in the database (bench/RESULTS.md, issue 17).
---
--- An operation this CASE does not name yet (added or changed by a later migration
--- that did not include this file again) still runs, through op_dispatch_dynamic's
--- EXECUTE. test/db/op-dispatch.test.ts fails until this file is included again, so
--- a migration that adds an operation includes `--!include 98-dispatch.sql` too.
--- Invoker rights: the operation runs as the caller (billing_api), as before.
---
--- A list's input carries cursor_list and cursor_filters (src/operations/executor.ts
--- bindCursor): set for the transaction, billing.encode_cursor binds next_cursor to them.
-
-create or replace function billing_private.op_dispatch_dynamic(p_op text, p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $$
-declare
-  v_out jsonb;
-begin
-  execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
-  return v_out;
-end
-$$;
-
-do $do$
-declare
-  v_cases text;
-begin
-  select string_agg(format('    when %L then return billing_api.%I(p_args);', p.proname, p.proname), E'\n' order by p.proname)
-  into v_cases
-  from pg_proc p
-  join pg_namespace n on n.oid = p.pronamespace
-  where n.nspname = 'billing_api' and p.prorettype = 'jsonb'::regtype
-    and pg_get_function_identity_arguments(p.oid) = 'p_args jsonb';
-  execute format($f$
-create or replace function billing_private.op_dispatch(p_op text, p_args jsonb) returns jsonb
-  language plpgsql volatile
-as $b$
-begin
-  if p_args ? 'cursor_list' then
-    perform set_config('app.cursor_list', p_args->>'cursor_list', true),
-      set_config('app.cursor_filters', p_args->>'cursor_filters', true);
-  end if;
-  case p_op
-%s
-    else
-      return billing_private.op_dispatch_dynamic(p_op, p_args);
-  end case;
-end
-$b$$f$, coalesce(v_cases, '    when null then return null;'));
-end
-$do$;
-
-grant execute on function billing_private.op_dispatch_dynamic(text, jsonb) to billing_api;
-grant execute on function billing_private.op_dispatch(text, jsonb) to billing_api;
---! EndIncluded 98-dispatch.sql
+-- (op_dispatch: written once, at the end of this migration)
 
 --! split: 70-invoice-pdf.sql
 -- Invoices and receipts as PDF (issue 30 item 3; docs/decisions/invoice-pdf.md): the

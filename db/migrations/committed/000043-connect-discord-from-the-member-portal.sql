@@ -1,5 +1,5 @@
---! Previous: sha1:b24731cd61ae3eeb8250930f8cdf9f35d531a131
---! Hash: sha1:1a4deba939ca54fc06df5f9aa57a79e4e15f9d41
+--! Previous: sha1:9a3be95a36ff243239ffe9eac545ef96464ef688
+--! Hash: sha1:9382dd7a7f5059336e4cd123910a6fa1347b912d
 --! Message: connect discord from the member portal
 
 --! split: 1-current.sql

@@ -1,5 +1,5 @@
---! Previous: sha1:1a4deba939ca54fc06df5f9aa57a79e4e15f9d41
---! Hash: sha1:1ebdea6b1e2e188d8b573a46b2883b2f9d473c2c
+--! Previous: sha1:9382dd7a7f5059336e4cd123910a6fa1347b912d
+--! Hash: sha1:568faee7d395a19c4d5c4075c992893cb88d6068
 --! Message: platform config from the dashboard, deliveries only where possible
 
 --! split: 1-current.sql
