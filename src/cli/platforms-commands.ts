@@ -133,8 +133,7 @@ export default defineGroup({
       if (!rowCount) throw new Error(`no community ${community}`);
       // Stored bot tokens are read with the service's key (never generated here).
       const config = ctx.config;
-      const keyFile = path.join(config.dataDir, 'webhook-encryption.key');
-      const key = config.webhookEncryptionKey || (fs.existsSync(keyFile) ? resolveEncryptionKey(config, ctx.log) : null);
+      const key = serviceKey(ctx);
       const box = key ? new PlatformSecretBox(key) : null;
       const clients = new PlatformClients({
         discordApiUrl: config.discordApiUrl || DEFAULT_DISCORD_API_URL,

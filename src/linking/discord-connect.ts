@@ -21,8 +21,9 @@ import { inCommunity } from '../db/community-transaction';
 import { PlatformSecretBox, PlatformTokens, platformSecretCiphertext, type PlatformReader } from '../domain/catalog/platform-secrets';
 import { discordFailure, PlatformClients } from '../platforms/platform-clients';
 import { DISCORD_CALLBACK, discordRedirectUri, finishDiscordConnect, startDiscordConnect, type PendingConnect } from '../web/discord-connect-state';
+import { esc } from '../web/html';
 import { requestLog } from '../web/observe';
-import { inboundConnection } from './link-redemption';
+import { inboundConnection, usernameText } from './link-redemption';
 
 export interface DiscordConnectDeps {
   config: Pick<Config, 'webhookEncryptionKey' | 'discordApiUrl' | 'discordOauthUrl' | 'discordBotToken' | 'telegramBotToken'
@@ -33,7 +34,6 @@ export interface DiscordConnectDeps {
 const CHECKOUT_ID = /^cs_[0-9a-f]{26}$/;
 
 function page(title: string, text: string): string {
-  const esc = (v: string) => v.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head><body><main><h1>${esc(title)}</h1><p>${esc(text)}</p></main></body></html>`;
 }
@@ -107,7 +107,8 @@ export function mountDiscordConnect(app: express.Express, deps: DiscordConnectDe
       const user = await clients.discordConnect({
         clientId: setup.client_id, clientSecret, code, redirectUri: discordRedirectUri(deps.config, req), botToken: setup.botToken, guildId: setup.guild_id,
       });
-      const username = user.username.slice(0, 200);
+      // As a bot's link does: a printable, bounded username, else none.
+      const username = usernameText(user.username);
       const outcome = await inCommunity(deps.apiPool, connection.communityId, async (client) => {
         const { rows } = pending.o.kind === 'checkout'
           ? await client.query<{ r: { outcome: string } }>('select billing.platform_checkout_connect($1, $2, $3, $4, $5) as r',

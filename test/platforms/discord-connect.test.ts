@@ -175,3 +175,23 @@ test('from the member portal: the session\'s member connects Discord and comes b
   const member = await call(app.url, 'GET', `/v1/members/${link.member_id}`, { key: tenant.key });
   expect(member.body.identities).toEqual([expect.objectContaining({ platform: 'discord', platform_uid: userId, username: 'from-portal' })]);
 });
+
+test('odd input to the connect routes is a 4xx, never a 500', async () => {
+  const { link, ids } = await shop();
+  const pcfg = ids.platforms['discord-main'];
+  const t = encodeURIComponent(new URL(link.url).searchParams.get('t')!);
+  const paths = [
+    `/platforms/discord/%00/connect?checkout=${link.checkout_id}&t=${t}`,
+    `/platforms/discord/${pcfg}/connect?checkout=${link.checkout_id}%00&t=${t}`,
+    `/platforms/discord/${pcfg}/connect?checkout=${link.checkout_id}&t=%ED%A0%80`,
+    `/platforms/discord/${pcfg}/connect?checkout=${link.checkout_id}&checkout=x&t=${t}&t=${t}`,
+    `/platforms/discord/${pcfg}/connect?checkout=${link.checkout_id}&t=${'x'.repeat(5000)}`,
+    '/platforms/discord/oauth/callback?code=%00&state=%ED%A0%80',
+    '/platforms/discord/oauth/callback?state=a&state=b&code[x]=1',
+  ];
+  for (const p of paths) {
+    const res = await fetch(new URL(p, app.url), { redirect: 'manual', headers: { cookie: 'discord_connect=%ZZ; discord_connect=x.y' } });
+    await res.text();
+    expect([p, res.status >= 400 && res.status < 500]).toEqual([p, true]);
+  }
+});
