@@ -61,3 +61,19 @@ test('the member page shows and sets the email; the members search finds it', as
   await page.waitForURL(`**/dashboard/members/${link.body.member_id}`);
   await context.close();
 });
+
+test('a viewer sees what was sent but not the body, whose links and codes act for the member', async () => {
+  const link = await checkout(app, shop, { tier_id: shop.ids.tiers.gold, plan_id: shop.ids.plans['gold-monthly'], subject: externalSubject(),
+    customer_email: `viewer.${Date.now()}@example.test` });
+  await pay(link.body.url);
+  const { rows: [m] } = await app.owner.query<{ id: string }>(
+    `select id from billing.mail_messages where community_id = $1 and member_id = $2 order by id limit 1`, [shop.communityId, link.body.member_id]);
+  const { context, page } = await newPage(browser);
+  await signInAs(page, app, shop.communityId, 'viewer');
+  await page.goto(`${app.url}/dashboard/mail/${m.id}`);
+  await page.getByText('only roles that may change members see it').waitFor();
+  expect(await page.content()).not.toContain('/mail/portal/');
+  expect((await context.request.get(`${app.url}/dashboard/mail/${m.id}?part=html`)).status()).toBe(403);
+  expect(await seriousViolations(page)).toEqual([]);
+  await context.close();
+});

@@ -60,12 +60,19 @@ ${nextLink(req, page.next_cursor)}
   router.get('/mail/:id', async (req, res) => {
     const m = await read<Json>(req, res, 'get_mail_message', { params: { id: String(req.params.id) } });
     if (!m) return;
-    if (req.query.part === 'html') return sendSandboxed(res, fillLinks(m.html, links(req, m), true));
+    // A message's body acts for its member: signed portal links (filled here, live) and
+    // link codes. Shown to roles that may change members; a viewer sees what was sent.
+    const body = req.signed!.can('members:write');
+    if (req.query.part === 'html') {
+      if (!body) return void res.status(403).type('text').send('Only roles that may change members see a message\'s body.');
+      return sendSandboxed(res, fillLinks(m.html, links(req, m), true));
+    }
     send(req, res, m.subject, '/dashboard/mail', html`<dl class="facts"><dt>To</dt><dd>${m.to}</dd><dt>Member</dt><dd>${memberLink(m.member_id)}</dd>
 <dt>Template</dt><dd>${m.template}</dd><dt>Cause</dt><dd><code>${m.event_id ?? m.ref}</code></dd><dt>Status</dt><dd>${m.status}${m.last_error ? ` (${m.last_error})` : ''}</dd>
 <dt>Attempts</dt><dd>${m.attempts}</dd><dt>Created</dt><dd>${m.created_at}</dd><dt>Sent</dt><dd>${m.sent_at ?? '—'}</dd></dl>
-<h2>Plain text</h2><pre>${fillLinks(m.text, links(req, m), false)}</pre>
-<p><a href="/dashboard/mail/${encodeURIComponent(m.id)}?part=html">Open the HTML version</a> (shown sandboxed: no script runs)</p>
+${body ? html`<h2>Plain text</h2><pre>${fillLinks(m.text, links(req, m), false)}</pre>
+<p><a href="/dashboard/mail/${encodeURIComponent(m.id)}?part=html">Open the HTML version</a> (shown sandboxed: no script runs)</p>`
+    : html`<p>The message's text holds links and codes that act for the member: only roles that may change members see it.</p>`}
 <p><a href="/dashboard/mail">Back to mail</a></p>`);
   });
 }
