@@ -1,4 +1,4 @@
--- db/migrations sha256:febaac2b58599b633ca909edf60e65e924286a49c717e9064ffc1a9a20e90f43 (regenerate with npm run db:schema)
+-- db/migrations sha256:b519f6750461364f2dafaf45f8556425af8243782d87a48405c62fb4aeb69ce0 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -1236,7 +1236,7 @@ CREATE TABLE billing.events (
     community_id text NOT NULL COLLATE pg_catalog."C",
     id text DEFAULT billing.gen_id('evt'::text) NOT NULL COLLATE pg_catalog."C",
     type text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone NOT NULL,
     api_version text DEFAULT billing.api_version() NOT NULL,
     data jsonb NOT NULL
 );
@@ -2185,7 +2185,7 @@ begin
         updated_at = now()
       from act a
       where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
-      returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, x as me
+      returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, a.now, x as me
     ), ins as (
       insert into billing.member_entitlements (community_id, id, member_id, entitlement_id, status,
         revision, sources, benefits, identities, granted_at, next_check_at, updated_at)
@@ -2194,19 +2194,20 @@ begin
       where a.stored_id is null
       order by a.k, a.entitlement_id
     ), changed as (
-      select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.me from upd u
+      select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.now, u.me from upd u
       union all
       -- the row ins writes, as it writes it: its columns in the table's order (a row of
       -- another length fails the cast; test/ledger/refresh-each.test.ts compares the events)
-      select a.k, a.type, a.entitlement_id, null, a.member, a.reason, a.trigger_event_id,
+      select a.k, a.type, a.entitlement_id, null, a.member, a.reason, a.trigger_event_id, a.now,
         row(a.c, a.new_id, a.m, a.d_ent, 'active', 1, a.d_sources, a.d_benefits, a.snapshot, a.now,
           null, now(), a.d_next)::billing.member_entitlements
       from act a
       where a.stored_id is null
     ), ev as (
-      -- One event per changed row, in list order, then entitlement order (the calls' order).
-      insert into billing.events (community_id, type, data)
-      select (r.me).community_id, r.type, jsonb_build_object(
+      -- One event per changed row, in list order, then entitlement order (the calls' order),
+      -- dated by the community's clock read above (no _010_community_clock call per row).
+      insert into billing.events (community_id, type, created_at, data)
+      select (r.me).community_id, r.type, r.now, jsonb_build_object(
         'member', r.member,
         'entitlement', billing.member_entitlement_json(r.me, ent),
         'changes', jsonb_build_object(
@@ -4113,7 +4114,8 @@ CREATE FUNCTION billing.tg_events__community_clock() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
-  new.created_at := billing.community_now(new.community_id);
+  new.created_at := now() + coalesce(
+    (select c.clock_offset from billing.communities c where c.id = new.community_id), '0'::interval);
   return new;
 end
 $$;
@@ -6821,7 +6823,12 @@ begin
     select k.c, k.id, x.member_id, x.plan_id, x.currency, x.monthly_cents, x.billing_now, x.billing_from, x.billing_until,
       (x.created_at at time zone 'UTC')::date as created_day, (x.cancel_counted_at at time zone 'UTC')::date as cancel_day,
       x.status = 'past_due' as past_due,
-      x.status in ('active', 'trialing', 'past_due', 'cancelling') as subscriber
+      x.status in ('active', 'trialing', 'past_due', 'cancelling') as subscriber,
+      -- whether it has recorded movements (rec below has rows for it): an index probe
+      -- here, not a search of rec per row, which the kept generic plan, expecting ten
+      -- keys, did as a nested loop (quadratic in the statement's rows)
+      exists (select 1 from billing.mrr_movements r
+              where r.community_id = k.c and r.subscription_id = k.id) as has_rec
     from keys k
     cross join lateral (select * from analytics.subscription_mrr m
                         where m.community_id = k.c and m.subscription_id = k.id offset 0) x
@@ -6847,7 +6854,7 @@ begin
       from rec
       union all
       select nw.c, nw.id, nw.currency, 0, false, case when nw.billing_now then nw.monthly_cents else 0 end, nw.billing_now
-      from nw where exists (select 1 from rec where rec.c = nw.c and rec.id = nw.id)
+      from nw where nw.has_rec
     ) s
     group by s.c, s.id, s.currency
     having (bool_or(s.from_billing), sum(s.from_cents)) is distinct from (bool_or(s.to_billing), sum(s.to_cents))
@@ -6869,7 +6876,7 @@ begin
       (least(n.billing_until, cl.at), n.monthly_cents, 0::numeric, true, false,
        n.billing_from < 'infinity' and n.billing_until > n.billing_from)
     ) v(at, from_cents, to_cents, from_billing, to_billing, applies)
-    where v.applies and not exists (select 1 from rec where rec.c = n.c and rec.id = n.id)
+    where v.applies and not n.has_rec
   ), mv as materialized (
     select mo.*, (mo.at at time zone 'UTC')::date as day,
       case when not mo.from_billing then
@@ -8993,10 +9000,13 @@ declare
   v_able text[];
 begin
   -- The statement's communities' connections that can deliver (billing_private.
-  -- platform_config_can_deliver); none, and nothing is queued.
+  -- platform_config_can_deliver, written out: a call per connection is a plpgsql
+  -- executor start on every ledger write); none, and nothing is queued.
   select array_agg(pc.id) into v_able from billing.platform_configs pc
   where pc.community_id in (select distinct n.community_id from new_rows n)
-    and billing_private.platform_config_can_deliver(pc.community_id, pc.id);
+    and (exists (select 1 from billing_private.platform_secrets s
+                 where s.community_id = pc.community_id and s.platform_config_id = pc.id and s.name = 'bot_token')
+         or exists (select 1 from billing_private.platform_defaults d where d.platform = pc.platform and d.has_bot_token));
   if v_able is null then
     return null;
   end if;
@@ -12734,7 +12744,7 @@ CREATE UNIQUE INDEX operator_users_id ON billing_private.operator_users USING bt
 -- Name: events _010_community_clock; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _010_community_clock BEFORE INSERT ON billing.events FOR EACH ROW EXECUTE FUNCTION billing.tg_events__community_clock();
+CREATE TRIGGER _010_community_clock BEFORE INSERT ON billing.events FOR EACH ROW WHEN ((new.created_at IS NULL)) EXECUTE FUNCTION billing.tg_events__community_clock();
 
 
 --
