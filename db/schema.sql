@@ -1,4 +1,4 @@
--- db/migrations sha256:b519f6750461364f2dafaf45f8556425af8243782d87a48405c62fb4aeb69ce0 (regenerate with npm run db:schema)
+-- db/migrations sha256:280ce9453f9894c88f00a901530da1146bd44bd1165bfd1c0fbcd6b51e88244c (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -6970,6 +6970,24 @@ $$;
 
 
 --
+-- Name: analytics_refresh_locking(text[], text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.analytics_refresh_locking(p_communities text[], p_ids text[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform 1 from billing.subscriptions s
+  where (s.community_id, s.id) in (select k.c, k.id from unnest(p_communities, p_ids) k(c, id))
+  order by s.community_id, s.id
+  for share of s;
+  perform billing_private.analytics_refresh(p_communities, p_ids);
+end
+$$;
+
+
+--
 -- Name: api_key_insert(text, text, text, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8870,7 +8888,7 @@ CREATE FUNCTION billing_private.tg_discount_codes__analytics() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform billing_private.analytics_refresh(array_agg(s.community_id), array_agg(s.id))
+  perform billing_private.analytics_refresh_locking(array_agg(s.community_id), array_agg(s.id))
   from billing.subscriptions s where s.community_id = new.community_id and s.discount_id = new.id;
   return null;
 end
@@ -8979,7 +8997,7 @@ CREATE FUNCTION billing_private.tg_invoices__analytics() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform billing_private.analytics_refresh(array_agg(n.community_id), array_agg(n.subscription_id))
+  perform billing_private.analytics_refresh_locking(array_agg(n.community_id), array_agg(n.subscription_id))
   from new_rows n where n.subscription_id is not null and n.discount_cents > 0;
   return null;
 end
@@ -9035,7 +9053,7 @@ CREATE FUNCTION billing_private.tg_plans__analytics() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-  perform billing_private.analytics_refresh(array_agg(s.community_id), array_agg(s.id))
+  perform billing_private.analytics_refresh_locking(array_agg(s.community_id), array_agg(s.id))
   from billing.subscriptions s where s.community_id = new.community_id and s.plan_id = new.id;
   return null;
 end
@@ -16825,6 +16843,13 @@ REVOKE ALL ON FUNCTION billing_private.analytics_rebuild(p_community text) FROM 
 --
 
 REVOKE ALL ON FUNCTION billing_private.analytics_refresh(p_communities text[], p_ids text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION analytics_refresh_locking(p_communities text[], p_ids text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.analytics_refresh_locking(p_communities text[], p_ids text[]) FROM PUBLIC;
 
 
 --
