@@ -2,13 +2,14 @@
 // day, and the MRR movements (new, expansion, contraction, churn, reactivation) per day
 // and month are what happened. The expected figures are recomputed here, in
 // TypeScript, from the actions this test performs day by day on the sandbox test
-// clock (checkouts, a trial, an upgrade, a downgrade, a price change, a pause and its
-// resume, cancels at period end and now, a reactivation of a cancel, a returning
+// clock (checkouts, a trial, an upgrade, a downgrade, a price change and a price
+// migration that applies at a subscriber's period end, a pause and its resume, cancels at period end and now, a reactivation of a cancel, a returning
 // member, refunds with and without ending access, a dispute), never from the SQL: the
 // model knows each subscription's monthly price and whether it bills, and classifies
 // each change as docs/analytics.md says. What the model needs from the system is only
 // what a subscriber sees of their own subscription through the API (its status after
 // an action, its price after the catalog changed, when its period ends).
+import { migratePlanPrice } from '../../src/domain/catalog/price-migrations';
 import { sandboxDispute } from '../../src/domain/checkout/checkout-completion';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { call, startApp, TestApp } from '../support/app';
@@ -131,6 +132,7 @@ test('each day shows the MRR it had and the movements that happened, as an indep
         await buy('A', 'gold', 'gold-monthly', () => price.gold);
         await buy('B', 'silver', 'silver-monthly', () => price.silver);
         await buy('C', 'gold', 'gold-annual', () => price.annual); // a 7-day trial: bills from its end
+        await buy('I', 'silver', 'silver-monthly', () => price.silver);
         break;
       case 2:
         await buy('D', 'silver', 'silver-monthly', () => price.silver);
@@ -146,6 +148,12 @@ test('each day shows the MRR it had and the movements that happened, as an indep
         price.silver = 1000;
         m.price('D', (await sub(ids.D)).amount_cents);
         await buy('H', 'silver', 'silver-monthly', () => price.silver);
+        // The operator moves Silver's subscribers to the new price without notice: I
+        // pays it from its first renewal (its period end), an expansion that day.
+        const moved = await migratePlanPrice(app.owner, shop.communityId, 'silver-monthly', 0);
+        expect(moved.subscription_ids).toContain(ids.I);
+        expect((await sub(ids.I)).amount_cents).toBe(800);
+        m.at(indexOf((await sub(ids.I)).current_period_end), 'I', () => m.price('I', price.silver));
         break;
       }
       case 5: { // pause: stops billing when the API says it stopped (now, or at the paid period's end)
@@ -230,8 +238,10 @@ test('each day shows the MRR it had and the movements that happened, as an indep
   const expectedDaily = Array.from({ length: days + 1 }, (_, k) => ({ day: dayOf(k), mrr_cents: Math.round(m.mrrAt(k)), billing_subscriptions: m.billingAt(k) }))
     .filter((d) => d.billing_subscriptions > 0);
   expect(checks).toEqual(checks.map(({ k }) => ({ k, mrr: Math.round(m.mrrAt(k)) })));
-  // What the history holds: every kind happened.
+  // What the history holds: every kind happened; the migration moved I at its renewal.
   for (const k of KINDS) expect(m.moves.some((x) => x.kind === k)).toBe(true);
+  expect(m.moves.filter((x) => x.sub === 'I').map((x) => [x.kind, x.delta])).toEqual([['new', 800], ['expansion', 200]]);
+  expect((await sub(ids.I)).amount_cents).toBe(1000);
 
   // analytics.mrr_daily: every past day as it was then (not today's prices or states).
   const asApi = (sql: string, values: unknown[] = []) =>

@@ -1,6 +1,7 @@
 // Discount state that is true (issue 26, item 6): a code past its expiry, or at its
-// use limit, is not active, in the API (is_active false, inactive_reason) and on the
-// dashboard's catalog page ("no (expired)"), though nobody turned it off.
+// use limit, is not active, in the API (is_active false, inactive_reason), in GraphQL
+// (isActive, inactiveReason: the same rule) and on the dashboard's catalog page ("no
+// (expired)"), though nobody turned it off.
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { call, createTenant, startApp, Tenant, TestApp } from '../support/app';
 import { Seed } from '../support/seed';
@@ -54,6 +55,16 @@ test('an expired or used-up code is listed inactive, with the reason', async () 
     ONCE: [false, 'exhausted'],
     HELD: [false, 'exhausted'],
   });
+});
+
+test('GraphQL says what the API says: isActive false and inactiveReason for an expired, used-up or not yet started code', async () => {
+  const res = await fetch(`${app.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${tenant.key}` },
+    body: JSON.stringify({ query: '{ discounts(first: 50) { nodes { code isActive inactiveReason } } }' }) });
+  const { data, errors } = await res.json() as { data: { discounts: { nodes: { code: string; isActive: boolean; inactiveReason: string | null }[] } }; errors?: unknown };
+  expect(errors).toBeUndefined();
+  const rest = await states();
+  expect(Object.fromEntries(data.discounts.nodes.map((d) => [d.code, [d.isActive, d.inactiveReason]]))).toEqual(rest);
+  expect(rest.OLD2020).toEqual([false, 'expired']);
 });
 
 test('a code becomes inactive when the community clock passes its expiry, without any write to it', async () => {
