@@ -1,4 +1,4 @@
--- db/migrations sha256:280ce9453f9894c88f00a901530da1146bd44bd1165bfd1c0fbcd6b51e88244c (regenerate with npm run db:schema)
+-- db/migrations sha256:012edeb5b0e05c3ecf72bb8a9811d812e58d7d367d2d0a2a6a4bf70315c4e90f (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -1079,6 +1079,34 @@ ALTER TABLE ONLY billing.discount_codes FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: discount_inactive_reason(billing.discount_codes); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.discount_inactive_reason(p_d billing.discount_codes) RETURNS text
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    AS $$
+declare
+  v_now timestamptz := billing.now();
+begin
+  if not p_d.is_active or p_d.archived_at is not null then
+    return 'disabled';
+  elsif p_d.expires_at is not null and p_d.expires_at <= v_now then
+    return 'expired';
+  elsif p_d.use_limit is not null and (
+      select count(*) from billing.discount_redemptions r
+      left join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
+      where r.community_id = p_d.community_id and r.discount_id = p_d.id
+        and (r.status = 'redeemed' or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > v_now))) >= p_d.use_limit then
+    return 'exhausted';
+  elsif p_d.starts_at is not null and p_d.starts_at > v_now then
+    return 'not_started';
+  end if;
+  return null;
+end
+$$;
+
+
+--
 -- Name: discount_json(billing.discount_codes); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -1099,20 +1127,12 @@ CREATE FUNCTION billing.discount_json(p_d billing.discount_codes) RETURNS jsonb
     'redeemed_count', c.redeemed,
     'pending_count', c.pending,
     'created_at', billing.iso(p_d.created_at))
-  from (select billing.now() as now) t
-  cross join lateral (
+  from (
     select count(*) filter (where r.status = 'redeemed') as redeemed,
-      count(*) filter (where r.status = 'pending') as pending,
-      count(*) filter (where r.status = 'redeemed'
-        or (r.status = 'pending' and cs.status = 'open' and cs.expires_at > t.now)) as held
+      count(*) filter (where r.status = 'pending') as pending
     from billing.discount_redemptions r
-    left join billing.checkout_sessions cs on cs.community_id = r.community_id and cs.id = r.checkout_id
     where r.community_id = p_d.community_id and r.discount_id = p_d.id) c
-  cross join lateral (select case
-      when not p_d.is_active or p_d.archived_at is not null then 'disabled'
-      when p_d.expires_at is not null and p_d.expires_at <= t.now then 'expired'
-      when p_d.use_limit is not null and c.held >= p_d.use_limit then 'exhausted'
-      when p_d.starts_at is not null and p_d.starts_at > t.now then 'not_started' end as reason) st
+  cross join lateral (select billing.discount_inactive_reason(p_d) as reason) st
 $$;
 
 
@@ -10320,10 +10340,12 @@ CREATE VIEW billing_graphql.discounts WITH (security_invoker='true', security_ba
     d.max_spend_cents,
     d.starts_at,
     d.expires_at,
-    d.is_active,
+    (st.reason IS NULL) AS is_active,
     d.tier_ids,
-    d.created_at
-   FROM billing.discount_codes d
+    d.created_at,
+    st.reason AS inactive_reason
+   FROM (billing.discount_codes d
+     CROSS JOIN LATERAL ( SELECT billing.discount_inactive_reason(d.*) AS reason) st)
   WHERE ((d.archived_at IS NULL) AND ( SELECT billing.has_scope('discounts:read'::text) AS has_scope));
 
 
@@ -10369,7 +10391,8 @@ COMMENT ON COLUMN billing_graphql.discounts.duration IS '@notNull';
 -- Name: COLUMN discounts.is_active; Type: COMMENT; Schema: billing_graphql; Owner: -
 --
 
-COMMENT ON COLUMN billing_graphql.discounts.is_active IS '@notNull';
+COMMENT ON COLUMN billing_graphql.discounts.is_active IS '@notNull
+Whether a checkout can use the code now: false when turned off, expired, at its use limit or not started yet.';
 
 
 --
@@ -10384,6 +10407,14 @@ COMMENT ON COLUMN billing_graphql.discounts.tier_ids IS '@notNull';
 --
 
 COMMENT ON COLUMN billing_graphql.discounts.created_at IS '@notNull';
+
+
+--
+-- Name: COLUMN discounts.inactive_reason; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.discounts.inactive_reason IS '@enumValues disabled expired exhausted not_started
+Why the code is not active now, the first that applies; null when active.';
 
 
 --
@@ -15091,6 +15122,14 @@ GRANT ALL ON FUNCTION billing.current_scopes() TO billing_api;
 
 GRANT SELECT ON TABLE billing.discount_codes TO billing_api;
 GRANT SELECT ON TABLE billing.discount_codes TO billing_operator;
+
+
+--
+-- Name: FUNCTION discount_inactive_reason(p_d billing.discount_codes); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.discount_inactive_reason(p_d billing.discount_codes) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.discount_inactive_reason(p_d billing.discount_codes) TO billing_api;
 
 
 --

@@ -1,3 +1,8 @@
+--! Previous: sha1:5f6a59ac548c38b459e2c8a08f810780b29bffe6
+--! Hash: sha1:6fd1f64a8338ae68455df2bef639d3381e8329c7
+--! Message: discount state in graphql
+
+--! split: 10-discount-state-in-graphql.sql
 -- Issue 26 items 6 and 12 (audit): GraphQL's discounts said the operator's stored switch
 -- (isActive true for a code expired in 2020) while GET /v1/discounts said the state of
 -- now. The rule moves into billing.discount_inactive_reason, which billing.discount_json
