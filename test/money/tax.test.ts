@@ -289,3 +289,20 @@ test('GraphQL invoices carry the tax', async () => {
   expect(String(node.taxCents)).toBe('0');
   expect(node.taxLines).toEqual(invoice.tax_lines);
 });
+
+test('the member portal\'s plan change shows what is due now with the tax its invoice will add', async () => {
+  const { subscription_id: sub, memberId } = await buy('silver', { customer_country: 'DE' });
+  const session = await call(app.url, 'POST', `/v1/members/${memberId}/portal-sessions`, { key: shop.key, body: {} });
+  expect(session.status).toBe(200);
+  const opened = await fetch(session.body.url);
+  await opened.text();
+  const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0];
+  const base = new URL(session.body.url).pathname;
+  const page = await (await fetch(`${app.url}${base}/subscriptions/${sub}/switch`, { headers: { cookie } })).text();
+  const due = /Due now: <strong>([0-9.]+) USD<\/strong> \(([0-9.]+) USD for the rest of the period, less ([0-9.]+) USD unused on your current plan, plus VAT 19% ([0-9.]+) USD\)/
+    .exec(page.split('Gold monthly')[1] ?? '');
+  expect(due).not.toBeNull();
+  const [dueNow, charge, credit, tax] = due!.slice(1).map((x) => Math.round(Number(x) * 100));
+  expect(tax).toBe(Math.round((charge - credit) * 0.19));
+  expect(dueNow).toBe(charge - credit + tax);
+});

@@ -879,6 +879,47 @@ begin
 end
 $$;
 
+-- What switching a subscription to p_args.plan_id would do now: an immediate switch's
+-- proration (billing.switch_proration, the rule the switch applies) with its tax
+-- (billing.invoice_tax, as its invoice will compute it: due_now_cents includes a tax
+-- added on top) or, for a downgrade, the date it is scheduled for. 409 / 422 as the
+-- switch itself (billing.switch_validate).
+create or replace function billing_api.subscription_switch_preview(p_args jsonb) returns jsonb
+  language plpgsql stable
+as $$
+declare
+  v_sub billing.subscriptions;
+  v_old billing.plans;
+  v_new billing.plans;
+  v_group text;
+  v_q record;
+  v_tax jsonb;
+begin
+  select * into v_sub from billing.subscriptions s
+  where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
+  if v_sub.id is null then
+    perform billing.raise('BL404', 'No subscription ' || coalesce(p_args->>'id', '') || '.');
+  end if;
+  v_group := billing.switch_validate(v_sub, p_args->>'plan_id');
+  select * into v_old from billing.plans p where p.community_id = v_sub.community_id and p.id = v_sub.plan_id;
+  select * into v_new from billing.plans p where p.community_id = v_sub.community_id and p.id = p_args->>'plan_id';
+  if v_group = 'downgrades' then
+    return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'period_end',
+      'applies_at', billing.iso(v_sub.current_period_end), 'currency', v_new.currency,
+      'charge_cents', 0, 'credit_cents', 0, 'tax_cents', 0, 'tax_lines', '[]'::jsonb, 'due_now_cents', 0,
+      'period_end', billing.iso(v_sub.current_period_end));
+  end if;
+  select * into v_q from billing.switch_proration(v_sub, v_old, v_new, billing.now());
+  v_tax := billing.invoice_tax(v_sub.community_id, billing.member_billing(v_sub.community_id, v_sub.member_id),
+    jsonb_build_array(jsonb_build_object('type', 'proration', 'description', 'preview', 'amount_cents', v_q.charge_cents - v_q.applied_cents)));
+  return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'now',
+    'applies_at', billing.iso(billing.now()), 'currency', v_new.currency,
+    'charge_cents', v_q.charge_cents, 'credit_cents', v_q.applied_cents,
+    'tax_cents', (v_tax->>'tax_cents')::bigint, 'tax_lines', v_tax->'tax_lines',
+    'due_now_cents', v_q.charge_cents - v_q.applied_cents + (v_tax->>'tax_exclusive_cents')::bigint, 'period_end', billing.iso(v_q.period_end));
+end
+$$;
+
 -- ---- checkout: the buyer's billing details and the tax preview (functions/80-checkout.sql) -----------
 
 -- Input: tier_id, plan_id?, subject, client_reference_id?, return_url?, discount_code?,
