@@ -234,6 +234,11 @@ test('the PDF prints both parties with their tax ids, the tax lines, subtotal, t
   expect(r).toMatch(/Tax\s+0\.00 USD/);
   expect(r).toMatch(/Total\s+8\.00 USD/);
   expect(r.replace(/\s+/g, ' ')).toContain('Reverse charge: VAT to be accounted for by the recipient, Article 196 Directive 2006/112/EC.');
+  // The name and address are the PDF's only: never in the invoice's JSON or any event (webhooks).
+  const { rows: [leaks] } = await app.owner.query<{ n: number }>(
+    `select count(*)::int as n from billing.events where community_id = $1 and (data::text like '%Musterfirma%' or data::text like '%Hauptstr%')`, [shop.communityId]);
+  expect(leaks.n).toBe(0);
+  expect(JSON.stringify(reverse.invoice)).not.toMatch(/Musterfirma|Hauptstr/);
   const exclusive = await text((await buy('gold', { customer_country: 'DE' }, { plan_id: shop.ids.plans['gold-monthly'] })).invoice.id);
   expect(exclusive).toMatch(/VAT 19% \(DE\) on 15\.00 USD\s+2\.85 USD/);
   expect(exclusive).toMatch(/Tax\s+2\.85 USD/);
