@@ -12,6 +12,7 @@ import { advance, catalog, checkout, createShop, externalSubject, pay, Shop } fr
 import { sandboxSetCard } from '../../src/domain/checkout/checkout-completion';
 import { applyCatalog } from '../../src/domain/catalog/catalog-file';
 import { asTenant } from '../support/tenant';
+import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 
 let app: TestApp;
 let shop: Shop;
@@ -310,4 +311,19 @@ test('the member portal\'s plan change shows what is due now with the tax its in
   const [dueNow, charge, credit, tax] = due!.slice(1).map((x) => Math.round(Number(x) * 100));
   expect(tax).toBe(Math.round((charge - credit) * 0.19));
   expect(dueNow).toBe(charge - credit + tax);
+});
+
+test('the dashboard\'s Settings page shows the seller, the rates and Stripe Tax to a viewer', async () => {
+  const invite = await inviteOperator(app.owner, shop.communityId, `viewer-tax-${Date.now()}@example.com`, 'viewer');
+  const signed = await signInWithLink(app.api, invite.token, '10.77.0.30');
+  if (!signed.ok) throw new Error('sign-in refused');
+  const res = await fetch(`${app.url}/dashboard/settings`, { headers: { cookie: `billing_session=${signed.session.token}` } });
+  expect(res.status).toBe(200);
+  const page = (await res.text()).replace(/\s+/g, ' ');
+  for (const s of ['Gold Club Ltd', '1 Harbour Street', 'IE1234567T', '<td>DE</td><td>VAT</td><td>19%</td><td>exclude it (added)</td><td>yes</td>',
+    '<td>IE</td><td>VAT</td><td>23%</td><td>include it</td><td>yes</td>', '<td>AU</td><td>GST</td><td>10%</td><td>exclude it (added)</td><td>no</td>',
+    'Stripe Tax</h2><p>Off.']) {
+    expect(page).toContain(s);
+  }
+  expect(page).toContain('href="/dashboard/settings" aria-current="page"');
 });
