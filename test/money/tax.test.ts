@@ -274,11 +274,15 @@ test('tax does not move MRR: exclusive tax is left out, inclusive tax taken out;
   const mrr = await asTenant(app.owner, mrrShop.communityId, async (c) => (await c.query('select mrr_cents::int as m from analytics.mrr')).rows[0].m,
     { role: 'billing_api' });
   expect(mrr).toBe(2250);
+  // A one-time purchase from Ireland: 9.00 of which 23% VAT (168).
+  const guide = await checkout(app, mrrShop, { tier_id: mrrShop.ids.tiers.guide, subject: externalSubject('mrr'), customer_country: 'IE' });
+  expect((await pay(guide.body.url)).status).toBe(303);
   const revenue = await asTenant(app.owner, mrrShop.communityId, async (c) => (await c.query(
-    'select sum(r.subscription_cents)::int as net, (select sum(p.tax_cents)::int from analytics.paid_invoices_daily p) as tax from analytics.revenue_daily r')).rows[0],
+    `select sum(r.subscription_cents)::int as net, sum(r.purchase_cents)::int as purchases,
+       (select sum(p.tax_cents)::int from analytics.paid_invoices_daily p) as tax from analytics.revenue_daily r`)).rows[0],
   { role: 'billing_api' });
-  // Paid 800 + 952 + 800; tax 152 + 150.
-  expect(revenue).toEqual({ net: 800 + 800 + 650, tax: 302 });
+  // Paid 800 + 952 + 800 + 900; tax 152 + 150 + 168.
+  expect(revenue).toEqual({ net: 800 + 800 + 650, purchases: 900 - 168, tax: 152 + 150 + 168 });
   // A renewal in the same country moves nothing.
   await advance(app, mrrShop, 32);
   expect(new Map((await mrrOf([untaxed, exclusive, inclusive])).map((r) => [r.sub, Number(r.cents)])).get(exclusive)).toBe(800);

@@ -1110,6 +1110,8 @@ as $$
     'billing_details', b.details,
     'tax', billing.invoice_tax(p_cs.community_id, b.details, jsonb_build_array(jsonb_build_object('type', 'plan',
       'description', 'preview', 'amount_cents', p_cs.amount_cents - p_cs.discount_cents))),
+    -- whether the community charges tax at all (an active rate): the page's Tax row
+    'taxes', exists (select 1 from billing.tax_rates r where r.community_id = p_cs.community_id and r.active),
     -- Stripe computes the tax (payment_provider.automatic_tax of the catalog file)
     'stripe_automatic_tax', coalesce((select (c.payment_config->>'automatic_tax')::boolean from billing.communities c
       where c.id = p_cs.community_id and c.payment_provider = 'stripe'), false))
@@ -1360,14 +1362,13 @@ create or replace view analytics.revenue_daily with (security_invoker = true) as
       i.amount_paid_cents - i.tax_cents as subscription_cents, 0::bigint as purchase_cents
     from billing.invoices i where i.status = 'paid' and i.subscription_id is not null
     union all
+    -- (the inclusive tax: all of it but what the total adds, total - (subtotal - discount))
     select p.community_id, (p.paid_at at time zone 'UTC')::date, p.currency, 0,
-      p.amount_cents - coalesce((select billing.invoice_tax_sum(i.tax_lines, true) from billing.invoices i
+      p.amount_cents - coalesce((select i.tax_cents - (i.total_cents - i.subtotal_cents + i.discount_cents) from billing.invoices i
         where i.community_id = p.community_id and i.purchase_id = p.id and i.status = 'paid' limit 1), 0)
     from billing.purchases p
   ) r
   group by community_id, day, currency;
-
-grant execute on function billing.invoice_tax_sum(jsonb, boolean) to billing_operator;
 
 -- Updates: only the rows where something the facts or the MRR read changed (a renewal
 -- without a discount moves the period, which no figure reads). The columns are those of

@@ -44,6 +44,8 @@ export interface CheckoutInfo {
   billing_details: BillingDetails;
   /** billing.invoice_tax of the price less its discount: what the sandbox page shows due and at renewal. */
   tax: TaxPreview;
+  /** The community charges tax somewhere (an active rate): the sandbox page shows a Tax row. */
+  taxes: boolean;
   /** Stripe Tax computes the tax of this community's Stripe checkouts (payment_provider.automatic_tax). */
   stripe_automatic_tax: boolean;
 }

@@ -149,10 +149,13 @@ function checkoutPage(communityName: string, info: CheckoutInfo, action: string,
     ['Plan', escapeHtml(info.plan_name ?? info.plan_id)],
     ['Price', `${escapeHtml(price)}${info.interval ? ` per ${escapeHtml(info.interval)}` : ' once'}`],
     ['Discount', info.discount_code ? `${escapeHtml(info.discount_code)} (−${escapeHtml(formatMoney(info.discount_cents, info.currency))})` : 'none'],
-    ['Tax', tax ? `${escapeHtml(tax)}${info.tax.tax_cents > 0 ? `: ${escapeHtml(formatMoney(info.tax.tax_cents, info.currency))}` : ''}`
-      : info.billing_details.country ? 'none' : 'by your country (below)'],
     ['Due today', `<strong>${escapeHtml(today)}</strong>`],
   ];
+  // The tax as the billing details below make it; no row where the community charges none.
+  if (tax || info.taxes) {
+    rows.splice(rows.length - 1, 0, ['Tax', tax ? `${escapeHtml(tax)}${info.tax.tax_cents > 0 ? `: ${escapeHtml(formatMoney(info.tax.tax_cents, info.currency))}` : ''}`
+      : info.billing_details.country ? 'none' : 'by your country (below)']);
+  }
   if (then) rows.push(['After that', escapeHtml(then)]);
   let action_html: string;
   if (info.status === 'completed') action_html = '<p><strong>This checkout is already paid.</strong></p>';
