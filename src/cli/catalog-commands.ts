@@ -10,7 +10,7 @@ import { idList, money } from './plans-commands';
  * price) and the command that would move them, then every key's id.
  */
 export function catalogReport(r: CatalogResult, communityId: string): string {
-  const total = (['tiers', 'plans', 'entitlements', 'platforms', 'discounts'] as const).reduce((n, k) => n + Object.keys(r[k]).length, 0);
+  const total = (['tiers', 'plans', 'entitlements', 'platforms', 'discounts', 'tax_rates'] as const).reduce((n, k) => n + Object.keys(r[k]).length, 0);
   const created = r.changes.filter((c) => c.action === 'created').length;
   const updated = r.changes.length - created;
   const lines = [r.changes.length === 0 ? `Applied catalog: nothing changed (${total} listed)`
@@ -29,7 +29,7 @@ export function catalogReport(r: CatalogResult, communityId: string): string {
     lines.push(`  To move them to the new price with notice: billing plans migrate --community ${communityId} --plan ${p.plan} --notice-days 30`);
   }
   lines.push('', 'Ids:');
-  for (const what of ['tiers', 'plans', 'entitlements', 'platforms', 'discounts'] as const) {
+  for (const what of ['tiers', 'plans', 'entitlements', 'platforms', 'discounts', 'tax_rates'] as const) {
     for (const [k, id] of Object.entries(r[what])) lines.push(`  ${what.padEnd(13)} ${k.padEnd(24)} ${id}`);
   }
   return lines.join('\n');

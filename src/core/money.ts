@@ -41,3 +41,10 @@ export function minorUnitsOf(text: string, currency: string | null | undefined):
   if (!m || (m[2] !== undefined && m[2].length > digits)) return null;
   return Number(m[1]) * 10 ** digits + Number((m[2] ?? '').padEnd(digits, '0') || '0');
 }
+
+/** A tax rate in parts per million as a percentage, exact, without trailing zeros: 200000 "20%", 88750 "8.875%". */
+export function percentOfPpm(ppm: number): string {
+  const whole = Math.floor(ppm / 10000);
+  const frac = String(ppm % 10000).padStart(4, '0').replace(/0+$/, '');
+  return `${whole}${frac ? `.${frac}` : ''}%`;
+}

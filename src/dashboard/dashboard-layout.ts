@@ -16,6 +16,7 @@ const NAV: [string, string][] = [
   ['/dashboard/platforms', 'Platforms'],
   ['/dashboard/operators', 'Operators'],
   ['/dashboard/mail', 'Mail'],
+  ['/dashboard/settings', 'Settings'],
 ];
 
 const NOTICES: Record<string, string> = {

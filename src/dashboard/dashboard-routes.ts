@@ -20,6 +20,7 @@ import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
 import { mountPlatforms } from './pages/platforms-page';
 import { mountPurchases } from './pages/purchases-page';
+import { mountSettings } from './pages/settings-page';
 import { mountSignIn } from './pages/sign-in-page';
 import { mountSubscriptions } from './pages/subscriptions-page';
 import { mountWebhooks } from './pages/webhooks-page';
@@ -30,6 +31,7 @@ const SIGNED_PAGES: MountPage[] = [
   mountCatalog, mountKeys, mountWebhooks, mountEvents, mountOperators,
   mountPlatforms,
   mountMail,
+  mountSettings,
 ];
 
 export function mountDashboard(app: express.Express, deps: DashboardDeps): void {

@@ -11,6 +11,7 @@ import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import type { Config } from '../core/config';
 import { SESSION_TOKEN_PATTERN } from '../core/ids';
+import { decimalOf, percentOfPpm } from '../core/money';
 import { memberPortalInfo, MemberPortalInfo, openMemberPortal } from '../domain/members/member-portal';
 import { dashboardOperation } from '../operations';
 import type { Caller, Executor, Outcome, RawInput } from '../operations/executor';
@@ -46,6 +47,14 @@ const BENEFIT_LABEL: Record<string, string> = { role: 'a role', channel: 'a chan
 const DELIVERY_LABEL: Record<string, string> = {
   delivered: 'given', pending: 'being set up', failed: 'being set up (retrying)', action_required: 'needs an action',
 };
+
+/** A switch preview's tax, in words: a tax added on top (part of what is due), or one inside the price. */
+function taxNote(q: Json): string {
+  const line = (q.tax_lines as Json[] | undefined)?.[0];
+  if (!line || !q.tax_cents) return '';
+  const rate = line.rate_ppm === null ? '' : ` ${percentOfPpm(line.rate_ppm)}`;
+  return `${line.inclusive ? ', including' : ', plus'} ${line.name}${rate} ${decimalOf(q.tax_cents, q.currency)} ${String(q.currency).toUpperCase()}`;
+}
 
 function shell(title: string, communityName: string, body: Html): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -244,7 +253,7 @@ ${p.info.return_url ? html`<p><a href="${p.info.return_url}">Back</a></p>` : ''}
     const rows = all.map((o, i) => {
       const q = previews[i].problem ? null : previews[i].body as Json;
       const terms = !q ? html`—` : q.applies === 'now'
-        ? html`Due now: <strong>${money(q.due_now_cents, q.currency)}</strong> (${money(q.charge_cents, q.currency)} for the rest of the period, less ${money(q.credit_cents, q.currency)} unused on your current plan)`
+        ? html`Due now: <strong>${money(q.due_now_cents, q.currency)}</strong> (${money(q.charge_cents, q.currency)} for the rest of the period, less ${money(q.credit_cents, q.currency)} unused on your current plan${taxNote(q)})`
         : html`From ${day(q.applies_at)}; nothing due now`;
       return html`<tr><td>${o.plan_name ?? o.plan_id}</td><td>${money(o.amount_cents, o.currency)} per ${o.interval}</td><td>${terms}</td>
 <td>${button(p, 'switch', `Switch to ${o.plan_name ?? o.plan_id}`, html`<input type="hidden" name="subscription" value="${id}"><input type="hidden" name="plan_id" value="${o.plan_id}">`)}</td></tr>`;

@@ -13,11 +13,12 @@ import { discount } from './discounts/discount-schema';
 import { entitlementBenefit, entitlementSource, memberEntitlement } from './entitlements/entitlement-schema';
 import { eventEnvelopeSchema } from './events/event-schema';
 import { grant } from './grants/grant-schema';
-import { invoice, invoiceCreditNote, invoiceLine, refund } from './invoices/invoice-schema';
+import { invoice, invoiceCreditNote, invoiceLine, invoiceTaxLine, refund } from './invoices/invoice-schema';
 import { externalSubject, identity, member } from './members/member-schema';
 import { billingPlan, tier } from './plans/plan-schema';
 import { purchase } from './purchases/purchase-schema';
 import { subscription, switchOption } from './subscriptions/subscription-schema';
+import { taxRate, taxSettings } from './tax/tax-schema';
 import { testPingResult, webhookAttempt, webhookDelivery, webhookEndpoint, webhookEndpointWithSecret } from './webhooks/webhook-schema';
 
 /** Component name -> the zod schema it names (the output shape, as responses carry it). */
@@ -33,6 +34,9 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   Invoice: invoice,
   InvoiceLine: invoiceLine,
   CreditNote: invoiceCreditNote,
+  TaxLine: invoiceTaxLine,
+  TaxRate: taxRate,
+  TaxSettings: taxSettings,
   Refund: refund,
   Grant: grant,
   Discount: discount,

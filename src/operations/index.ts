@@ -16,6 +16,7 @@ import { memberSessionOperations } from '../domain/members/member-session-operat
 import { planOperations } from '../domain/plans/plan-operations';
 import { purchaseOperations } from '../domain/purchases/purchase-operations';
 import { invoiceOperations } from '../domain/invoices/invoice-operations';
+import { taxOperations } from '../domain/tax/tax-operations';
 import { grantOperations } from '../domain/grants/grant-operations';
 import { lifecycleOperations } from '../domain/subscriptions/lifecycle-operations';
 import { subscriptionOperations } from '../domain/subscriptions/subscription-operations';
@@ -30,6 +31,7 @@ export const operations: readonly Operation[] = [
   ...subscriptionOperations,
   ...purchaseOperations,
   ...invoiceOperations,
+  ...taxOperations,
   ...grantOperations,
   ...discountOperations,
   ...analyticsOperations,

@@ -75,7 +75,7 @@ test('every dashboard page renders for a viewer without serious accessibility vi
   const { context, page } = await newPage(browser);
   await signInAs(page, app, tenant.communityId, 'viewer');
   for (const path of ['/dashboard', '/dashboard/subscriptions', '/dashboard/purchases', '/dashboard/invoices', '/dashboard/members',
-    '/dashboard/catalog', '/dashboard/keys', '/dashboard/webhooks', '/dashboard/events']) {
+    '/dashboard/catalog', '/dashboard/keys', '/dashboard/webhooks', '/dashboard/events', '/dashboard/settings']) {
     const res = await page.goto(`${app.url}${path}`);
     expect([path, res!.status()]).toEqual([path, 200]);
     expect([path, await seriousViolations(page)]).toEqual([path, []]);

@@ -52,6 +52,7 @@ async function seedEverything(communityId: string) {
     await q(`insert into billing.idempotency_keys (community_id, endpoint, key, request_hash, response_status, expires_at) values ($1, 'POST /x', 'k', 'h', 200, now() + interval '1 day')`, [communityId]);
     await q(`insert into billing.provider_events (community_id, provider, event_id, type) values ($1, 'stripe', 'evt_1', 'x')`, [communityId]);
     await q(`insert into billing.member_provider_customers (community_id, member_id, provider, customer_ref) values ($1, $2, 'stripe', 'cus_1')`, [communityId, member.id]);
+    await q(`insert into billing.tax_rates (community_id, country, name, rate_ppm) values ($1, 'DE', 'VAT', 190000)`, [communityId]);
   }, { commit: true });
 }
 

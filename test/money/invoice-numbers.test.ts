@@ -169,8 +169,8 @@ test('a refund makes a credit note with its own sequence, naming the invoice; th
     { id: expect.stringMatching(/^cn_/), invoice_id: gold.id, refund_id: r3.body.id, number: `${cnYear}-000003`, amount_cents: 1000, currency: 'usd' },
   ]);
   expect(r3.body.invoice.credit_notes).toEqual([
-    { id: notes[0].id, number: notes[0].number, refund_id: r1.body.id, amount_cents: 500, created_at: expect.any(String) },
-    { id: notes[2].id, number: notes[2].number, refund_id: r3.body.id, amount_cents: 1000, created_at: expect.any(String) },
+    { id: notes[0].id, number: notes[0].number, refund_id: r1.body.id, amount_cents: 500, tax_cents: 0, created_at: expect.any(String) },
+    { id: notes[2].id, number: notes[2].number, refund_id: r3.body.id, amount_cents: 1000, tax_cents: 0, created_at: expect.any(String) },
   ]);
   const got = await call(app.url, 'GET', `/v1/invoices/${gold.id}`, { key: shop.key });
   expect(got.body.credit_notes).toEqual(r3.body.invoice.credit_notes);

@@ -17,6 +17,10 @@
 // Issue 26 adds to the model: a refund of a disputed invoice is refused, a pause keeps
 // the paid period (access until it ends, a resume within it charges nothing), and a
 // trial is given once per member and tier (its own property, at the end).
+// Issue 30 adds tax (docs/decisions/tax.md): each member buys from a country of its own
+// (an exclusive rate, an inclusive rate, an EU business reverse charged), and the model
+// computes every invoice's tax and total from its lines by those rules (taxOf), and what
+// the credit notes of its refunds credit of that tax.
 // Runs with a fixed seed (CI) and with a random one; fast-check prints seed and path.
 import fc from 'fast-check';
 import { applyCatalog } from '../../src/domain/catalog/catalog-file';
@@ -302,6 +306,36 @@ function prevEnd(s: ModelSub): number {
   return addMonths(s.anchor, n);
 }
 
+// ---- tax: the model (issue 30 item 5) ------------------------------------------------------
+// The seller is in Ireland. Member 0 buys from Germany (19%, added to the price), member 1
+// from Ireland (23%, inside the price), member 2 is a French business with a VAT id (EU
+// reverse charge: no tax). The checkout links carry their country and tax id.
+
+const SELLER = { country: 'IE', tax_id: 'IE1234567T' };
+const TAX_RATES = [
+  { country: 'DE', name: 'VAT', rate_ppm: 190000, inclusive: false },
+  { country: 'IE', name: 'VAT', rate_ppm: 230000, inclusive: true },
+  { country: 'FR', name: 'TVA', rate_ppm: 200000, inclusive: false },
+];
+const BUYERS: { country: string; tax_id?: string; ppm: number; inclusive: boolean; reverse: boolean }[] = [
+  { country: 'DE', ppm: 190000, inclusive: false, reverse: false },
+  { country: 'IE', ppm: 230000, inclusive: true, reverse: false },
+  { country: 'FR', tax_id: 'FR12345678901', ppm: 200000, inclusive: false, reverse: true },
+];
+const buyerDetails = (m: number) => ({ customer_country: BUYERS[m].country, ...(BUYERS[m].tax_id ? { customer_tax_id: BUYERS[m].tax_id } : {}) });
+
+/** n / d rounded half away from zero, in integers (n, d >= 0). */
+const roundDiv = (n: number, d: number) => Math.floor((2 * n + d) / (2 * d));
+
+/** The tax of an invoice of member m whose lines add up to base, and the part of it added to the total. */
+function taxOf(m: number, base: number): { tax: number; added: number } {
+  const b = BUYERS[m];
+  const taxable = Math.max(0, base);
+  if (b.reverse) return { tax: 0, added: 0 };
+  const tax = b.inclusive ? roundDiv(taxable * b.ppm, 1_000_000 + b.ppm) : roundDiv(taxable * b.ppm, 1_000_000);
+  return { tax, added: b.inclusive ? 0 : tax };
+}
+
 // ---- the service ----------------------------------------------------------------------
 
 interface Run { shop: Shop; members: { external: { namespace: string; external_user_id: string } }[]; memberIds: (string | null)[]; grants: { id: string; m: number }[]; model: Model }
@@ -314,7 +348,7 @@ async function now(run: Run): Promise<number> {
 /** A checkout link created and paid at once by one client; 200 when it made a subscription. */
 async function checkoutAndPay(run: Run, m: number, plan: PlanKey): Promise<{ status: number; memberId?: string }> {
   const r = await call(app.url, 'POST', '/v1/checkout-links', { key: run.shop.key,
-    body: { tier_id: run.shop.ids.tiers[PLANS[plan].tier], plan_id: run.shop.ids.plans[plan], subject: run.members[m] } });
+    body: { tier_id: run.shop.ids.tiers[PLANS[plan].tier], plan_id: run.shop.ids.plans[plan], subject: run.members[m], ...buyerDetails(m) } });
   if (r.status !== 200) return r;
   // The sandbox page refuses to complete a checkout its buyer is no longer eligible for.
   const page = await fetch(r.body.url, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
@@ -347,7 +381,7 @@ async function apply(run: Run, c: Cmd): Promise<void> {
   switch (c.k) {
     case 'checkout': {
       const r = await call(app.url, 'POST', '/v1/checkout-links', { key: run.shop.key,
-        body: { tier_id: run.shop.ids.tiers[PLANS[c.plan].tier], plan_id: run.shop.ids.plans[c.plan], subject: run.members[c.m] } });
+        body: { tier_id: run.shop.ids.tiers[PLANS[c.plan].tier], plan_id: run.shop.ids.plans[c.plan], subject: run.members[c.m], ...buyerDetails(c.m) } });
       const held = subs.some((s) => s.member === c.m && s.status !== 'cancelled');
       if (held) { expect([c, r.status, r.body?.code]).toEqual([c, 409, 'not_eligible']); return; }
       expect([c, r.status]).toEqual([c, 200]);
@@ -601,18 +635,31 @@ async function check(run: Run, last: Cmd): Promise<void> {
     const d = await dbSub(run, s.id);
     expect({ after: last, sub: s.id, status: d.status, plan: d.plan, scheduled: d.scheduled, periodEnd: d.periodEnd })
       .toEqual({ after: last, sub: s.id, status: s.status, plan: s.plan, scheduled: s.scheduled, periodEnd: s.periodEnd });
-    const { rows: charged } = await app.owner.query<{ total: string }>(
-      `select total_cents as total from billing.invoices where subscription_id = $1 and billing_reason in ('subscription_create', 'subscription_cycle') order by id`, [s.id]);
-    expect({ sub: s.id, charged: charged.map((r) => Number(r.total)) }).toEqual({ sub: s.id, charged: s.charged });
+    // What each period charged, with its tax by the member's country (taxOf).
+    const { rows: charged } = await app.owner.query<{ total: string; tax: string }>(
+      `select total_cents as total, tax_cents as tax from billing.invoices where subscription_id = $1 and billing_reason in ('subscription_create', 'subscription_cycle') order by id`, [s.id]);
+    expect({ sub: s.id, charged: charged.map((r) => [Number(r.total), Number(r.tax)]) })
+      .toEqual({ sub: s.id, charged: s.charged.map((base) => [base + taxOf(s.member, base).added, taxOf(s.member, base).tax]) });
   }
-  const { rows: invoices } = await app.owner.query<{ id: string; status: string; lines: { amount_cents: number; type: string }[]; subtotal: string; discount: string; total: string; paid: string; successes: number }>(
-    `select i.id, i.status, i.lines, i.subtotal_cents as subtotal, i.discount_cents as discount, i.total_cents as total,
-       i.amount_paid_cents as paid, (select count(*)::int from billing.payment_attempts a where a.community_id = i.community_id and a.invoice_id = i.id and a.status = 'succeeded') as successes
+  const memberOf = new Map(run.memberIds.flatMap((id, m) => (id ? [[id, m] as const] : [])));
+  const { rows: invoices } = await app.owner.query<{ id: string; member_id: string; status: string; lines: { amount_cents: number; type: string }[]; subtotal: string; discount: string;
+    total: string; paid: string; refunded: string; tax: string; reverse: boolean; successes: number; notes: { amount_cents: number; tax_cents: number }[] }>(
+    `select i.id, i.member_id, i.status, i.lines, i.subtotal_cents as subtotal, i.discount_cents as discount, i.total_cents as total,
+       i.amount_paid_cents as paid, i.amount_refunded_cents as refunded, i.tax_cents as tax, i.reverse_charge as reverse, i.credit_notes as notes,
+       (select count(*)::int from billing.payment_attempts a where a.community_id = i.community_id and a.invoice_id = i.id and a.status = 'succeeded') as successes
      from billing.invoices i where i.community_id = $1`, [com]);
   for (const i of invoices) {
     const sum = (types: string[]) => i.lines.filter((l) => types.includes(l.type)).reduce((a, l) => a + l.amount_cents, 0);
-    expect({ id: i.id, subtotal: Number(i.subtotal), discount: Number(i.discount), total: Number(i.total) })
-      .toEqual({ id: i.id, subtotal: sum(['plan', 'proration']), discount: 0 - sum(['discount']) || 0, total: sum(['plan', 'proration', 'discount']) });
+    // Every invoice (a period's, a plan change's) is taxed by the model's rules on its lines.
+    const m = memberOf.get(i.member_id)!;
+    const { tax, added } = taxOf(m, sum(['plan', 'proration', 'discount']));
+    expect({ id: i.id, subtotal: Number(i.subtotal), discount: Number(i.discount), tax: Number(i.tax), reverse: i.reverse, total: Number(i.total) })
+      .toEqual({ id: i.id, subtotal: sum(['plan', 'proration']), discount: 0 - sum(['discount']) || 0, tax, reverse: BUYERS[m].reverse,
+        total: sum(['plan', 'proration', 'discount']) + added });
+    // Its credit notes credit what was refunded, and of the tax the share refunded.
+    const refunded = Number(i.refunded);
+    expect({ id: i.id, credited: i.notes.reduce((a, n) => a + n.amount_cents, 0), creditedTax: i.notes.reduce((a, n) => a + n.tax_cents, 0) })
+      .toEqual({ id: i.id, credited: refunded, creditedTax: refunded === 0 ? 0 : roundDiv(Number(i.tax) * refunded, Number(i.paid)) });
     expect({ id: i.id, successes: i.successes, paid: Number(i.paid) })
       .toEqual({ id: i.id, successes: i.status === 'paid' ? 1 : 0, paid: i.status === 'paid' ? Number(i.total) : 0 });
   }
@@ -665,7 +712,7 @@ async function checkEdges(run: Run): Promise<void> {
 }
 
 async function runCommands(cmds: Cmd[]): Promise<void> {
-  const shop = await createShop(app);
+  const shop = await createShop(app, { type: 'sandbox' }, { seller: SELLER, tax_rates: TAX_RATES });
   const run: Run = { shop, members: Array.from({ length: M }, () => externalSubject('prop')), memberIds: [], grants: [], model: { subs: [], prices: listPrices() } };
   for (const c of cmds) {
     await apply(run, c);

@@ -18,7 +18,7 @@ function refundForm(s: Signed, i: Json, back: string): Html {
 
 /** An invoice's cells, with its Refund form when the operator may refund it (also on the member page). */
 export const invoiceRow = (s: Signed, back: string) => (i: Json) => [html`<code>${i.id}</code> <a href="/dashboard/invoices/${encodeURIComponent(i.id)}/pdf">${i.number ?? 'Draft'} (PDF)</a>`, memberLink(i.member_id), html`${i.billing_reason}`,
-  html`${money(i.total_cents, i.currency)}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}${i.dispute ? html`, disputed: ${String(i.dispute.status).replace('_', ' ')}` : ''}`, html`${day(i.created_at)}`,
+  html`${money(i.total_cents, i.currency)}${i.tax_cents ? html`<br><span class="muted">tax ${money(i.tax_cents, i.currency)}</span>` : ''}${i.reverse_charge ? html`<br><span class="muted">reverse charge</span>` : ''}`, html`${i.status}${i.amount_refunded_cents ? html` (refunded ${money(i.amount_refunded_cents, i.currency)})` : ''}${i.dispute ? html`, disputed: ${String(i.dispute.status).replace('_', ' ')}` : ''}`, html`${day(i.created_at)}`,
   // A disputed payment is never refunded (the operation refuses it: 409).
   s.can('invoices:write') && i.status === 'paid' && !i.dispute && i.amount_refunded_cents < i.amount_paid_cents ? refundForm(s, i, back) : html``];
 

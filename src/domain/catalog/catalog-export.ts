@@ -4,9 +4,11 @@
 type Json = Record<string, unknown>;
 
 const ORDER: Record<string, readonly string[]> = {
-  file: ['payment_provider', 'dunning', 'platforms', 'entitlements', 'tiers', 'discounts'],
+  file: ['payment_provider', 'dunning', 'seller', 'tax_rates', 'platforms', 'entitlements', 'tiers', 'discounts'],
   payment_provider: ['type'],
   dunning: ['retry_days', 'final_action'],
+  seller: ['legal_name', 'address_lines', 'country', 'tax_id'],
+  tax_rates: ['country', 'name', 'rate_ppm', 'inclusive', 'active'],
   platforms: ['key', 'platform', 'name', 'settings'],
   entitlements: ['key', 'name', 'benefits'],
   benefits: ['platform', 'type', 'value'],

@@ -53,6 +53,10 @@ const paymentProvider = z.union([
     type: z.literal('stripe'),
     secret_key: stripeSecretKey.nullable().optional(),
     webhook_secret: stripeWebhookSecret.nullable().optional(),
+    // Stripe Tax computes the tax of this community's Stripe checkouts (Checkout's
+    // automatic_tax; the page then asks for the address and a tax id). Stripe's tax is
+    // what invoices record (docs/decisions/tax.md).
+    automatic_tax: z.boolean({ error: 'expected true or false' }).optional(),
   }),
 ], { error: 'expected {"type": "sandbox"}, {"type": "stripe", ...} or null' }).nullable();
 
@@ -167,9 +171,36 @@ const dunning = z.strictObject({
   final_action: oneOf(['cancel'] as const),
 });
 
+// The seller its invoices name (docs/decisions/invoice-pdf.md): the community's legal
+// fields, also set by `billing communities set-legal`. Listed, the four are set as the
+// file says (absent: cleared); left out, they stay. The country decides the tax of a
+// buyer whose country is unknown, and the EU reverse charge (docs/decisions/tax.md).
+const countryCode = z.string({ error: 'expected a two-letter ISO 3166-1 country code, e.g. "IE"' })
+  .regex(/^[A-Z]{2}$/, { error: 'expected a two-letter ISO 3166-1 country code in capitals, e.g. "IE"' });
+const seller = z.strictObject({
+  legal_name: text().nullable().optional(),
+  address_lines: list(text()).max(6, { error: 'expected at most 6 lines' }).nullable().optional(),
+  country: countryCode.nullable().optional(),
+  tax_id: text(50).nullable().optional(),
+});
+
+// A tax rate per buyer country (docs/decisions/tax.md): rate_ppm in parts per million,
+// exact (20% = 200000); inclusive when the prices hold the tax. Matched by country;
+// a rate the file leaves out stays (set active: false to stop charging it).
+const RATE = 'expected parts per million, a whole number from 0 to 1000000 (20% = 200000)';
+const taxRate = z.strictObject({
+  country: countryCode,
+  name: text(40),
+  rate_ppm: z.number({ error: RATE }).int({ error: RATE }).min(0, { error: RATE }).max(1_000_000, { error: RATE }),
+  inclusive: bool.optional(),
+  active: bool.optional(),
+});
+
 export const catalogSchema = z.strictObject({
   payment_provider: paymentProvider.optional(),
   dunning: dunning.optional(),
+  seller: seller.optional(),
+  tax_rates: list(taxRate).optional(),
   platforms: list(platform).optional(),
   entitlements: list(entitlement).optional(),
   tiers: list(tier).optional(),
@@ -224,6 +255,7 @@ function checkRules(c: CatalogFile): void {
   const entitlements = c.entitlements ?? [];
   const tiers = c.tiers ?? [];
   const discounts = c.discounts ?? [];
+  duplicates(c.tax_rates ?? [], (r) => r.country, (i) => `tax_rates[${i}].country`, 'country');
   duplicates(platforms, (p) => p.key, (i) => `platforms[${i}].key`, 'key');
   platforms.forEach((p, i) => {
     const token = p.settings?.bot_token;
@@ -318,6 +350,8 @@ export interface CatalogResult {
   entitlements: Record<string, string>;
   platforms: Record<string, string>;
   discounts: Record<string, string>;
+  /** Tax rates by country. */
+  tax_rates: Record<string, string>;
   /** What this apply created or updated (rows the file lists unchanged are not here), in file order. */
   changes: CatalogChange[];
   /**
@@ -329,7 +363,7 @@ export interface CatalogResult {
 }
 
 export interface CatalogChange {
-  kind: 'payment_provider' | 'dunning' | 'platform' | 'entitlement' | 'tier' | 'plan' | 'discount';
+  kind: 'payment_provider' | 'dunning' | 'seller' | 'tax_rate' | 'platform' | 'entitlement' | 'tier' | 'plan' | 'discount';
   key: string;
   id: string | null;
   action: 'created' | 'updated';
@@ -451,6 +485,36 @@ async function applyPaymentProvider(db: Queryable, communityId: string, provider
   await db.query('update billing.communities set payment_provider = $2, payment_config = $3::jsonb where id = $1',
     [communityId, type, JSON.stringify(config)]);
   noteChanged(out, 'payment_provider', 'payment_provider', null, 'type');
+}
+
+/** The seller's four legal fields, set as listed (the table's CHECK has the last word); an unchanged seller writes nothing. */
+async function applySeller(db: Queryable, communityId: string, seller: CatalogFile['seller'], out: CatalogResult) {
+  if (seller === undefined) return;
+  const values = [seller.legal_name ?? null, seller.address_lines ?? null, seller.country ?? null, seller.tax_id ?? null];
+  const { rows } = await db.query<{ fields: string[] }>(
+    `select array_remove(array[case when legal_name is distinct from $2 then 'legal_name' end,
+       case when address_lines is distinct from $3::text[] then 'address_lines' end,
+       case when country is distinct from $4 then 'country' end,
+       case when tax_id is distinct from $5 then 'tax_id' end], null) as fields
+     from billing.communities where id = $1`, [communityId, ...values]);
+  const fields = rows[0]?.fields ?? [];
+  if (fields.length === 0) return;
+  await db.query('update billing.communities set legal_name = $2, address_lines = $3::text[], country = $4, tax_id = $5 where id = $1',
+    [communityId, ...values]);
+  for (const f of fields) noteChanged(out, 'seller', 'seller', null, f);
+}
+
+/** Tax rates by country: created or updated as listed; those the file leaves out stay. */
+async function applyTaxRates(db: Queryable, communityId: string, c: CatalogFile, out: CatalogResult) {
+  for (const r of c.tax_rates ?? []) {
+    out.tax_rates[r.country] = await upsert(db, 'billing.tax_rates', communityId, { expr: 'country', value: r.country }, [
+      ['country', r.country, 'text'],
+      ['name', r.name, 'text'],
+      ['rate_ppm', r.rate_ppm, 'integer'],
+      ['inclusive', r.inclusive ?? false, 'boolean'],
+      ['active', r.active ?? true, 'boolean'],
+    ], { touch: 'updated_at', report: { log: out.changes, kind: 'tax_rate', key: r.country } });
+  }
 }
 
 async function applyStripeSecrets(db: Queryable, communityId: string, secrets: { secret_key?: string | null; webhook_secret?: string | null }, opts: ApplyOptions): Promise<string[]> {
@@ -669,7 +733,7 @@ export interface ApplyOptions {
 }
 
 export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: CatalogFile, opts: ApplyOptions = {}): Promise<CatalogResult> {
-  const out: CatalogResult = { tiers: {}, plans: {}, entitlements: {}, platforms: {}, discounts: {}, changes: [], price_changes: [] };
+  const out: CatalogResult = { tiers: {}, plans: {}, entitlements: {}, platforms: {}, discounts: {}, tax_rates: {}, changes: [], price_changes: [] };
   const db = await pool.connect();
   try {
     await db.query('begin');
@@ -684,6 +748,8 @@ export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: 
         [communityId, JSON.stringify(catalog.dunning)]);
       if (dunning.rowCount) noteChanged(out, 'dunning', 'dunning', null, 'retry_days');
     }
+    await applySeller(db, communityId, catalog.seller, out);
+    await applyTaxRates(db, communityId, catalog, out);
     const platformIds = await existingKeys(db, 'billing.platform_configs', communityId);
     await applyPlatforms(db, communityId, catalog, platformIds, opts, out);
     const entitlementIds = await existingKeys(db, 'billing.entitlements', communityId);

@@ -27,6 +27,17 @@ export async function applyCheckoutDiscount(client: pg.PoolClient, checkoutId: s
   await client.query('select billing.checkout_apply_discount($1, $2)', [checkoutId, code]);
 }
 
+/**
+ * The sandbox page's billing details form (billing.checkout_set_details): the buyer's
+ * name, address lines, country and tax id for an open checkout, which decide its tax;
+ * BL422 names the field that is refused.
+ */
+export async function setCheckoutDetails(client: pg.PoolClient, checkoutId: string, details: {
+  customer_name: string; customer_address_lines: string[]; customer_country: string; customer_tax_id: string;
+}): Promise<void> {
+  await client.query('select billing.checkout_set_details($1, $2)', [checkoutId, details]);
+}
+
 /** Which community a checkout belongs to (owner pool: sees every community). */
 export async function checkoutCommunity(pool: pg.Pool, checkoutId: string): Promise<string | null> {
   const { rows } = await pool.query<{ community_id: string }>('select community_id from billing.checkout_sessions where id = $1', [checkoutId]);

@@ -36,6 +36,15 @@ export const checkoutOperations: Operation[] = [
       return_url: httpsUrl.optional().describe('HTTPS page the buyer lands on, with checkout_id appended; external subjects only'),
       discount_code: z.string().min(1).max(100).optional().describe('Case-insensitive discount code'),
       customer_email: emailAddress.optional().describe('The buyer\'s email: set on the member when the checkout completes, if it has none (personal data: never in events)'),
+      // The buyer's billing details (docs/decisions/tax.md): they decide the tax of the
+      // checkout's invoice (the sandbox page shows it) and become the member's when paid.
+      customer_name: z.string().trim().min(1).max(200).optional().describe('The buyer\'s name for invoices (personal data: never in events)'),
+      customer_address_lines: z.array(z.string().trim().min(1).max(100)).max(6).optional()
+        .describe('The buyer\'s postal address as printed lines, at most 6 (personal data: never in events)'),
+      customer_country: z.string().regex(/^[A-Za-z]{2}$/).optional()
+        .describe('The buyer\'s country, ISO 3166-1 alpha-2 (e.g. "DE"): it decides the tax of their invoices'),
+      customer_tax_id: z.string().trim().min(1).max(50).optional()
+        .describe('The buyer\'s tax id; a VAT id of an EU member state other than the community\'s makes the sale reverse charged'),
     }),
     response: checkoutLink,
     idempotent: true,

@@ -40,6 +40,30 @@ export interface CheckoutInfo {
   return_url: string | null;
   subscription_id: string | null;
   purchase_id: string | null;
+  /** The buyer's billing details its tax follows: those given for the checkout, else the member's (docs/decisions/tax.md). */
+  billing_details: BillingDetails;
+  /** billing.invoice_tax of the price less its discount: what the sandbox page shows due and at renewal. */
+  tax: TaxPreview;
+  /** The community charges tax somewhere (an active rate): the sandbox page shows a Tax row. */
+  taxes: boolean;
+  /** Stripe Tax computes the tax of this community's Stripe checkouts (payment_provider.automatic_tax). */
+  stripe_automatic_tax: boolean;
+}
+
+export interface BillingDetails {
+  name: string | null;
+  address_lines: string[];
+  country: string | null;
+  tax_id: string | null;
+}
+
+/** billing.invoice_tax's answer, as much of it as a checkout shows. */
+export interface TaxPreview {
+  tax_lines: { name: string; country: string | null; rate_ppm: number | null; inclusive: boolean; taxable_cents: number | null; amount_cents: number }[];
+  tax_cents: number;
+  tax_exclusive_cents: number;
+  tax_country: string | null;
+  reverse_charge: boolean;
 }
 
 /** billing.subscription_provider plus, for a switch, the target: the "provider" of a lifecycle result (lifecycle-operations.ts). */

@@ -1,21 +1,14 @@
 // An invoice as a PDF a tax office accepts (issue 30 item 3; docs/decisions/invoice-pdf.md):
 // what billing_api.invoices_document answers (db/migrations/fixtures/functions/46-invoices.sql)
-// laid out with pdfkit. Both parties, the number (or "Draft"), the dates, the lines, the
-// discount, the tax lines (none until tax rates exist), the total, how and when it was
-// paid, and the credit notes of its refunds; money in the currency's own places.
+// laid out with pdfkit. Both parties (name, address, tax id), the number (or "Draft"), the
+// dates, the lines, the subtotal, discount, tax lines and tax, the total, the reverse
+// charge's legal mention (docs/decisions/tax.md), how and when it was paid, and the
+// credit notes of its refunds; money in the currency's own places.
 import { z } from 'zod';
-import { decimalOf } from '../../core/money';
+import { decimalOf, percentOfPpm } from '../../core/money';
 import { PAYMENT_PROVIDERS } from '../../core/statuses';
 import type { DocumentRenderer, RenderedDocument } from '../operation';
-import { invoice } from './invoice-schema';
-
-/** A tax line as the invoice will carry it once tax rates exist (issue 30 item 5). */
-const taxLine = z.object({
-  name: z.string(),
-  rate_percent: z.number().nullable(),
-  inclusive: z.boolean(),
-  amount_cents: z.number().int(),
-});
+import { invoice, invoiceTaxLine } from './invoice-schema';
 
 const party = {
   address_lines: z.array(z.string()),
@@ -36,7 +29,7 @@ export const invoiceDocument = z.object({
     ...party,
   }).loose(),
   payment_method: z.enum(PAYMENT_PROVIDERS).nullable(),
-  tax_lines: z.array(taxLine),
+  tax_lines: z.array(invoiceTaxLine),
 });
 export type InvoiceDocument = z.infer<typeof invoiceDocument>;
 
@@ -55,6 +48,7 @@ export function amount(minor: number, currency: string): string {
 }
 
 const date = (iso: string | null): string => (iso ? iso.slice(0, 10) : '');
+
 
 // The standard PDF fonts (Helvetica) encode WinAnsi only; pdfkit writes any other
 // character as bytes of the wrong glyphs. It prints as ? until a Unicode font is embedded.
@@ -75,6 +69,7 @@ function sellerLines(d: InvoiceDocument): string[] {
   if (s.tax_id) lines.push(`Tax id: ${s.tax_id}`);
   return lines;
 }
+
 
 /** The buyer as far as known: a name or email when there is one, else the platform usernames; always the member id. */
 function buyerLines(d: InvoiceDocument): string[] {
@@ -146,20 +141,29 @@ function layout(doc: Doc, d: InvoiceDocument) {
   heading(doc, 'Totals');
   row(doc, 'Subtotal', amount(inv.subtotal_cents, cur));
   if (inv.discount_cents > 0) row(doc, 'Discount', amount(-inv.discount_cents, cur));
-  // Tax lines (issue 30 item 5 fills them): an exclusive tax adds to the total, an
-  // inclusive one is part of the lines already. None is printed while there are none.
+  // Tax lines: an exclusive tax adds to the total, an inclusive one is part of the lines
+  // already (said so); each with its rate, country and what it was computed on. None
+  // is printed when the invoice has none.
   for (const t of d.tax_lines) {
-    const rate = t.rate_percent === null ? '' : ` ${t.rate_percent}%`;
-    row(doc, `${t.name}${rate}${t.inclusive ? ' (included)' : ''}`, amount(t.amount_cents, cur));
+    const rate = t.rate_ppm === null ? '' : ` ${percentOfPpm(t.rate_ppm)}`;
+    const where = t.country ? ` (${t.country})` : '';
+    const on = t.taxable_cents === null ? '' : ` on ${amount(t.taxable_cents, cur)}`;
+    row(doc, `${t.name}${rate}${where}${on}${t.inclusive ? ', included' : ''}`, amount(t.amount_cents, cur));
   }
+  if (d.tax_lines.length > 0) row(doc, 'Tax', amount(inv.tax_cents, cur));
   row(doc, 'Total', amount(inv.total_cents, cur), { bold: true });
+  if (d.tax_lines.length > 0) row(doc, 'Total excluding tax', amount(inv.total_excluding_tax_cents, cur));
   if (inv.amount_paid_cents > 0) row(doc, 'Amount paid', amount(inv.amount_paid_cents, cur));
   if (inv.amount_refunded_cents > 0) row(doc, 'Refunded', amount(-inv.amount_refunded_cents, cur));
+
+  // The legal mention an invoice carries (the EU reverse charge's), under the totals.
+  if (inv.tax_note) doc.moveDown(0.5).font('Helvetica-Bold').fontSize(10).text(printable(inv.tax_note), LEFT, doc.y, { width: RIGHT - LEFT });
 
   if (inv.credit_notes.length > 0) {
     heading(doc, 'Credit notes');
     for (const cn of inv.credit_notes) {
-      row(doc, `${cn.number} of ${date(cn.created_at)}, refund ${cn.refund_id}`, amount(-cn.amount_cents, cur));
+      row(doc, `${cn.number} of ${date(cn.created_at)}, refund ${cn.refund_id}`, amount(-cn.amount_cents, cur),
+        { note: cn.tax_cents > 0 ? `of which tax ${amount(-cn.tax_cents, cur)}` : undefined });
     }
   }
 

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { idParam, timestamp } from '../fields';
 import { defineOperation, Operation } from '../operation';
+import { invoiceTaxLine } from '../invoices/invoice-schema';
 
 const params = z.object({ id: idParam('Subscription id (sub_...)') });
 
@@ -16,7 +17,9 @@ export const switchPreview = z.object({
   currency: z.string(),
   charge_cents: z.number().int().describe('The new plan over the rest of the period'),
   credit_cents: z.number().int().describe('Unused time of the current plan set against the charge'),
-  due_now_cents: z.number().int().describe('What is charged now: charge_cents - credit_cents'),
+  tax_cents: z.number().int().min(0).describe('The tax of what is charged now, as its invoice will compute it (docs/decisions/tax.md)'),
+  tax_lines: z.array(invoiceTaxLine),
+  due_now_cents: z.number().int().describe('What is charged now: charge_cents - credit_cents, plus a tax added on top'),
   period_end: timestamp.nullable(),
 });
 

@@ -8,10 +8,10 @@ import express, { Request, Response } from 'express';
 import type pg from 'pg';
 import { inCommunity } from '../../db/community-transaction';
 import { emailAddress } from '../../domain/members/member-schema';
-import { applyCheckoutDiscount, checkoutCommunity, completeCheckout } from '../../domain/checkout/checkout-completion';
+import { applyCheckoutDiscount, checkoutCommunity, completeCheckout, setCheckoutDetails } from '../../domain/checkout/checkout-completion';
 import { cancelTarget, returnTarget } from '../../domain/checkout/payment-port';
 import type { CheckoutInfo, PaymentProvider, PortalInfo, ProviderContext } from '../../domain/checkout/payment-port';
-import { decimalOf } from '../../core/money';
+import { decimalOf, percentOfPpm } from '../../core/money';
 
 export class SandboxProvider implements PaymentProvider {
   readonly name = 'sandbox' as const;
@@ -80,10 +80,24 @@ async function loadCheckout(pool: pg.Pool, id: string, token: unknown): Promise<
   return { communityId, communityName: info.name, info: info.r };
 }
 
-/** What the buyer pays, in words: today's amount, then the renewal (trial, discount duration). */
+/**
+ * The tax as the buyer's billing details make it (billing.invoice_tax's preview): its
+ * name, rate and country, whether the price includes it; the reverse charge; or null.
+ */
+function taxWords(info: CheckoutInfo): string | null {
+  if (info.tax.reverse_charge) return 'none: reverse charge, the VAT is yours to account for (your VAT id)';
+  const line = info.tax.tax_lines[0];
+  if (!line) return null;
+  const rate = line.rate_ppm === null ? '' : ` ${percentOfPpm(line.rate_ppm)}`;
+  return `${line.name}${rate}${line.country ? ` (${line.country})` : ''}${line.inclusive ? ', included in the price' : ', added to the price'}`;
+}
+
+/** What the buyer pays, in words: today's amount (with the tax added on top), then the renewal (trial, discount duration). */
 function terms(info: CheckoutInfo): { today: string; then: string | null } {
-  const full = formatMoney(info.amount_cents, info.currency);
-  const discounted = formatMoney(info.amount_cents - info.discount_cents, info.currency);
+  const exclusive = info.tax.tax_lines.find((l) => !l.inclusive && l.amount_cents > 0);
+  const plusTax = exclusive ? ` plus ${exclusive.name}` : '';
+  const full = formatMoney(info.amount_cents, info.currency) + plusTax;
+  const discounted = formatMoney(info.amount_cents - info.discount_cents + info.tax.tax_exclusive_cents, info.currency);
   const every = info.interval ? ` per ${info.interval}` : '';
   const trial = info.trial_days > 0 && info.interval;
   const d = info.discount;
@@ -124,9 +138,11 @@ const DISCORD_NOTICE: Record<string, string> = {
 };
 
 function checkoutPage(communityName: string, info: CheckoutInfo, action: string, cancel: string, discountError?: string,
-  discord: { connect: string | null; notice: string | null } = { connect: null, notice: null }): string {
+  discord: { connect: string | null; notice: string | null } = { connect: null, notice: null },
+  detailsError?: { field: string; message: string }): string {
   const price = formatMoney(info.amount_cents, info.currency);
   const { today, then } = terms(info);
+  const tax = taxWords(info);
   const rows = [
     ['Sold by', escapeHtml(communityName)],
     ['Tier', escapeHtml(info.tier_name)],
@@ -135,6 +151,11 @@ function checkoutPage(communityName: string, info: CheckoutInfo, action: string,
     ['Discount', info.discount_code ? `${escapeHtml(info.discount_code)} (−${escapeHtml(formatMoney(info.discount_cents, info.currency))})` : 'none'],
     ['Due today', `<strong>${escapeHtml(today)}</strong>`],
   ];
+  // The tax as the billing details below make it; no row where the community charges none.
+  if (tax || info.taxes) {
+    rows.splice(rows.length - 1, 0, ['Tax', tax ? `${escapeHtml(tax)}${info.tax.tax_cents > 0 ? `: ${escapeHtml(formatMoney(info.tax.tax_cents, info.currency))}` : ''}`
+      : info.billing_details.country ? 'none' : 'by your country (below)']);
+  }
   if (then) rows.push(['After that', escapeHtml(then)]);
   let action_html: string;
   if (info.status === 'completed') action_html = '<p><strong>This checkout is already paid.</strong></p>';
@@ -143,7 +164,18 @@ function checkoutPage(communityName: string, info: CheckoutInfo, action: string,
     const label = info.trial_days > 0 && info.interval ? `Start the ${info.trial_days}-day trial` : `Pay ${today}`;
     // The second button simulates a card that declines (issue 11): nothing is recorded.
     const discountAction = action.replace(/^(\/sandbox\/checkout\/[^/?]+)/, '$1/discount');
-    action_html = `<form method="post" action="${escapeHtml(discountAction)}"><p><label for="discount_code">Discount code</label>
+    const detailsAction = action.replace(/^(\/sandbox\/checkout\/[^/?]+)/, '$1/details');
+    const b = info.billing_details;
+    // The billing details decide the tax (the buyer's country; a VAT id of another EU
+    // state than the seller's: reverse charge) and go on the invoice.
+    const detailsHtml = `<form method="post" action="${escapeHtml(detailsAction)}"><fieldset><legend>Billing details (for your invoice and its tax)</legend>
+<p><label for="customer_name">Name or company</label><input id="customer_name" name="customer_name" value="${escapeHtml(b.name ?? '')}" maxlength="200" autocomplete="name"></p>
+<p><label for="customer_address">Address (one line each)</label><textarea id="customer_address" name="customer_address" rows="3" cols="40" maxlength="600" autocomplete="street-address">${escapeHtml(b.address_lines.join('\n'))}</textarea></p>
+<p><label for="customer_country">Country (two letters, e.g. DE)</label><input id="customer_country" name="customer_country" value="${escapeHtml(b.country ?? '')}" maxlength="2" size="3" autocomplete="country"${detailsError?.field === 'customer_country' ? ' aria-invalid="true" aria-describedby="details-error"' : ''}></p>
+<p><label for="customer_tax_id">VAT or tax id (businesses)</label><input id="customer_tax_id" name="customer_tax_id" value="${escapeHtml(b.tax_id ?? '')}" maxlength="50"></p>
+<button type="submit" class="secondary">Save details</button>
+${detailsError ? `<p id="details-error" class="error" role="alert">${escapeHtml(detailsError.message)}</p>` : ''}</fieldset></form>`;
+    action_html = `${detailsHtml}<form method="post" action="${escapeHtml(discountAction)}"><p><label for="discount_code">Discount code</label>
 <input id="discount_code" name="discount_code" value="${escapeHtml(info.discount_code ?? '')}" maxlength="64" autocomplete="off"${discountError ? ' aria-invalid="true" aria-describedby="discount-error"' : ''}>
 <button type="submit">${info.discount_code ? 'Change code' : 'Apply code'}</button></p>
 ${discountError ? `<p id="discount-error" class="error" role="alert">${escapeHtml(discountError)}</p>` : ''}</form>
@@ -205,6 +237,35 @@ export function mountSandboxRoutes(app: express.Express, pool: pg.Pool, baseUrl:
         const again = await loadCheckout(pool, found.info.checkout_id, req.query.t);
         return void res.status(e.code === 'BLDSC' ? 422 : 409).type('html')
           .send(checkoutPage(found.communityName, (again ?? found).info, self, cancelTarget(found.info, baseUrl(req), String(req.query.t)), e.message));
+      }
+      throw err;
+    }
+    res.redirect(303, self);
+  });
+
+  // The billing details form: saved on the checkout (billing.checkout_set_details),
+  // then the page again with the tax they make; a refused field is shown beside it.
+  router.post('/checkout/:id/details', express.urlencoded({ extended: false }), async (req: Request, res: Response) => {
+    const found = await loadCheckout(pool, String(req.params.id), req.query.t);
+    if (!found) return void res.status(404).type('html').send(page('Not found', '<h1>No such checkout</h1>'));
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const field = (name: string, max: number) => (typeof body[name] === 'string' ? (body[name] as string).trim().slice(0, max) : '');
+    const details = {
+      customer_name: field('customer_name', 200),
+      customer_address_lines: field('customer_address', 600).split(/\r?\n/).map((l) => l.trim()).filter(Boolean).slice(0, 7),
+      customer_country: field('customer_country', 10),
+      customer_tax_id: field('customer_tax_id', 60),
+    };
+    const self = `/sandbox/checkout/${found.info.checkout_id}?t=${encodeURIComponent(String(req.query.t))}`;
+    try {
+      await inCommunity(pool, found.communityId, (client) => setCheckoutDetails(client, found.info.checkout_id, details));
+    } catch (err) {
+      const e = err as { code?: string; message?: string; detail?: string };
+      if (e.code === 'BL422' || e.code === 'BL409') {
+        const again = await loadCheckout(pool, found.info.checkout_id, req.query.t);
+        return void res.status(e.code === 'BL422' ? 422 : 409).type('html')
+          .send(checkoutPage(found.communityName, (again ?? found).info, self, cancelTarget(found.info, baseUrl(req), String(req.query.t)), undefined,
+            undefined, { field: e.detail ?? '', message: e.message ?? 'These details cannot be saved.' }));
       }
       throw err;
     }

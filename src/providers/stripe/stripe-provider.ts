@@ -127,6 +127,15 @@ export class StripeProvider implements PaymentProvider {
       // takes customer_email only for a new customer.
       ...(!customer && checkout.customer_email ? { customer_email: checkout.customer_email } : {}),
       ...(discounts ? { discounts } : {}),
+      // Stripe Tax computes the tax (the community's payment_provider.automatic_tax): it
+      // needs the buyer's address, and takes a business's tax id; an existing customer's
+      // address and name are updated from the page. docs/decisions/tax.md.
+      ...(checkout.stripe_automatic_tax ? {
+        automatic_tax: { enabled: true },
+        billing_address_collection: 'required' as const,
+        tax_id_collection: { enabled: true },
+        ...(customer ? { customer_update: { address: 'auto' as const, name: 'auto' as const } } : {}),
+      } : {}),
       ...(recurring
         ? { subscription_data: { metadata, ...(checkout.trial_days > 0 ? { trial_period_days: checkout.trial_days } : {}) } }
         : { payment_intent_data: { metadata } }),
@@ -325,6 +334,65 @@ export function subscriptionState(sub: Stripe.Subscription, eventCreated: number
   return state;
 }
 
+/** Stripe's postal address as printed lines (its country apart). */
+function addressLines(a: Stripe.Address | null | undefined): string[] {
+  if (!a) return [];
+  const cityLine = [a.postal_code, a.city, a.state].filter(Boolean).join(' ');
+  return [a.line1, a.line2, cityLine].filter((l): l is string => typeof l === 'string' && l.trim() !== '');
+}
+
+/** The buyer's billing details from a Checkout Session's customer_details (billing.complete_checkout's customer_*). */
+export function customerDetails(d: Stripe.Checkout.Session.CustomerDetails | null | undefined): Record<string, unknown> {
+  if (!d) return {};
+  const taxId = (d.tax_ids ?? []).find((t) => t.value)?.value ?? null;
+  const out: Record<string, unknown> = {};
+  if (d.business_name || d.name) out.customer_name = d.business_name || d.name;
+  const lines = addressLines(d.address);
+  if (lines.length > 0) out.customer_address_lines = lines;
+  if (d.address?.country) out.customer_country = d.address.country.toUpperCase();
+  if (taxId) out.customer_tax_id = taxId;
+  return out;
+}
+
+/**
+ * The tax Stripe charged on a Checkout Session (a one-time purchase's invoice): one line
+ * of total_details.amount_tax, inclusive when the total did not add it. Stripe's
+ * reverse charge (customer_details.tax_exempt: reverse) charges none.
+ */
+export function sessionTax(session: Stripe.Checkout.Session): Record<string, unknown> {
+  const tax = session.total_details?.amount_tax ?? 0;
+  const country = session.customer_details?.address?.country?.toUpperCase() ?? null;
+  const reverse = session.customer_details?.tax_exempt === 'reverse';
+  if (tax <= 0) return { tax_lines: [], reverse_charge: reverse };
+  const subtotal = session.amount_subtotal ?? 0;
+  const discount = session.total_details?.amount_discount ?? 0;
+  const inclusive = (session.amount_total ?? 0) === subtotal - discount;
+  return {
+    tax_lines: [{ name: 'Tax', country, rate_ppm: null, inclusive, taxable_cents: inclusive ? subtotal - discount - tax : subtotal - discount, amount_cents: tax }],
+    reverse_charge: false,
+  };
+}
+
+/**
+ * The tax of a Stripe invoice (total_taxes: Stripe Tax's, or its tax rates'): one line
+ * each, its rate in parts per million from what it was computed on; the buyer's country
+ * and tax id as Stripe saw them. A reverse-charged invoice (taxability_reason
+ * reverse_charge) charges none.
+ */
+export function invoiceTax(inv: Stripe.Invoice): Record<string, unknown> {
+  const raw = inv as unknown as { total_taxes?: Stripe.Invoice.TotalTax[] | null; total_tax_amounts?: { amount: number; inclusive: boolean; taxable_amount: number | null }[] | null };
+  const country = inv.customer_address?.country?.toUpperCase() ?? null;
+  const taxes = (raw.total_taxes ?? raw.total_tax_amounts?.map((t) => ({ amount: t.amount, tax_behavior: t.inclusive ? 'inclusive' : 'exclusive',
+    taxable_amount: t.taxable_amount, taxability_reason: 'standard_rated' })) ?? []) as { amount: number; tax_behavior: string; taxable_amount: number | null; taxability_reason: string }[];
+  const reverse = taxes.some((t) => t.taxability_reason === 'reverse_charge');
+  const lines = taxes.filter((t) => t.amount > 0).map((t) => ({
+    name: 'Tax', country, inclusive: t.tax_behavior === 'inclusive', taxable_cents: t.taxable_amount ?? null, amount_cents: t.amount,
+    rate_ppm: t.taxable_amount ? Math.min(1_000_000, Math.round((t.amount * 1_000_000) / t.taxable_amount)) : null,
+  }));
+  const taxId = (inv.customer_tax_ids ?? []).find((t) => t.value)?.value ?? null;
+  return { tax_lines: lines, reverse_charge: reverse && lines.length === 0, buyer_country: country, buyer_tax_id: taxId };
+}
+
 /** Stripe's invoice object in our terms (billing.apply_provider_invoice). */
 export function invoiceState(inv: Stripe.Invoice, event: Stripe.Event): Record<string, unknown> {
   const raw = inv as unknown as {
@@ -363,6 +431,7 @@ export function invoiceState(inv: Stripe.Invoice, event: Stripe.Event): Record<s
     provider_updated_at: iso(event.created),
     failed: event.type === 'invoice.payment_failed',
     payment_ref: typeof raw.payment_intent === 'string' ? raw.payment_intent : raw.payment_intent?.id ?? null,
+    tax: invoiceTax(inv),
   };
 }
 
@@ -395,9 +464,12 @@ async function applyEvent(deps: StripeWebhookDeps, communityId: string, event: S
       const owned = await client.query('select 1 from billing.checkout_sessions where community_id = $1 and id = $2', [communityId, checkoutId]);
       if (owned.rowCount === 0) return { status: 200, body: { received: true, ignored: 'unknown checkout' } };
       // The email the buyer typed on Stripe's page: set on the member when it has none
-      // (billing.complete_checkout; docs/decisions/member-email.md).
+      // (billing.complete_checkout; docs/decisions/member-email.md); their billing
+      // details (name, address, country, tax id) become the member's, and a one-time
+      // purchase's invoice records the tax Stripe charged (docs/decisions/tax.md).
       const customerEmail = session.customer_details?.email ?? null;
-      await completeCheckout(client, checkoutId, { paid: true, provider_ref: subRef ?? paymentRef, customer_ref: customerRef, customer_email: customerEmail });
+      await completeCheckout(client, checkoutId, { paid: true, provider_ref: subRef ?? paymentRef, customer_ref: customerRef,
+        customer_email: customerEmail, ...customerDetails(session.customer_details), tax: sessionTax(session) });
       return { status: 200, body: { received: true } };
     }
     if (event.type === 'checkout.session.expired') {
