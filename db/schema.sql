@@ -1,4 +1,4 @@
--- db/migrations sha256:012edeb5b0e05c3ecf72bb8a9811d812e58d7d367d2d0a2a6a4bf70315c4e90f (regenerate with npm run db:schema)
+-- db/migrations sha256:313c156a3588caa1424c2a869c6ea01db82b96687cc67c4f12ce5a9df0b8573a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -291,20 +291,22 @@ begin
   select * into v_inv from billing.invoices i
   where i.community_id = v_sub.community_id and i.provider_ref = p_state->>'provider_ref' for update;
   if v_inv.id is null then
-    -- What the lines do not explain (Stripe's discounts, or tax) becomes one line, so
-    -- the lines always add up to Stripe's total.
-    v_gap := (p_state->>'total_cents')::bigint - billing.invoice_lines_sum(v_lines, null);
+    -- What the lines and the tax Stripe added do not explain (Stripe's discounts, other
+    -- charges) becomes one line, so the invoice always adds up to Stripe's total.
+    v_gap := (p_state->>'total_cents')::bigint - billing.invoice_lines_sum(v_lines, null)
+      - billing.invoice_tax_sum(coalesce(p_state->'tax'->'tax_lines', '[]'), false);
     if v_gap < 0 then
       v_lines := v_lines || jsonb_build_object('type', 'discount', 'description', 'Discount', 'amount_cents', v_gap,
         'period_start', p_state->>'period_start', 'period_end', p_state->>'period_end');
     elsif v_gap > 0 then
-      v_lines := v_lines || jsonb_build_object('type', 'plan', 'description', 'Tax and other charges', 'amount_cents', v_gap,
+      v_lines := v_lines || jsonb_build_object('type', 'plan', 'description', 'Other charges', 'amount_cents', v_gap,
         'period_start', p_state->>'period_start', 'period_end', p_state->>'period_end');
     end if;
     v_inv := billing.invoice_open(v_sub.id, null, v_sub.member_id,
       coalesce(nullif(p_state->>'billing_reason', ''), 'subscription_cycle'), p_state->>'currency', v_lines,
       (p_state->>'period_start')::timestamptz, (p_state->>'period_end')::timestamptz, 'stripe',
-      coalesce((p_state->>'created_at')::timestamptz, v_at), null, p_state->>'provider_ref');
+      coalesce((p_state->>'created_at')::timestamptz, v_at), null, p_state->>'provider_ref',
+      coalesce(p_state->'tax', '{"tax_lines": []}'));
     update billing.invoices i set provider_updated_at = v_at where i.community_id = v_inv.community_id and i.id = v_inv.id
     returning * into v_inv;
   elsif v_inv.status in ('paid', 'void', 'uncollectible')
@@ -606,6 +608,102 @@ $$;
 
 
 --
+-- Name: email_valid(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.email_valid(p_email text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+  select length(p_email) <= 254 and p_email ~ '^[^@\s<>(),;:"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$'
+$_$;
+
+
+--
+-- Name: checkout_sessions; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.checkout_sessions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('cs'::text) NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    tier_id text NOT NULL COLLATE pg_catalog."C",
+    plan_id text NOT NULL COLLATE pg_catalog."C",
+    discount_id uuid,
+    amount_cents integer NOT NULL,
+    discount_cents integer DEFAULT 0 NOT NULL,
+    currency text NOT NULL,
+    client_reference_id text,
+    return_url text,
+    subject_kind text NOT NULL,
+    status text DEFAULT 'open'::text NOT NULL,
+    provider text NOT NULL,
+    provider_ref text,
+    url text,
+    expires_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    access_token text,
+    subscription_id text COLLATE pg_catalog."C",
+    purchase_id text COLLATE pg_catalog."C",
+    access_token_sha256 bytea,
+    customer_email text,
+    customer_name text,
+    customer_address_lines text[],
+    customer_country text,
+    customer_tax_id text,
+    CONSTRAINT checkout_sessions_customer_email_check CHECK (((customer_email IS NULL) OR billing.email_valid(customer_email))),
+    CONSTRAINT checkout_sessions_customer_valid CHECK ((((customer_name IS NULL) OR ((length(customer_name) >= 1) AND (length(customer_name) <= 200))) AND ((customer_address_lines IS NULL) OR ((cardinality(customer_address_lines) <= 6) AND (COALESCE(length(array_to_string(customer_address_lines, ''::text)), 0) <= 600))) AND ((customer_country IS NULL) OR (customer_country ~ '^[A-Z]{2}$'::text)) AND ((customer_tax_id IS NULL) OR ((length(customer_tax_id) >= 1) AND (length(customer_tax_id) <= 50))))),
+    CONSTRAINT checkout_sessions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
+    CONSTRAINT checkout_sessions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'completed'::text, 'expired'::text]))),
+    CONSTRAINT checkout_sessions_subject_kind_check CHECK ((subject_kind = ANY (ARRAY['member'::text, 'external'::text, 'platform'::text])))
+);
+
+ALTER TABLE ONLY billing.checkout_sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: checkout_billing(billing.checkout_sessions); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_billing(p_cs billing.checkout_sessions) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  if num_nonnulls(p_cs.customer_name, p_cs.customer_address_lines, p_cs.customer_country, p_cs.customer_tax_id) > 0 then
+    return jsonb_build_object('name', p_cs.customer_name,
+      'address_lines', to_jsonb(coalesce(p_cs.customer_address_lines, '{}'::text[])),
+      'country', p_cs.customer_country, 'tax_id', p_cs.customer_tax_id);
+  end if;
+  return billing.member_billing(p_cs.community_id, p_cs.member_id);
+end
+$$;
+
+
+--
+-- Name: checkout_details_problem(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_details_problem(p jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+begin
+  if length(btrim(p->>'customer_name')) > 200 then
+    return 'customer_name: expected at most 200 characters.';
+  elsif p ? 'customer_address_lines' and jsonb_typeof(p->'customer_address_lines') = 'array' and (
+      jsonb_array_length(p->'customer_address_lines') > 6
+      or (select coalesce(sum(length(l)), 0) from jsonb_array_elements_text(p->'customer_address_lines') l) > 600) then
+    return 'customer_address_lines: expected at most 6 lines of at most 600 characters in all.';
+  elsif nullif(btrim(p->>'customer_country'), '') is not null and upper(btrim(p->>'customer_country')) !~ '^[A-Z]{2}$' then
+    return 'customer_country: expected a two-letter ISO 3166-1 country code, e.g. "DE".';
+  elsif length(btrim(p->>'customer_tax_id')) > 50 then
+    return 'customer_tax_id: expected at most 50 characters.';
+  end if;
+  return null;
+end
+$_$;
+
+
+--
 -- Name: checkout_discount(text, text, text, billing.plans); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -663,55 +761,6 @@ $$;
 
 
 --
--- Name: email_valid(text); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.email_valid(p_email text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $_$
-  select length(p_email) <= 254 and p_email ~ '^[^@\s<>(),;:"\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$'
-$_$;
-
-
---
--- Name: checkout_sessions; Type: TABLE; Schema: billing; Owner: -
---
-
-CREATE TABLE billing.checkout_sessions (
-    community_id text NOT NULL COLLATE pg_catalog."C",
-    id text DEFAULT billing.gen_id('cs'::text) NOT NULL COLLATE pg_catalog."C",
-    member_id text NOT NULL COLLATE pg_catalog."C",
-    tier_id text NOT NULL COLLATE pg_catalog."C",
-    plan_id text NOT NULL COLLATE pg_catalog."C",
-    discount_id uuid,
-    amount_cents integer NOT NULL,
-    discount_cents integer DEFAULT 0 NOT NULL,
-    currency text NOT NULL,
-    client_reference_id text,
-    return_url text,
-    subject_kind text NOT NULL,
-    status text DEFAULT 'open'::text NOT NULL,
-    provider text NOT NULL,
-    provider_ref text,
-    url text,
-    expires_at timestamp with time zone,
-    completed_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    access_token text,
-    subscription_id text COLLATE pg_catalog."C",
-    purchase_id text COLLATE pg_catalog."C",
-    access_token_sha256 bytea,
-    customer_email text,
-    CONSTRAINT checkout_sessions_customer_email_check CHECK (((customer_email IS NULL) OR billing.email_valid(customer_email))),
-    CONSTRAINT checkout_sessions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
-    CONSTRAINT checkout_sessions_status_check CHECK ((status = ANY (ARRAY['open'::text, 'completed'::text, 'expired'::text]))),
-    CONSTRAINT checkout_sessions_subject_kind_check CHECK ((subject_kind = ANY (ARRAY['member'::text, 'external'::text, 'platform'::text])))
-);
-
-ALTER TABLE ONLY billing.checkout_sessions FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: checkout_event_json(billing.checkout_sessions); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -753,10 +802,22 @@ CREATE FUNCTION billing.checkout_json(p_cs billing.checkout_sessions) RETURNS js
     'needs_email', p_cs.customer_email is null and not exists (select 1 from billing.members m
       where m.community_id = p_cs.community_id and m.id = p_cs.member_id and m.email is not null),
     'customer_email', coalesce((select m.email from billing.members m
-      where m.community_id = p_cs.community_id and m.id = p_cs.member_id), p_cs.customer_email))
+      where m.community_id = p_cs.community_id and m.id = p_cs.member_id), p_cs.customer_email),
+    -- the billing details its tax follows (the page's form shows them), and the tax of
+    -- a charge of the price less its discount (billing.invoice_tax, as its invoices
+    -- will compute it): the page shows it on what is due today and at renewal
+    'billing_details', b.details,
+    'tax', billing.invoice_tax(p_cs.community_id, b.details, jsonb_build_array(jsonb_build_object('type', 'plan',
+      'description', 'preview', 'amount_cents', p_cs.amount_cents - p_cs.discount_cents))),
+    -- whether the community charges tax at all (an active rate): the page's Tax row
+    'taxes', exists (select 1 from billing.tax_rates r where r.community_id = p_cs.community_id and r.active),
+    -- Stripe computes the tax (payment_provider.automatic_tax of the catalog file)
+    'stripe_automatic_tax', coalesce((select (c.payment_config->>'automatic_tax')::boolean from billing.communities c
+      where c.id = p_cs.community_id and c.payment_provider = 'stripe'), false))
   from billing.plans p
   join billing.tiers t on t.community_id = p.community_id and t.id = p.tier_id
   left join billing.discount_codes d on d.community_id = p_cs.community_id and d.id = p_cs.discount_id
+  cross join lateral (select billing.checkout_billing(p_cs) as details) b
   where p.community_id = p_cs.community_id and p.id = p_cs.plan_id
 $$;
 
@@ -820,6 +881,38 @@ $$;
 
 
 --
+-- Name: checkout_set_details(text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.checkout_set_details(p_checkout_id text, p_details jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_cs billing.checkout_sessions;
+  v_problem text := billing.checkout_details_problem(p_details);
+begin
+  select * into v_cs from billing.checkout_sessions cs
+  where cs.community_id = billing.current_community_id() and cs.id = p_checkout_id for update;
+  if v_cs.id is null then
+    perform billing.raise('BL404', 'No checkout ' || coalesce(p_checkout_id, '') || '.');
+  elsif v_cs.status <> 'open' or v_cs.expires_at <= billing.now() then
+    perform billing.raise('BL409', 'This checkout is no longer open.');
+  elsif v_problem is not null then
+    perform billing.raise('BL422', v_problem, split_part(v_problem, ':', 1));
+  end if;
+  update billing.checkout_sessions cs set
+    customer_name = nullif(btrim(p_details->>'customer_name'), ''),
+    customer_address_lines = nullif(array(select btrim(l) from jsonb_array_elements_text(coalesce(p_details->'customer_address_lines', '[]')) l
+                                          where btrim(l) <> ''), '{}'),
+    customer_country = upper(nullif(btrim(p_details->>'customer_country'), '')),
+    customer_tax_id = nullif(btrim(p_details->>'customer_tax_id'), '')
+  where cs.community_id = v_cs.community_id and cs.id = v_cs.id returning * into v_cs;
+  return billing.checkout_json(v_cs);
+end
+$$;
+
+
+--
 -- Name: community_now(text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -839,7 +932,7 @@ $$;
 
 CREATE FUNCTION billing.complete_checkout(p_checkout_id text, p_details jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
     LANGUAGE plpgsql
-    AS $$
+    AS $_$
 declare
   v_cs billing.checkout_sessions;
   v_plan billing.plans;
@@ -885,6 +978,26 @@ begin
         from (select nullif(btrim(p_details->>'customer_email'), '') as given) e) x
   where m.community_id = v_cs.community_id and m.id = v_cs.member_id and m.email is null
     and x.v_email is not null and billing.email_valid(x.v_email);
+
+  -- The buyer's billing details (the provider's page, else those given for the
+  -- checkout) become the member's, all four together, before the invoice is taxed: the
+  -- last checkout's word is the buyer's current one (docs/decisions/tax.md).
+  if num_nonnulls(nullif(p_details->>'customer_name', ''), nullif(p_details->>'customer_country', ''),
+                  nullif(p_details->>'customer_tax_id', ''), p_details->'customer_address_lines') > 0 then
+    update billing.members m set billing_name = left(nullif(btrim(p_details->>'customer_name'), ''), 200),
+      billing_address_lines = nullif(array(select left(btrim(l), 100) from jsonb_array_elements_text(
+        case when jsonb_typeof(p_details->'customer_address_lines') = 'array' then p_details->'customer_address_lines' else '[]' end) l
+        where btrim(l) <> '' limit 6), '{}'),
+      billing_country = case when upper(p_details->>'customer_country') ~ '^[A-Z]{2}$' then upper(p_details->>'customer_country') end,
+      billing_tax_id = left(nullif(btrim(p_details->>'customer_tax_id'), ''), 50), updated_at = now()
+    where m.community_id = v_cs.community_id and m.id = v_cs.member_id;
+  elsif num_nonnulls(v_cs.customer_name, v_cs.customer_address_lines, v_cs.customer_country, v_cs.customer_tax_id) > 0 then
+    update billing.members m set billing_name = v_cs.customer_name, billing_address_lines = v_cs.customer_address_lines,
+      billing_country = v_cs.customer_country, billing_tax_id = v_cs.customer_tax_id, updated_at = now()
+    where m.community_id = v_cs.community_id and m.id = v_cs.member_id
+      and (m.billing_name, m.billing_address_lines, m.billing_country, m.billing_tax_id)
+        is distinct from (v_cs.customer_name, v_cs.customer_address_lines, v_cs.customer_country, v_cs.customer_tax_id);
+  end if;
 
   if v_plan.interval is not null then
     if p_details->>'provider_ref' is not null then
@@ -946,8 +1059,10 @@ begin
     if v_cs.discount_cents > 0 then
       v_lines := v_lines || billing.discount_line(v_code, v_cs.discount_cents, v_now, null);
     end if;
+    -- Stripe's purchase is taxed as Stripe charged it (none unless it says so).
     v_inv := billing.invoice_open(null, v_pur_id, v_cs.member_id, 'purchase', v_cs.currency, v_lines, v_now, null,
-      v_cs.provider, v_now, v_cs.id, case when v_cs.provider = 'stripe' then p_details->>'provider_ref' end);
+      v_cs.provider, v_now, v_cs.id, case when v_cs.provider = 'stripe' then p_details->>'provider_ref' end,
+      case when v_cs.provider = 'stripe' then coalesce(p_details->'tax', '{"tax_lines": []}') end);
     perform billing.invoice_mark_paid(v_inv, v_now, p_details->>'provider_ref');
   end if;
 
@@ -966,7 +1081,7 @@ begin
   return jsonb_build_object('checkout_id', v_cs.id, 'member_id', v_cs.member_id,
     'subscription_id', v_sub_id, 'purchase_id', v_pur_id, 'already_completed', false);
 end
-$$;
+$_$;
 
 
 --
@@ -982,8 +1097,10 @@ CREATE TABLE billing.credit_notes (
     amount_cents bigint NOT NULL,
     currency text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    tax_cents bigint DEFAULT 0 NOT NULL,
     CONSTRAINT credit_notes_amount_cents_check CHECK ((amount_cents > 0)),
-    CONSTRAINT credit_notes_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text))
+    CONSTRAINT credit_notes_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
+    CONSTRAINT credit_notes_tax_at_most_amount CHECK (((tax_cents >= 0) AND (tax_cents <= amount_cents)))
 );
 
 ALTER TABLE ONLY billing.credit_notes FORCE ROW LEVEL SECURITY;
@@ -997,7 +1114,7 @@ CREATE FUNCTION billing.credit_note_json(p_cn billing.credit_notes) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
   select jsonb_build_object('id', p_cn.id, 'number', p_cn.number, 'refund_id', p_cn.refund_id,
-    'amount_cents', p_cn.amount_cents, 'created_at', billing.iso(p_cn.created_at))
+    'amount_cents', p_cn.amount_cents, 'tax_cents', p_cn.tax_cents, 'created_at', billing.iso(p_cn.created_at))
 $$;
 
 
@@ -1246,6 +1363,56 @@ CREATE FUNCTION billing.encode_cursor(p_id text) RETURNS text
     'list', nullif(current_setting('app.cursor_list', true), ''),
     'filters', nullif(current_setting('app.cursor_filters', true), ''))::text, 'UTF8'), 'base64'), E'+/=\n', '-_')
 $$;
+
+
+--
+-- Name: eu_member(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.eu_member(p_country text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select p_country = any (array['AT', 'BE', 'BG', 'CY', 'CZ', 'DE', 'DK', 'EE', 'ES', 'FI', 'FR', 'GR', 'HR', 'HU',
+    'IE', 'IT', 'LT', 'LU', 'LV', 'MT', 'NL', 'PL', 'PT', 'RO', 'SE', 'SI', 'SK'])
+$$;
+
+
+--
+-- Name: eu_vat_id_valid(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.eu_vat_id_valid(p_country text, p_tax_id text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+  select coalesce(upper(regexp_replace(coalesce(p_tax_id, ''), '[ .-]', '', 'g')) ~ ('^' || case p_country
+      when 'AT' then 'ATU[0-9]{8}'
+      when 'BE' then 'BE[01][0-9]{9}'
+      when 'BG' then 'BG[0-9]{9,10}'
+      when 'CY' then 'CY[0-9]{8}[A-Z]'
+      when 'CZ' then 'CZ[0-9]{8,10}'
+      when 'DE' then 'DE[0-9]{9}'
+      when 'DK' then 'DK[0-9]{8}'
+      when 'EE' then 'EE[0-9]{9}'
+      when 'ES' then 'ES[0-9A-Z][0-9]{7}[0-9A-Z]'
+      when 'FI' then 'FI[0-9]{8}'
+      when 'FR' then 'FR[0-9A-HJ-NP-Z]{2}[0-9]{9}'
+      when 'GR' then 'EL[0-9]{9}'
+      when 'HR' then 'HR[0-9]{11}'
+      when 'HU' then 'HU[0-9]{8}'
+      when 'IE' then 'IE([0-9]{7}[A-W][A-I]?|[0-9][A-Z+*][0-9]{5}[A-W])'
+      when 'IT' then 'IT[0-9]{11}'
+      when 'LT' then 'LT([0-9]{9}|[0-9]{12})'
+      when 'LU' then 'LU[0-9]{8}'
+      when 'LV' then 'LV[0-9]{11}'
+      when 'MT' then 'MT[0-9]{8}'
+      when 'NL' then 'NL[0-9]{9}B[0-9]{2}'
+      when 'PL' then 'PL[0-9]{10}'
+      when 'PT' then 'PT[0-9]{9}'
+      when 'RO' then 'RO[0-9]{2,10}'
+      when 'SE' then 'SE[0-9]{10}01'
+      when 'SI' then 'SI[0-9]{8}'
+      when 'SK' then 'SK[0-9]{10}' end || '$'), false)
+$_$;
 
 
 --
@@ -1613,6 +1780,50 @@ $_$;
 
 
 --
+-- Name: invoice_tax_lines_valid(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_tax_lines_valid(p_lines jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $_$
+begin
+  if p_lines is null then
+    return null;
+  end if;
+  if jsonb_typeof(p_lines) <> 'array' then
+    return false;
+  end if;
+  return not exists (
+    select 1 from jsonb_array_elements(p_lines) l
+    where jsonb_typeof(l) <> 'object'
+      or jsonb_typeof(l->'name') <> 'string' or length(l->>'name') not between 1 and 40
+      or jsonb_typeof(l->'inclusive') <> 'boolean'
+      or jsonb_typeof(l->'amount_cents') <> 'number' or (l->>'amount_cents') !~ '^[0-9]+$'
+      or (l->'country' is not null and jsonb_typeof(l->'country') <> 'null' and coalesce(l->>'country', '') !~ '^[A-Z]{2}$')
+      or (l->'rate_ppm' is not null and jsonb_typeof(l->'rate_ppm') <> 'null'
+          and (coalesce(l->>'rate_ppm', '') !~ '^[0-9]+$' or (l->>'rate_ppm')::bigint > 1000000))
+      or (l->'taxable_cents' is not null and jsonb_typeof(l->'taxable_cents') <> 'null'
+          and coalesce(l->>'taxable_cents', '') !~ '^-?[0-9]+$'));
+end
+$_$;
+
+
+--
+-- Name: invoice_tax_sum(jsonb, boolean); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_tax_sum(p_lines jsonb, p_inclusive boolean) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+begin
+  return (select coalesce(sum((l->>'amount_cents')::bigint), 0)::bigint
+          from jsonb_array_elements(p_lines) l
+          where p_inclusive is null or (l->>'inclusive')::boolean = p_inclusive);
+end
+$$;
+
+
+--
 -- Name: invoices; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -1645,6 +1856,16 @@ CREATE TABLE billing.invoices (
     dispute jsonb,
     number text,
     credit_notes jsonb DEFAULT '[]'::jsonb NOT NULL,
+    tax_lines jsonb DEFAULT '[]'::jsonb NOT NULL,
+    tax_cents bigint DEFAULT 0 NOT NULL,
+    tax_country text,
+    reverse_charge boolean DEFAULT false NOT NULL,
+    buyer_name text,
+    buyer_address_lines text[],
+    buyer_country text,
+    buyer_tax_id text,
+    seller_country text,
+    seller_tax_id text,
     CONSTRAINT invoices_amount_paid_cents_check CHECK ((amount_paid_cents >= 0)),
     CONSTRAINT invoices_amount_refunded_cents_check CHECK ((amount_refunded_cents >= 0)),
     CONSTRAINT invoices_attempt_count_check CHECK ((attempt_count >= 0)),
@@ -1655,13 +1876,17 @@ CREATE TABLE billing.invoices (
     CONSTRAINT invoices_lines_check CHECK (billing.invoice_lines_valid(lines)),
     CONSTRAINT invoices_one_owner CHECK ((num_nonnulls(subscription_id, purchase_id) = 1)),
     CONSTRAINT invoices_paid_in_full CHECK ((((status = 'paid'::text) = (paid_at IS NOT NULL)) AND ((status = 'paid'::text) OR (amount_paid_cents = 0)) AND ((status <> 'paid'::text) OR (amount_paid_cents = total_cents)))),
+    CONSTRAINT invoices_parties_valid CHECK ((((tax_country IS NULL) OR (tax_country ~ '^[A-Z]{2}$'::text)) AND ((buyer_country IS NULL) OR (buyer_country ~ '^[A-Z]{2}$'::text)) AND ((seller_country IS NULL) OR (seller_country ~ '^[A-Z]{2}$'::text)))),
     CONSTRAINT invoices_period CHECK (((period_end IS NULL) OR (period_start <= period_end))),
     CONSTRAINT invoices_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
     CONSTRAINT invoices_refund_at_most_paid CHECK ((amount_refunded_cents <= amount_paid_cents)),
     CONSTRAINT invoices_retry_only_open CHECK (((next_attempt_at IS NULL) OR (status = 'open'::text))),
+    CONSTRAINT invoices_reverse_charge_untaxed CHECK (((NOT reverse_charge) OR (tax_cents = 0))),
     CONSTRAINT invoices_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'open'::text, 'paid'::text, 'void'::text, 'uncollectible'::text]))),
     CONSTRAINT invoices_subtotal_is_lines CHECK ((subtotal_cents = billing.invoice_lines_sum(lines, ARRAY['plan'::text, 'proration'::text]))),
-    CONSTRAINT invoices_total CHECK ((total_cents = (subtotal_cents - discount_cents))),
+    CONSTRAINT invoices_tax_is_lines CHECK ((tax_cents = billing.invoice_tax_sum(tax_lines, NULL::boolean))),
+    CONSTRAINT invoices_tax_lines_valid CHECK (billing.invoice_tax_lines_valid(tax_lines)),
+    CONSTRAINT invoices_total CHECK ((total_cents = ((subtotal_cents - discount_cents) + billing.invoice_tax_sum(tax_lines, false)))),
     CONSTRAINT invoices_total_cents_check CHECK ((total_cents >= 0))
 );
 
@@ -1718,7 +1943,19 @@ CREATE FUNCTION billing.invoice_json(p_inv billing.invoices) RETURNS jsonb
     'paid_at', billing.iso(p_inv.paid_at),
     'created_at', billing.iso(p_inv.created_at),
     'dispute', p_inv.dispute,
-    'credit_notes', p_inv.credit_notes)
+    'credit_notes', p_inv.credit_notes,
+    -- tax (issue 30 item 5; docs/decisions/tax.md): the buyer's name and address stay
+    -- out (personal data, in events too); the PDF prints them.
+    'tax_cents', p_inv.tax_cents,
+    'total_excluding_tax_cents', p_inv.total_cents - p_inv.tax_cents,
+    'tax_lines', p_inv.tax_lines,
+    'tax_country', p_inv.tax_country,
+    'reverse_charge', p_inv.reverse_charge,
+    'tax_note', case when p_inv.reverse_charge then billing.reverse_charge_note() end,
+    'buyer_country', p_inv.buyer_country,
+    'buyer_tax_id', p_inv.buyer_tax_id,
+    'seller_country', p_inv.seller_country,
+    'seller_tax_id', p_inv.seller_tax_id)
 $$;
 
 
@@ -1764,23 +2001,29 @@ $$;
 
 
 --
--- Name: invoice_open(text, text, text, text, text, jsonb, timestamp with time zone, timestamp with time zone, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: invoice_open(text, text, text, text, text, jsonb, timestamp with time zone, timestamp with time zone, text, timestamp with time zone, text, text, jsonb); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text DEFAULT NULL::text, p_provider_ref text DEFAULT NULL::text) RETURNS billing.invoices
+CREATE FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text DEFAULT NULL::text, p_provider_ref text DEFAULT NULL::text, p_tax jsonb DEFAULT NULL::jsonb) RETURNS billing.invoices
     LANGUAGE plpgsql
     AS $$
 declare
   v_inv billing.invoices;
+  v_community text := billing.current_community_id();
   v_subtotal bigint := billing.invoice_lines_sum(p_lines, array['plan', 'proration']);
   v_discount bigint := -billing.invoice_lines_sum(p_lines, array['discount']);
+  v_tax jsonb := billing.invoice_tax(v_community, billing.member_billing(v_community, p_member_id), p_lines, p_tax);
 begin
   insert into billing.invoices (community_id, member_id, subscription_id, purchase_id, checkout_id, status,
     billing_reason, currency, lines, subtotal_cents, discount_cents, total_cents, period_start, period_end,
-    provider, provider_ref, created_at)
-  values (billing.current_community_id(), p_member_id, p_sub_id, p_pur_id, p_checkout_id, 'open', p_reason,
-    p_currency, p_lines, v_subtotal, v_discount, v_subtotal - v_discount, p_start, p_end, p_provider,
-    p_provider_ref, p_at)
+    provider, provider_ref, created_at, tax_lines, tax_cents, tax_country, reverse_charge,
+    buyer_name, buyer_address_lines, buyer_country, buyer_tax_id, seller_country, seller_tax_id)
+  values (v_community, p_member_id, p_sub_id, p_pur_id, p_checkout_id, 'open', p_reason,
+    p_currency, p_lines, v_subtotal, v_discount, v_subtotal - v_discount + (v_tax->>'tax_exclusive_cents')::bigint,
+    p_start, p_end, p_provider, p_provider_ref, p_at, v_tax->'tax_lines', (v_tax->>'tax_cents')::bigint,
+    v_tax->>'tax_country', (v_tax->>'reverse_charge')::boolean, v_tax->>'buyer_name',
+    nullif(array(select jsonb_array_elements_text(v_tax->'buyer_address_lines')), '{}'), v_tax->>'buyer_country',
+    v_tax->>'buyer_tax_id', v_tax->>'seller_country', v_tax->>'seller_tax_id')
   returning * into v_inv;
   return v_inv;
 end
@@ -1879,10 +2122,12 @@ begin
   values (v_inv.community_id, v_inv.id, coalesce(p_amount, v_left), coalesce(p_revoke, false), v_inv.provider, p_provider_ref, billing.now())
   returning * into v_re;
   v_series := 'CN-' || billing_private.number_series(v_re.community_id, v_re.created_at);
-  insert into billing.credit_notes (community_id, invoice_id, refund_id, number, amount_cents, currency, created_at)
+  insert into billing.credit_notes (community_id, invoice_id, refund_id, number, amount_cents, currency, created_at, tax_cents)
   values (v_re.community_id, v_inv.id, v_re.id,
     billing_private.number_text(v_series, billing_private.number_next(v_re.community_id, 'credit_note', v_series)),
-    v_re.amount_cents, v_inv.currency, v_re.created_at)
+    v_re.amount_cents, v_inv.currency, v_re.created_at,
+    round(v_inv.tax_cents::numeric * (v_inv.amount_refunded_cents + v_re.amount_cents) / v_inv.amount_paid_cents)
+      - round(v_inv.tax_cents::numeric * v_inv.amount_refunded_cents / v_inv.amount_paid_cents))
   returning * into v_cn;
   update billing.invoices i set amount_refunded_cents = i.amount_refunded_cents + v_re.amount_cents,
     credit_notes = i.credit_notes || jsonb_build_array(billing.credit_note_json(v_cn))
@@ -1915,6 +2160,83 @@ begin
     perform billing.raise('BL409', 'Invoice ' || p_invoice_id || ' is disputed (' || v_dp.id || ', ' || v_dp.status
       || '): a disputed payment cannot be refunded; the dispute decides where the money goes.');
   end if;
+end
+$$;
+
+
+--
+-- Name: invoice_tax(text, jsonb, jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_tax(p_community text, p_buyer jsonb, p_lines jsonb, p_given jsonb DEFAULT NULL::jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_seller_country text;
+  v_seller_tax_id text;
+  v_buyer_country text := nullif(p_buyer->>'country', '');
+  v_buyer_tax_id text := nullif(p_buyer->>'tax_id', '');
+  v_country text;
+  v_base bigint := greatest(0, billing.invoice_lines_sum(p_lines, null));
+  v_rate billing.tax_rates;
+  v_reverse boolean := false;
+  v_amount bigint;
+  v_lines jsonb := '[]';
+begin
+  select c.country, c.tax_id into v_seller_country, v_seller_tax_id from billing.communities c where c.id = p_community;
+  if p_given is not null then
+    v_lines := coalesce(p_given->'tax_lines', '[]');
+    v_reverse := coalesce((p_given->>'reverse_charge')::boolean, false);
+    v_buyer_country := coalesce(nullif(p_given->>'buyer_country', ''), v_buyer_country);
+    v_buyer_tax_id := coalesce(nullif(p_given->>'buyer_tax_id', ''), v_buyer_tax_id);
+    v_country := case when jsonb_array_length(v_lines) > 0 or v_reverse
+      then coalesce((select min(l->>'country') from jsonb_array_elements(v_lines) l), v_buyer_country) end;
+  else
+    v_country := coalesce(v_buyer_country, v_seller_country);
+    select * into v_rate from billing.tax_rates r
+    where r.community_id = p_community and r.country = v_country and r.active;
+    if billing.reverse_charge_applies(v_seller_country, v_buyer_country, v_buyer_tax_id) then
+      v_reverse := true;
+      v_lines := jsonb_build_array(jsonb_build_object('name', coalesce(v_rate.name, 'VAT'), 'country', v_buyer_country,
+        'rate_ppm', 0, 'inclusive', false, 'taxable_cents', v_base, 'amount_cents', 0));
+    elsif v_rate.id is not null then
+      v_amount := case when v_rate.inclusive
+        then round(v_base::numeric * v_rate.rate_ppm / (1000000 + v_rate.rate_ppm))
+        else round(v_base::numeric * v_rate.rate_ppm / 1000000) end;
+      v_lines := jsonb_build_array(jsonb_build_object('name', v_rate.name, 'country', v_rate.country,
+        'rate_ppm', v_rate.rate_ppm, 'inclusive', v_rate.inclusive,
+        'taxable_cents', case when v_rate.inclusive then v_base - v_amount else v_base end, 'amount_cents', v_amount));
+    else
+      v_country := null;
+    end if;
+  end if;
+  return jsonb_build_object(
+    'tax_lines', v_lines,
+    'tax_cents', billing.invoice_tax_sum(v_lines, null),
+    'tax_exclusive_cents', billing.invoice_tax_sum(v_lines, false),
+    'tax_country', v_country,
+    'reverse_charge', v_reverse,
+    'buyer_name', nullif(p_buyer->>'name', ''),
+    'buyer_address_lines', coalesce(p_buyer->'address_lines', '[]'),
+    'buyer_country', v_buyer_country,
+    'buyer_tax_id', v_buyer_tax_id,
+    'seller_country', v_seller_country,
+    'seller_tax_id', v_seller_tax_id);
+end
+$$;
+
+
+--
+-- Name: invoice_tax_inclusive_ppm(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.invoice_tax_inclusive_ppm(p_lines jsonb) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+begin
+  return least(1000000, (select coalesce(sum((l->>'rate_ppm')::bigint), 0)
+    from jsonb_array_elements(p_lines) l
+    where (l->>'inclusive')::boolean and jsonb_typeof(l->'rate_ppm') = 'number'))::integer;
 end
 $$;
 
@@ -2398,11 +2720,13 @@ CREATE TABLE billing.subscriptions (
     price_migration_id text COLLATE pg_catalog."C",
     paid_through timestamp with time zone,
     trial_tier_id text COLLATE pg_catalog."C",
+    tax_inclusive_ppm integer DEFAULT 0 NOT NULL,
     CONSTRAINT subscriptions_cancellation_reason_check CHECK ((cancellation_reason = ANY (ARRAY['cancellation_requested'::text, 'payment_failed'::text, 'refunded'::text, 'payment_disputed'::text]))),
     CONSTRAINT subscriptions_credit_cents_check CHECK ((credit_cents >= 0)),
     CONSTRAINT subscriptions_price_cents_check CHECK ((price_cents >= 0)),
     CONSTRAINT subscriptions_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
-    CONSTRAINT subscriptions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text, 'cancelled'::text, 'paused'::text])))
+    CONSTRAINT subscriptions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'trialing'::text, 'past_due'::text, 'cancelling'::text, 'cancelled'::text, 'paused'::text]))),
+    CONSTRAINT subscriptions_tax_inclusive_ppm_check CHECK (((tax_inclusive_ppm >= 0) AND (tax_inclusive_ppm <= 1000000)))
 );
 
 ALTER TABLE ONLY billing.subscriptions FORCE ROW LEVEL SECURITY;
@@ -2647,6 +2971,23 @@ begin
   return (select t.member || jsonb_build_object('email', m.email)
     from billing.members m, billing.member_object(m.community_id, m.id) t(member)
     where m.community_id = p_community_id and m.id = p_member_id);
+end
+$$;
+
+
+--
+-- Name: member_billing(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_billing(p_community_id text, p_member_id text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  return coalesce((select jsonb_build_object('name', m.billing_name,
+      'address_lines', to_jsonb(coalesce(m.billing_address_lines, '{}'::text[])),
+      'country', m.billing_country, 'tax_id', m.billing_tax_id)
+    from billing.members m where m.community_id = p_community_id and m.id = p_member_id),
+    '{"name": null, "address_lines": [], "country": null, "tax_id": null}'::jsonb);
 end
 $$;
 
@@ -3371,25 +3712,37 @@ begin
   if to_regclass('pg_temp.renew_batch_terms') is null then
     create temporary table renew_batch_terms (
       subscription_id text collate "C" primary key, member_id text collate "C", at timestamptz, provider text,
-      t billing.renewal_terms, subtotal_cents bigint, discount_cents bigint, invoice_id text collate "C"
+      t billing.renewal_terms, subtotal_cents bigint, discount_cents bigint, invoice_id text collate "C",
+      tax jsonb, total_cents bigint
     ) on commit delete rows;
   end if;
+  -- Each renewal's tax (billing.invoice_tax, as billing.invoice_open computes it) and
+  -- total: added to the table a session made with an earlier version of this function.
+  if not exists (select 1 from pg_attribute a where a.attrelid = 'pg_temp.renew_batch_terms'::regclass
+                 and a.attname = 'tax' and not a.attisdropped) then
+    alter table renew_batch_terms add column tax jsonb, add column total_cents bigint;
+  end if;
   delete from renew_batch_terms;
-  insert into renew_batch_terms (subscription_id, member_id, at, provider, t, subtotal_cents, discount_cents)
-  select r.id, r.member_id, r.current_period_end, r.provider, r.t,
-    billing.invoice_lines_sum((r.t).lines, array['plan', 'proration']), -billing.invoice_lines_sum((r.t).lines, array['discount'])
-  -- One index probe per id (the lateral subquery runs per element): a scan of the
-  -- community's subscriptions per batch made a storm of n renewals cost n^2.
-  from unnest(p_ids) x(id)
-  cross join lateral (select s.*, billing.renewal_terms(s, s.current_period_end) as t
-        from billing.subscriptions s
-        where s.community_id = v_community and s.id = x.id and s.provider = 'sandbox'
-          and s.status in ('active', 'trialing') and s.current_period_end <= p_now
-        offset 0) r
-  where (r.t).period_end > p_now
-    and (billing.invoice_lines_sum((r.t).lines, null) = 0
-         or not coalesce((select c.declines from billing.sandbox_cards c
-                          where c.community_id = v_community and c.subscription_id = r.id), false));
+  insert into renew_batch_terms (subscription_id, member_id, at, provider, t, subtotal_cents, discount_cents, tax, total_cents)
+  select r.id, r.member_id, r.current_period_end, r.provider, r.t, r.subtotal, r.discount, r.tax,
+    r.subtotal - r.discount + (r.tax->>'tax_exclusive_cents')::bigint
+  from (
+    select r.id, r.member_id, r.current_period_end, r.provider, r.t,
+      billing.invoice_lines_sum((r.t).lines, array['plan', 'proration']) as subtotal,
+      -billing.invoice_lines_sum((r.t).lines, array['discount']) as discount,
+      billing.invoice_tax(v_community, billing.member_billing(v_community, r.member_id), (r.t).lines) as tax
+    -- One index probe per id (the lateral subquery runs per element): a scan of the
+    -- community's subscriptions per batch made a storm of n renewals cost n^2.
+    from unnest(p_ids) x(id)
+    cross join lateral (select s.*, billing.renewal_terms(s, s.current_period_end) as t
+          from billing.subscriptions s
+          where s.community_id = v_community and s.id = x.id and s.provider = 'sandbox'
+            and s.status in ('active', 'trialing') and s.current_period_end <= p_now
+          offset 0) r
+    where (r.t).period_end > p_now
+      and (billing.invoice_lines_sum((r.t).lines, null) = 0
+           or not coalesce((select c.declines from billing.sandbox_cards c
+                            where c.community_id = v_community and c.subscription_id = r.id), false))) r;
   -- Row counts for the planner (a temporary table has no statistics of its own).
   analyze renew_batch_terms;
   -- The invoices (billing.invoice_open), then their payments (billing.invoice_mark_paid).
@@ -3415,17 +3768,21 @@ begin
   ), ins as (
     insert into billing.invoices (community_id, member_id, subscription_id, status, billing_reason, currency, lines,
       subtotal_cents, discount_cents, total_cents, amount_paid_cents, attempt_count, paid_at,
-      period_start, period_end, provider, created_at, number)
+      period_start, period_end, provider, created_at, number, tax_lines, tax_cents, tax_country, reverse_charge,
+      buyer_name, buyer_address_lines, buyer_country, buyer_tax_id, seller_country, seller_tax_id)
     select v_community, b.member_id, b.subscription_id, 'paid', 'subscription_cycle', (b.t).currency, (b.t).lines,
-      b.subtotal_cents, b.discount_cents, b.subtotal_cents - b.discount_cents, b.subtotal_cents - b.discount_cents, 1, b.at,
-      b.at, (b.t).period_end, b.provider, b.at, b.number
+      b.subtotal_cents, b.discount_cents, b.total_cents, b.total_cents, 1, b.at,
+      b.at, (b.t).period_end, b.provider, b.at, b.number, b.tax->'tax_lines', (b.tax->>'tax_cents')::bigint,
+      b.tax->>'tax_country', (b.tax->>'reverse_charge')::boolean, b.tax->>'buyer_name',
+      nullif(array(select jsonb_array_elements_text(b.tax->'buyer_address_lines')), '{}'), b.tax->>'buyer_country',
+      b.tax->>'buyer_tax_id', b.tax->>'seller_country', b.tax->>'seller_tax_id'
     from numbered b
     order by b.subscription_id
     returning id, subscription_id
   )
   update renew_batch_terms b set invoice_id = ins.id from ins where ins.subscription_id = b.subscription_id;
   insert into billing.payment_attempts (community_id, invoice_id, status, amount_cents, provider, provider_ref, attempted_at)
-  select v_community, b.invoice_id, 'succeeded', b.subtotal_cents - b.discount_cents, b.provider,
+  select v_community, b.invoice_id, 'succeeded', b.total_cents, b.provider,
     'sandbox_ch_' || substr(md5(b.invoice_id || b.at::text), 1, 16), b.at
   from renew_batch_terms b
   order by b.invoice_id;
@@ -3570,6 +3927,27 @@ begin
   return v_member;
 end
 $$;
+
+
+--
+-- Name: reverse_charge_applies(text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.reverse_charge_applies(p_seller_country text, p_buyer_country text, p_buyer_tax_id text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select coalesce(billing.eu_member(p_seller_country) and billing.eu_member(p_buyer_country)
+    and p_buyer_country <> p_seller_country and billing.eu_vat_id_valid(p_buyer_country, p_buyer_tax_id), false)
+$$;
+
+
+--
+-- Name: reverse_charge_note(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.reverse_charge_note() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ select 'Reverse charge: VAT to be accounted for by the recipient, Article 196 Directive 2006/112/EC.'::text $$;
 
 
 --
@@ -4032,6 +4410,40 @@ $$;
 
 
 --
+-- Name: tax_rates; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.tax_rates (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('txr'::text) NOT NULL COLLATE pg_catalog."C",
+    country text NOT NULL COLLATE pg_catalog."C",
+    name text NOT NULL,
+    rate_ppm integer NOT NULL,
+    inclusive boolean DEFAULT false NOT NULL,
+    active boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tax_rates_country_check CHECK ((country ~ '^[A-Z]{2}$'::text)),
+    CONSTRAINT tax_rates_name_check CHECK ((((length(name) >= 1) AND (length(name) <= 40)) AND (name !~ '[[:cntrl:]]'::text))),
+    CONSTRAINT tax_rates_rate_ppm_check CHECK (((rate_ppm >= 0) AND (rate_ppm <= 1000000)))
+);
+
+ALTER TABLE ONLY billing.tax_rates FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: tax_rate_json(billing.tax_rates); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tax_rate_json(p_r billing.tax_rates) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object('id', p_r.id, 'country', p_r.country, 'name', p_r.name, 'rate_ppm', p_r.rate_ppm,
+    'inclusive', p_r.inclusive, 'active', p_r.active, 'updated_at', billing.iso(p_r.updated_at))
+$$;
+
+
+--
 -- Name: tg_checkout_sessions__outbox(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -4195,7 +4607,12 @@ begin
   if old.status <> 'draft' and (new.lines is distinct from old.lines or new.subtotal_cents <> old.subtotal_cents
       or new.discount_cents <> old.discount_cents or new.total_cents <> old.total_cents
       or new.currency <> old.currency or new.member_id <> old.member_id
-      or new.subscription_id is distinct from old.subscription_id or new.purchase_id is distinct from old.purchase_id) then
+      or new.subscription_id is distinct from old.subscription_id or new.purchase_id is distinct from old.purchase_id
+      -- its tax and the parties it was computed for (docs/decisions/tax.md)
+      or new.tax_lines is distinct from old.tax_lines or new.tax_cents <> old.tax_cents
+      or new.tax_country is distinct from old.tax_country or new.reverse_charge <> old.reverse_charge
+      or (new.buyer_name, new.buyer_address_lines, new.buyer_country, new.buyer_tax_id, new.seller_country, new.seller_tax_id)
+         is distinct from (old.buyer_name, old.buyer_address_lines, old.buyer_country, old.buyer_tax_id, old.seller_country, old.seller_tax_id)) then
     raise exception using errcode = 'BL409', message = 'Invoice ' || old.id || ' is finalized: its lines and amounts cannot change.';
   end if;
   -- A number, once given, is the invoice's for good (void included: a tax office
@@ -4312,6 +4729,40 @@ begin
   if v_changed is not null then
     perform billing.invoices_ledger_refresh(v_changed, v_event_ids);
   end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_invoices__subscription_tax(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_invoices__subscription_tax() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_communities text[];
+  v_ids text[];
+  v_ppms integer[];
+begin
+  select array_agg(x.community_id), array_agg(x.subscription_id), array_agg(x.ppm)
+    into v_communities, v_ids, v_ppms
+  from (select distinct on (n.community_id, n.subscription_id) n.community_id, n.subscription_id,
+          case when n.reverse_charge then 0 else billing.invoice_tax_inclusive_ppm(n.tax_lines) end as ppm
+        from new_rows n where n.subscription_id is not null
+        order by n.community_id, n.subscription_id, n.created_at desc, n.id desc) x
+  -- One index probe per subscription (a lateral per row), never a join the planner may
+  -- turn into a scan of the community's subscriptions.
+  cross join lateral (select s.tax_inclusive_ppm from billing.subscriptions s
+                      where s.community_id = x.community_id and s.id = x.subscription_id offset 0) s
+  where s.tax_inclusive_ppm <> x.ppm;
+  if v_ids is null then
+    return null;
+  end if;
+  update billing.subscriptions s set tax_inclusive_ppm = u.ppm
+  from unnest(v_communities, v_ids, v_ppms) as u(community_id, id, ppm)
+  where s.community_id = u.community_id and s.id = u.id;
   return null;
 end
 $$;
@@ -4949,6 +5400,12 @@ begin
     'payment_provider', case when c.payment_provider is not null
       then c.payment_config || jsonb_build_object('type', c.payment_provider) end,
     'dunning', case when c.dunning <> '{}' then c.dunning end,
+    'seller', case when num_nonnulls(c.legal_name, c.address_lines, c.country, c.tax_id) > 0
+      then jsonb_build_object('legal_name', c.legal_name, 'address_lines', to_jsonb(c.address_lines),
+        'country', c.country, 'tax_id', c.tax_id) end,
+    'tax_rates', (select jsonb_agg(jsonb_build_object('country', r.country, 'name', r.name, 'rate_ppm', r.rate_ppm,
+        'inclusive', r.inclusive, 'active', r.active) order by r.country)
+      from billing.tax_rates r where r.community_id = v_community),
     'platforms', (select jsonb_agg(jsonb_build_object('key', pc.key, 'platform', pc.platform, 'name', pc.name,
         'settings', case when pc.settings <> '{}' then pc.settings end) order by pc.key)
       from billing.platform_configs pc where pc.community_id = v_community),
@@ -5009,6 +5466,7 @@ declare
   v_cs billing.checkout_sessions;
   v_token text := billing.random_token();
   v_plans integer;
+  v_details text;
 begin
   select * into v_tier from billing.tiers t where t.id = p_args->>'tier_id' and t.active;
   if v_tier.id is null then
@@ -5047,12 +5505,22 @@ begin
   if p_args->>'customer_email' is not null and not billing.email_valid(btrim(p_args->>'customer_email')) then
     perform billing.raise('BL422', 'customer_email is not a valid email address.', 'customer_email');
   end if;
+  v_details := billing.checkout_details_problem(p_args);
+  if v_details is not null then
+    perform billing.raise('BL422', v_details, split_part(v_details, ':', 1));
+  end if;
   insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency,
-    client_reference_id, return_url, subject_kind, provider, expires_at, access_token_sha256, customer_email)
+    client_reference_id, return_url, subject_kind, provider, expires_at, access_token_sha256, customer_email,
+    customer_name, customer_address_lines, customer_country, customer_tax_id)
   values (v_cid, v_member, v_tier.id, v_plan.id, v_plan.amount_cents, v_plan.currency,
     p_args->>'client_reference_id', p_args->>'return_url', v_kind, v_provider,
     billing.now() + billing.checkout_lifetime(), sha256(convert_to(v_token, 'UTF8')),
-    nullif(btrim(p_args->>'customer_email'), ''))
+    nullif(btrim(p_args->>'customer_email'), ''),
+    nullif(btrim(p_args->>'customer_name'), ''),
+    nullif(array(select btrim(l) from jsonb_array_elements_text(coalesce(p_args->'customer_address_lines', '[]')) l
+                 where btrim(l) <> ''), '{}'),
+    upper(nullif(btrim(p_args->>'customer_country'), '')),
+    nullif(btrim(p_args->>'customer_tax_id'), ''))
   returning * into v_cs;
 
   if p_args->>'discount_code' is not null then
@@ -5346,6 +5814,8 @@ CREATE FUNCTION billing_api.invoices_document(p_args jsonb) RETURNS jsonb
 declare
   v_inv billing.invoices;
   v_com billing.communities;
+  v_now jsonb;
+  v_taxed boolean;
 begin
   select * into v_inv from billing.invoices i
   where i.community_id = billing.current_community_id() and i.id = p_args->>'id';
@@ -5353,18 +5823,23 @@ begin
     perform billing.raise('BL404', 'No invoice ' || (p_args->>'id') || '.');
   end if;
   select * into v_com from billing.communities c where c.id = v_inv.community_id;
+  v_taxed := v_inv.buyer_name is not null or v_inv.buyer_address_lines is not null or v_inv.buyer_country is not null
+    or v_inv.buyer_tax_id is not null or v_inv.seller_country is not null or v_inv.seller_tax_id is not null;
+  v_now := billing.member_billing(v_inv.community_id, v_inv.member_id);
   return jsonb_build_object(
     'invoice', billing.invoice_json(v_inv),
     'seller', jsonb_build_object(
       'name', v_com.name,
       'legal_name', v_com.legal_name,
       'address_lines', to_jsonb(coalesce(v_com.address_lines, '{}'::text[])),
-      'country', v_com.country,
-      'tax_id', v_com.tax_id),
-    'buyer', jsonb_build_object('name', null, 'address_lines', '[]'::jsonb, 'country', null, 'tax_id', null)
-      || billing.member_json(v_inv.community_id, v_inv.member_id),
+      'country', case when v_taxed then v_inv.seller_country else v_com.country end,
+      'tax_id', case when v_taxed then v_inv.seller_tax_id else v_com.tax_id end),
+    'buyer', billing.member_json(v_inv.community_id, v_inv.member_id) || case when v_taxed
+      then jsonb_build_object('name', v_inv.buyer_name, 'address_lines', to_jsonb(coalesce(v_inv.buyer_address_lines, '{}'::text[])),
+        'country', v_inv.buyer_country, 'tax_id', v_inv.buyer_tax_id)
+      else v_now end,
     'payment_method', case when v_inv.status = 'paid' then v_inv.provider end,
-    'tax_lines', '[]'::jsonb);
+    'tax_lines', v_inv.tax_lines);
 end
 $$;
 
@@ -6328,6 +6803,7 @@ declare
   v_new billing.plans;
   v_group text;
   v_q record;
+  v_tax jsonb;
 begin
   select * into v_sub from billing.subscriptions s
   where s.community_id = billing.current_community_id() and s.id = p_args->>'id';
@@ -6340,13 +6816,17 @@ begin
   if v_group = 'downgrades' then
     return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'period_end',
       'applies_at', billing.iso(v_sub.current_period_end), 'currency', v_new.currency,
-      'charge_cents', 0, 'credit_cents', 0, 'due_now_cents', 0, 'period_end', billing.iso(v_sub.current_period_end));
+      'charge_cents', 0, 'credit_cents', 0, 'tax_cents', 0, 'tax_lines', '[]'::jsonb, 'due_now_cents', 0,
+      'period_end', billing.iso(v_sub.current_period_end));
   end if;
   select * into v_q from billing.switch_proration(v_sub, v_old, v_new, billing.now());
+  v_tax := billing.invoice_tax(v_sub.community_id, billing.member_billing(v_sub.community_id, v_sub.member_id),
+    jsonb_build_array(jsonb_build_object('type', 'proration', 'description', 'preview', 'amount_cents', v_q.charge_cents - v_q.applied_cents)));
   return jsonb_build_object('subscription_id', v_sub.id, 'plan_id', v_new.id, 'applies', 'now',
     'applies_at', billing.iso(billing.now()), 'currency', v_new.currency,
     'charge_cents', v_q.charge_cents, 'credit_cents', v_q.applied_cents,
-    'due_now_cents', v_q.charge_cents - v_q.applied_cents, 'period_end', billing.iso(v_q.period_end));
+    'tax_cents', (v_tax->>'tax_cents')::bigint, 'tax_lines', v_tax->'tax_lines',
+    'due_now_cents', v_q.charge_cents - v_q.applied_cents + (v_tax->>'tax_exclusive_cents')::bigint, 'period_end', billing.iso(v_q.period_end));
 end
 $$;
 
@@ -6402,6 +6882,28 @@ begin
   return billing.page_json(v_ids, v_items, v_limit);
 end
 $_$;
+
+
+--
+-- Name: tax_settings_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.tax_settings_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_com billing.communities;
+begin
+  select * into v_com from billing.communities c where c.id = billing.current_community_id();
+  return jsonb_build_object(
+    'seller', jsonb_build_object('name', v_com.name, 'legal_name', v_com.legal_name,
+      'address_lines', to_jsonb(coalesce(v_com.address_lines, '{}'::text[])), 'country', v_com.country, 'tax_id', v_com.tax_id,
+      'eu_vat_id_valid', case when billing.eu_member(v_com.country) then billing.eu_vat_id_valid(v_com.country, v_com.tax_id) end),
+    'rates', coalesce((select jsonb_agg(billing.tax_rate_json(r) order by r.country) from billing.tax_rates r
+      where r.community_id = v_com.id), '[]'),
+    'stripe_automatic_tax', v_com.payment_provider = 'stripe' and coalesce((v_com.payment_config->>'automatic_tax')::boolean, false));
+end
+$$;
 
 
 --
@@ -7707,6 +8209,7 @@ begin
     when 'subscription_switch_preview' then return billing_api.subscription_switch_preview(p_args);
     when 'subscriptions_get' then return billing_api.subscriptions_get(p_args);
     when 'subscriptions_list' then return billing_api.subscriptions_list(p_args);
+    when 'tax_settings_get' then return billing_api.tax_settings_get(p_args);
     when 'webhook_deliveries_list' then return billing_api.webhook_deliveries_list(p_args);
     when 'webhook_deliveries_redeliver' then return billing_api.webhook_deliveries_redeliver(p_args);
     when 'webhook_endpoints_create' then return billing_api.webhook_endpoints_create(p_args);
@@ -9129,8 +9632,10 @@ begin
   select array_agg(n.community_id), array_agg(n.id) into v_communities, v_ids
   from new_rows n
   join old_rows o on o.community_id = n.community_id and o.id = n.id
-  where (n.status, n.plan_id, n.member_id, n.discount_id, n.created_at, n.trial_end, n.cancelled_at, n.cancel_requested_at, n.price_cents)
-        is distinct from (o.status, o.plan_id, o.member_id, o.discount_id, o.created_at, o.trial_end, o.cancelled_at, o.cancel_requested_at, o.price_cents)
+  where (n.status, n.plan_id, n.member_id, n.discount_id, n.created_at, n.trial_end, n.cancelled_at, n.cancel_requested_at, n.price_cents,
+         n.tax_inclusive_ppm)
+        is distinct from (o.status, o.plan_id, o.member_id, o.discount_id, o.created_at, o.trial_end, o.cancelled_at, o.cancel_requested_at, o.price_cents,
+         o.tax_inclusive_ppm)
      or n.status in ('paused', 'cancelled', 'cancelling') and n.updated_at is distinct from o.updated_at
      or n.discount_id is not null and n.current_period_end is distinct from o.current_period_end;
   if v_ids is not null then
@@ -9504,10 +10009,15 @@ CREATE VIEW analytics.subscription_mrr WITH (security_invoker='true') AS
     p.id AS plan_id,
     p.tier_id,
     p.currency,
+    (
         CASE
             WHEN (p."interval" = 'year'::text) THEN (((s.price_cents - d.cents))::numeric / 12.0)
             ELSE ((s.price_cents - d.cents))::numeric
-        END AS monthly_cents,
+        END *
+        CASE
+            WHEN (s.tax_inclusive_ppm = 0) THEN (1)::numeric
+            ELSE (1000000.0 / ((1000000 + s.tax_inclusive_ppm))::numeric)
+        END) AS monthly_cents,
     (s.status = ANY (ARRAY['active'::text, 'past_due'::text, 'cancelling'::text])) AS billing_now,
         CASE
             WHEN (s.status = 'trialing'::text) THEN 'infinity'::timestamp with time zone
@@ -9803,7 +10313,8 @@ CREATE VIEW analytics.paid_invoices_daily WITH (security_invoker='true') AS
     i.currency,
     count(*) AS invoices,
     (sum(i.amount_paid_cents))::bigint AS paid_cents,
-    (sum(i.amount_refunded_cents))::bigint AS refunded_cents
+    (sum(i.amount_refunded_cents))::bigint AS refunded_cents,
+    (sum(i.tax_cents))::bigint AS tax_cents
    FROM billing.invoices i
   WHERE (i.status = 'paid'::text)
   GROUP BY i.community_id, (((i.paid_at AT TIME ZONE 'UTC'::text))::date), i.currency;
@@ -9843,7 +10354,7 @@ CREATE VIEW analytics.revenue_daily WITH (security_invoker='true') AS
    FROM ( SELECT i.community_id,
             ((i.paid_at AT TIME ZONE 'UTC'::text))::date AS day,
             i.currency,
-            i.amount_paid_cents AS subscription_cents,
+            (i.amount_paid_cents - i.tax_cents) AS subscription_cents,
             (0)::bigint AS purchase_cents
            FROM billing.invoices i
           WHERE ((i.status = 'paid'::text) AND (i.subscription_id IS NOT NULL))
@@ -9852,7 +10363,10 @@ CREATE VIEW analytics.revenue_daily WITH (security_invoker='true') AS
             ((p.paid_at AT TIME ZONE 'UTC'::text))::date AS timezone,
             p.currency,
             0,
-            p.amount_cents
+            (p.amount_cents - COALESCE(( SELECT (i.tax_cents - ((i.total_cents - i.subtotal_cents) + i.discount_cents))
+                   FROM billing.invoices i
+                  WHERE ((i.community_id = p.community_id) AND (i.purchase_id = p.id) AND (i.status = 'paid'::text))
+                 LIMIT 1), (0)::bigint))
            FROM billing.purchases p) r
   GROUP BY r.community_id, r.day, r.currency;
 
@@ -10043,6 +10557,11 @@ CREATE TABLE billing.members (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     email text,
+    billing_name text,
+    billing_address_lines text[],
+    billing_country text,
+    billing_tax_id text,
+    CONSTRAINT members_billing_valid CHECK ((((billing_name IS NULL) OR ((length(billing_name) >= 1) AND (length(billing_name) <= 200))) AND ((billing_address_lines IS NULL) OR ((cardinality(billing_address_lines) <= 6) AND (COALESCE(length(array_to_string(billing_address_lines, ''::text)), 0) <= 600))) AND ((billing_country IS NULL) OR (billing_country ~ '^[A-Z]{2}$'::text)) AND ((billing_tax_id IS NULL) OR ((length(billing_tax_id) >= 1) AND (length(billing_tax_id) <= 50))))),
     CONSTRAINT members_email_valid CHECK (((email IS NULL) OR billing.email_valid(email)))
 );
 
@@ -10626,7 +11145,15 @@ CREATE VIEW billing_graphql.invoices WITH (security_invoker='true', security_bar
     i.paid_at,
     i.created_at,
     i.updated_at,
-    i.number
+    i.number,
+    i.tax_cents,
+    i.tax_lines,
+    i.tax_country,
+    i.reverse_charge,
+    i.buyer_country,
+    i.buyer_tax_id,
+    i.seller_country,
+    i.seller_tax_id
    FROM billing.invoices i
   WHERE ( SELECT billing.has_scope('invoices:read'::text) AS has_scope);
 
@@ -10748,6 +11275,65 @@ COMMENT ON COLUMN billing_graphql.invoices.updated_at IS '@notNull';
 --
 
 COMMENT ON COLUMN billing_graphql.invoices.number IS 'The invoice number (2026-000042), gapless per community and series; null until finalized.';
+
+
+--
+-- Name: COLUMN invoices.tax_cents; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.tax_cents IS '@notNull
+The tax it charged (minor units): the sum of its tax lines; an inclusive tax is part of the lines, an exclusive one is added to the total.';
+
+
+--
+-- Name: COLUMN invoices.tax_lines; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.tax_lines IS '@notNull
+Its tax lines: [{name, country, rate_ppm, inclusive, taxable_cents, amount_cents}].';
+
+
+--
+-- Name: COLUMN invoices.tax_country; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.tax_country IS 'The country whose tax rate applied (ISO 3166-1 alpha-2); null when none did.';
+
+
+--
+-- Name: COLUMN invoices.reverse_charge; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.reverse_charge IS '@notNull
+An EU business buyer in another member state: no VAT, the buyer accounts for it.';
+
+
+--
+-- Name: COLUMN invoices.buyer_country; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.buyer_country IS 'The buyer''s country as the invoice was taxed.';
+
+
+--
+-- Name: COLUMN invoices.buyer_tax_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.buyer_tax_id IS 'The buyer''s tax id (a VAT id) as given at checkout.';
+
+
+--
+-- Name: COLUMN invoices.seller_country; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.seller_country IS 'The community''s country when the invoice was taxed.';
+
+
+--
+-- Name: COLUMN invoices.seller_tax_id; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.invoices.seller_tax_id IS 'The community''s tax id when the invoice was taxed.';
 
 
 --
@@ -11087,7 +11673,8 @@ CREATE VIEW billing_graphql.paid_invoices_daily WITH (security_invoker='true', s
     p.currency,
     p.invoices,
     p.paid_cents,
-    p.refunded_cents
+    p.refunded_cents,
+    p.tax_cents
    FROM analytics.paid_invoices_daily p
   WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
 
@@ -11368,7 +11955,7 @@ CREATE VIEW billing_graphql.revenue_daily WITH (security_invoker='true', securit
 COMMENT ON VIEW billing_graphql.revenue_daily IS '@primaryKey day,currency
 @scope analytics:read
 @behavior -insert -update -delete
-Revenue from subscriptions (paid invoices) and purchases by day. Needs analytics:read.';
+Revenue from subscriptions (paid invoices) and purchases by day, net of tax. Needs analytics:read.';
 
 
 --
@@ -12193,6 +12780,22 @@ ALTER TABLE ONLY billing.subscriptions
 
 
 --
+-- Name: tax_rates tax_rates_community_id_country_key; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tax_rates
+    ADD CONSTRAINT tax_rates_community_id_country_key UNIQUE (community_id, country);
+
+
+--
+-- Name: tax_rates tax_rates_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tax_rates
+    ADD CONSTRAINT tax_rates_pkey PRIMARY KEY (community_id, id);
+
+
+--
 -- Name: tier_entitlements tier_entitlements_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -13007,6 +13610,13 @@ CREATE TRIGGER _500_outbox_and_ledger_update AFTER UPDATE ON billing.subscriptio
 
 
 --
+-- Name: invoices _550_subscription_tax; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _550_subscription_tax AFTER INSERT ON billing.invoices REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing.tg_invoices__subscription_tax();
+
+
+--
 -- Name: discount_codes _600_analytics; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -13473,6 +14083,14 @@ ALTER TABLE ONLY billing.subscriptions
 
 ALTER TABLE ONLY billing.subscriptions
     ADD CONSTRAINT subscriptions_price_migration_fk FOREIGN KEY (community_id, price_migration_id) REFERENCES billing.price_migrations(community_id, id) ON DELETE SET NULL (price_migration_id);
+
+
+--
+-- Name: tax_rates tax_rates_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.tax_rates
+    ADD CONSTRAINT tax_rates_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
 
 
 --
@@ -14092,6 +14710,13 @@ CREATE POLICY owner_access ON billing.subscriptions TO postgres USING (true) WIT
 
 
 --
+-- Name: tax_rates owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.tax_rates TO postgres USING (true) WITH CHECK (true);
+
+
+--
 -- Name: tier_entitlements owner_access; Type: POLICY; Schema: billing; Owner: -
 --
 
@@ -14191,6 +14816,12 @@ ALTER TABLE billing.sandbox_cards ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.subscriptions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: tax_rates; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.tax_rates ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: benefit_deliveries tenant; Type: POLICY; Schema: billing; Owner: -
@@ -14414,6 +15045,13 @@ CREATE POLICY tenant ON billing.sandbox_cards USING ((community_id = ( SELECT bi
 --
 
 CREATE POLICY tenant ON billing.subscriptions USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: tax_rates tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.tax_rates USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -14862,14 +15500,6 @@ REVOKE ALL ON FUNCTION billing.checkout_apply_discount(p_checkout_id text, p_cod
 
 
 --
--- Name: FUNCTION checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) TO billing_api;
-
-
---
 -- Name: FUNCTION email_valid(p_email text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -15027,6 +15657,58 @@ GRANT SELECT(customer_email) ON TABLE billing.checkout_sessions TO billing_opera
 
 
 --
+-- Name: COLUMN checkout_sessions.customer_name; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(customer_name) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.customer_address_lines; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(customer_address_lines) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.customer_country; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(customer_country) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: COLUMN checkout_sessions.customer_tax_id; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(customer_tax_id) ON TABLE billing.checkout_sessions TO billing_operator;
+
+
+--
+-- Name: FUNCTION checkout_billing(p_cs billing.checkout_sessions); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_billing(p_cs billing.checkout_sessions) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_billing(p_cs billing.checkout_sessions) TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_details_problem(p jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_details_problem(p jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_details_problem(p jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.checkout_discount(p_code text, p_member_id text, p_tier_id text, p_plan billing.plans, OUT discount_id uuid, OUT discount_cents integer) TO billing_api;
+
+
+--
 -- Name: FUNCTION checkout_event_json(p_cs billing.checkout_sessions); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -15056,6 +15738,13 @@ GRANT ALL ON FUNCTION billing.checkout_lifetime() TO billing_api;
 
 REVOKE ALL ON FUNCTION billing.checkout_member(p_subject jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.checkout_member(p_subject jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION checkout_set_details(p_checkout_id text, p_details jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.checkout_set_details(p_checkout_id text, p_details jsonb) FROM PUBLIC;
 
 
 --
@@ -15195,6 +15884,22 @@ GRANT ALL ON FUNCTION billing.encode_cursor(p_id text) TO billing_api;
 
 
 --
+-- Name: FUNCTION eu_member(p_country text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.eu_member(p_country text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.eu_member(p_country text) TO billing_api;
+
+
+--
+-- Name: FUNCTION eu_vat_id_valid(p_country text, p_tax_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.eu_vat_id_valid(p_country text, p_tax_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.eu_vat_id_valid(p_country text, p_tax_id text) TO billing_api;
+
+
+--
 -- Name: TABLE events; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -15311,6 +16016,22 @@ GRANT ALL ON FUNCTION billing.invoice_lines_valid(p_lines jsonb) TO billing_api;
 
 
 --
+-- Name: FUNCTION invoice_tax_lines_valid(p_lines jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_tax_lines_valid(p_lines jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_tax_lines_valid(p_lines jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_tax_sum(p_lines jsonb, p_inclusive boolean); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_tax_sum(p_lines jsonb, p_inclusive boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_tax_sum(p_lines jsonb, p_inclusive boolean) TO billing_api;
+
+
+--
 -- Name: TABLE invoices; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -15348,10 +16069,10 @@ REVOKE ALL ON FUNCTION billing.invoice_mark_paid(p_inv billing.invoices, p_at ti
 
 
 --
--- Name: FUNCTION invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text, p_provider_ref text); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text, p_provider_ref text, p_tax jsonb); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text, p_provider_ref text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing.invoice_open(p_sub_id text, p_pur_id text, p_member_id text, p_reason text, p_currency text, p_lines jsonb, p_start timestamp with time zone, p_end timestamp with time zone, p_provider text, p_at timestamp with time zone, p_checkout_id text, p_provider_ref text, p_tax jsonb) FROM PUBLIC;
 
 
 --
@@ -15374,6 +16095,22 @@ REVOKE ALL ON FUNCTION billing.invoice_record_refund(p_invoice_id text, p_amount
 
 REVOKE ALL ON FUNCTION billing.invoice_refuse_disputed(p_invoice_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.invoice_refuse_disputed(p_invoice_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_tax(p_community text, p_buyer jsonb, p_lines jsonb, p_given jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_tax(p_community text, p_buyer jsonb, p_lines jsonb, p_given jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_tax(p_community text, p_buyer jsonb, p_lines jsonb, p_given jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION invoice_tax_inclusive_ppm(p_lines jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.invoice_tax_inclusive_ppm(p_lines jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.invoice_tax_inclusive_ppm(p_lines jsonb) TO billing_api;
 
 
 --
@@ -15628,6 +16365,14 @@ GRANT ALL ON FUNCTION billing.mail_templates() TO billing_api;
 
 REVOKE ALL ON FUNCTION billing.member_api_json(p_community_id text, p_member_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.member_api_json(p_community_id text, p_member_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_billing(p_community_id text, p_member_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_billing(p_community_id text, p_member_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_billing(p_community_id text, p_member_id text) TO billing_api;
 
 
 --
@@ -15927,6 +16672,22 @@ GRANT ALL ON FUNCTION billing.resolve_identity(p_args jsonb) TO billing_api;
 
 
 --
+-- Name: FUNCTION reverse_charge_applies(p_seller_country text, p_buyer_country text, p_buyer_tax_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.reverse_charge_applies(p_seller_country text, p_buyer_country text, p_buyer_tax_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.reverse_charge_applies(p_seller_country text, p_buyer_country text, p_buyer_tax_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION reverse_charge_note(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.reverse_charge_note() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.reverse_charge_note() TO billing_api;
+
+
+--
 -- Name: FUNCTION sandbox_advance(p_community_id text, p_days numeric); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -16058,6 +16819,22 @@ GRANT ALL ON FUNCTION billing.switch_validate(p_sub billing.subscriptions, p_pla
 
 
 --
+-- Name: TABLE tax_rates; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.tax_rates TO billing_operator;
+GRANT SELECT ON TABLE billing.tax_rates TO billing_api;
+
+
+--
+-- Name: FUNCTION tax_rate_json(p_r billing.tax_rates); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tax_rate_json(p_r billing.tax_rates) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.tax_rate_json(p_r billing.tax_rates) TO billing_api;
+
+
+--
 -- Name: FUNCTION tg_checkout_sessions__outbox(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -16139,6 +16916,13 @@ REVOKE ALL ON FUNCTION billing.tg_invoices__outbox_and_ledger_insert() FROM PUBL
 --
 
 REVOKE ALL ON FUNCTION billing.tg_invoices__outbox_and_ledger_update() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_invoices__subscription_tax(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_invoices__subscription_tax() FROM PUBLIC;
 
 
 --
@@ -16781,6 +17565,14 @@ GRANT ALL ON FUNCTION billing_api.subscriptions_get(p_args jsonb) TO billing_api
 
 REVOKE ALL ON FUNCTION billing_api.subscriptions_list(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.subscriptions_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION tax_settings_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.tax_settings_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.tax_settings_get(p_args jsonb) TO billing_api;
 
 
 --
