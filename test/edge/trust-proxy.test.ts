@@ -49,6 +49,32 @@ describe.each([
   });
 });
 
+test('behind one proxy (TRUST_PROXY=1), dashboard sign-ins with forged X-Forwarded-For prefixes meet the per-address throttle', async () => {
+  const { trustProxy } = loadConfig({ NODE_ENV: 'production', TRUST_PROXY: '1', PUBLIC_BASE_URL: 'https://billing.example.com' });
+  const app = await startApp({ trustProxy });
+  try {
+    const real = realClient();
+    const statuses: number[] = [];
+    // A different account each time: only the address's bucket (10 a minute) can stop them.
+    for (let i = 0; i < 12; i++) {
+      const headers = viaProxy(`198.51.100.${i + 1}`, real);
+      const page = await fetch(`${app.url}/dashboard/sign-in`, { headers });
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1];
+      const cookie = /billing_signin_csrf=[^;]+/.exec(page.headers.get('set-cookie') ?? '')![0];
+      const res = await fetch(`${app.url}/dashboard/sign-in`, {
+        method: 'POST', redirect: 'manual',
+        headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf, email: `sprayed-${i}-${real}@example.com`, password: 'not the password at all' }).toString(),
+      });
+      await res.text();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([...Array(10).fill(401), 429, 429]);
+  } finally {
+    await app.close();
+  }
+});
+
 test('a proxy that is not configured is not believed: X-Forwarded-For from an unlisted peer is ignored', async () => {
   const { trustProxy } = loadConfig({ TRUST_PROXY: '10.0.0.0/8' });
   const app = await startApp({ rateLimits: limits, trustProxy });
