@@ -87,6 +87,20 @@ test('wrong passwords from one address never lock out the right password from an
   expect((await signInWithPassword(app.api, email, GOOD, '203.0.113.9')).ok).toBe(true);
 });
 
+test('one address trying many accounts is throttled per address (10 a minute), and only that address', async () => {
+  const victims = [await operator(), await operator()];
+  const sprayer = '10.27.250.9';
+  const emails = [...victims.map((v) => v.email), ...Array.from({ length: 10 }, (_, i) => `sprayed-${i}-${n}@example.com`)];
+  const results = [];
+  for (const email of emails) results.push(await signInWithPassword(app.api, email, 'one guess per account here', sprayer));
+  // One failure per account: no account's or pair's budget is near its end, the address's is.
+  expect(results.slice(0, 10).map((r) => !r.ok && r.reason)).toEqual(Array(10).fill('invalid'));
+  expect(results.slice(10).map((r) => !r.ok && r.reason)).toEqual(['rate_limited', 'rate_limited']);
+  // The right password from that address waits too; from any other address it signs in.
+  expect(await signInWithPassword(app.api, victims[0].email, GOOD, sprayer)).toMatchObject({ ok: false, reason: 'rate_limited' });
+  expect((await signInWithPassword(app.api, victims[0].email, GOOD, '10.27.250.10')).ok).toBe(true);
+});
+
 test('a guessing attack from many addresses: known addresses still sign in, new ones are sent to a link', async () => {
   const { email, ip: known } = await operator();
   for (let i = 0; i < 3; i++) {
