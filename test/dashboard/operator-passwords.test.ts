@@ -2,8 +2,9 @@
 // (zxcvbn) and control characters; changing one asks for the current one and ends the
 // operator's other sessions; sign-in is throttled per address and per account without
 // letting anyone who knows an operator's email lock them out.
-import { changePassword, inviteOperator, passwordProblem, sessionInfo, signInWithLink, signInWithPassword } from '../../src/domain/operators/operator-accounts';
+import { changePassword, inviteOperator, LinkMailer, passwordProblem, sessionInfo, signInWithLink, signInWithPassword } from '../../src/domain/operators/operator-accounts';
 import { createTenant, startApp, TestApp, Tenant } from '../support/app';
+import { startSmtpServer } from '../support/smtp-server';
 
 let app: TestApp;
 let tenant: Tenant;
@@ -87,6 +88,21 @@ test('wrong passwords from one address never lock out the right password from an
   expect((await signInWithPassword(app.api, email, GOOD, '203.0.113.9')).ok).toBe(true);
 });
 
+test('one address trying many accounts is throttled per address (10 a minute), and only that address', async () => {
+  const victims = [await operator(), await operator()];
+  const sprayer = '10.27.250.9';
+  const emails = [...victims.map((v) => v.email), ...Array.from({ length: 10 }, (_, i) => `sprayed-${i}-${n}@example.com`)];
+  // All at once, so the address's bucket (a token back every 6 s) cannot refill meanwhile.
+  const results = await Promise.all(emails.map((email) => signInWithPassword(app.api, email, 'one guess per account here', sprayer)));
+  // One failure per account: no account's or pair's budget is near its end, the address's is.
+  expect(results.map((r) => !r.ok && r.reason).sort()).toEqual([...Array(10).fill('invalid'), 'rate_limited', 'rate_limited'].sort());
+  // The right password from that address waits too (its bucket emptied again: the
+  // derivations above take seconds on a loaded machine); from any other address it signs in.
+  await app.owner.query(`update billing_private.rate_buckets set tokens = 0, updated_at = clock_timestamp() where bucket = $1`, [`signin-ip:${sprayer}`]);
+  expect(await signInWithPassword(app.api, victims[0].email, GOOD, sprayer)).toMatchObject({ ok: false, reason: 'rate_limited' });
+  expect((await signInWithPassword(app.api, victims[0].email, GOOD, '10.27.250.10')).ok).toBe(true);
+});
+
 test('a guessing attack from many addresses: known addresses still sign in, new ones are sent to a link', async () => {
   const { email, ip: known } = await operator();
   for (let i = 0; i < 3; i++) {
@@ -104,6 +120,71 @@ test('a guessing attack from many addresses: known addresses still sign in, new 
   const invite = await inviteOperator(app.owner, tenant.communityId, email, 'admin');
   expect((await signInWithLink(app.api, invite.token, '203.0.113.77')).ok).toBe(true);
   expect((await signInWithPassword(app.api, email, GOOD, '203.0.113.77')).ok).toBe(true);
+});
+
+/** A distributed guessing attack has spent the account's failure budget (as in the test above). */
+async function spendAccountBudget(email: string): Promise<void> {
+  expect(await signInWithPassword(app.api, email, 'one more distributed guess', '192.0.2.99')).toMatchObject({ ok: false, reason: 'invalid' });
+  const { rowCount } = await app.owner.query(`update billing_private.rate_buckets set tokens = 0, updated_at = clock_timestamp() where bucket = $1`, [`signin-fail:${email}`]);
+  expect(rowCount).toBe(1);
+}
+
+const afterTheAnswer = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+test('with the account budget spent, a right password from a new address gets a one-time link mailed to the account; a wrong one gets the same answer and no mail', async () => {
+  const { email } = await operator();
+  await spendAccountBudget(email);
+  const mails: Parameters<LinkMailer>[0][] = [];
+  const mailer: LinkMailer = async (mail) => { mails.push(mail); };
+  expect(await signInWithPassword(app.api, email, 'a wrong guess from afar', '203.0.113.150', mailer)).toEqual({ ok: false, reason: 'link_required', retry_after: expect.any(Number) });
+  await afterTheAnswer();
+  expect(mails).toEqual([]);
+  expect(await signInWithPassword(app.api, email, GOOD, '203.0.113.151', mailer)).toEqual({ ok: false, reason: 'link_required', retry_after: expect.any(Number) });
+  await afterTheAnswer();
+  expect(mails).toEqual([{ to: email, communityName: expect.stringMatching(/^Test community/), token: expect.stringMatching(/^bol_/) }]);
+  // One mailed link per account every 10 minutes, however often the right password comes.
+  expect(await signInWithPassword(app.api, email, GOOD, '203.0.113.152', mailer)).toMatchObject({ ok: false, reason: 'link_required' });
+  await afterTheAnswer();
+  expect(mails).toHaveLength(1);
+  // The link signs the operator in where they are, and that address is known from then on.
+  expect((await signInWithLink(app.api, mails[0].token, '203.0.113.151')).ok).toBe(true);
+  expect((await signInWithLink(app.api, mails[0].token, '203.0.113.151')).ok).toBe(false);
+  expect((await signInWithPassword(app.api, email, GOOD, '203.0.113.151')).ok).toBe(true);
+});
+
+test('the dashboard mails the link over SMTP_URL, and says the same to a right and a wrong password', async () => {
+  const smtp = await startSmtpServer();
+  const mailing = await startApp({ smtpUrl: smtp.url, publicBaseUrl: 'https://billing.example.com' });
+  try {
+    const { email } = await operator();
+    await spendAccountBudget(email);
+    await mailing.owner.query(`delete from billing_private.rate_buckets where bucket like 'signin-%127.0.0.1'`);
+    const signIn = async (password: string) => {
+      const page = await fetch(`${mailing.url}/dashboard/sign-in`);
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1];
+      const cookie = /billing_signin_csrf=[^;]+/.exec(page.headers.get('set-cookie') ?? '')![0];
+      const res = await fetch(`${mailing.url}/dashboard/sign-in`, { method: 'POST', redirect: 'manual',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, email, password }).toString() });
+      return { status: res.status, alert: /<p class="error" role="alert">([^<]*)<\/p>/.exec(await res.text())?.[1] };
+    };
+    const wrong = await signIn('not the password, sorry');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(smtp.received).toHaveLength(0);
+    const right = await signIn(GOOD);
+    expect(wrong.status).toBe(429);
+    expect(right).toEqual(wrong);
+    expect(right.alert).toMatch(/If the password is right, one is on its way to the account(&#39;|')s email address/);
+    for (let i = 0; i < 100 && smtp.to(email).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    await afterTheAnswer();
+    const mails = smtp.to(email);
+    expect(mails).toHaveLength(1);
+    const link = /https:\/\/billing\.example\.com\/dashboard\/link\?t=(bol_[A-Za-z0-9_-]+)/.exec(mails[0].mail.text ?? '');
+    expect(link).not.toBeNull();
+    expect((await signInWithLink(mailing.api, decodeURIComponent(link![1]), '127.0.0.1')).ok).toBe(true);
+  } finally {
+    await mailing.close();
+    await smtp.close();
+  }
 });
 
 test('a right password forgives its address\'s typos: typos between successes never add up to a lock-out', async () => {

@@ -49,6 +49,33 @@ describe.each([
   });
 });
 
+test('behind one proxy (TRUST_PROXY=1), dashboard sign-ins with forged X-Forwarded-For prefixes meet the per-address throttle', async () => {
+  const { trustProxy } = loadConfig({ NODE_ENV: 'production', TRUST_PROXY: '1', PUBLIC_BASE_URL: 'https://billing.example.com' });
+  const app = await startApp({ trustProxy });
+  try {
+    const real = realClient();
+    // Each with a forged prefix of its own, for a different account: only the address's
+    // bucket (10 a minute) can stop them. Forms first, then the sign-ins at once, so the
+    // bucket (a token back every 6 s) cannot refill on a slow machine.
+    const forms = await Promise.all(Array.from({ length: 12 }, async (_, i) => {
+      const headers = viaProxy(`198.51.100.${i + 1}`, real);
+      const page = await fetch(`${app.url}/dashboard/sign-in`, { headers });
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1];
+      const cookie = /billing_signin_csrf=[^;]+/.exec(page.headers.get('set-cookie') ?? '')![0];
+      return { headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf, email: `sprayed-${i}-${real}@example.com`, password: 'not the password at all' }).toString() };
+    }));
+    const statuses = await Promise.all(forms.map(async (form) => {
+      const res = await fetch(`${app.url}/dashboard/sign-in`, { method: 'POST', redirect: 'manual', ...form });
+      await res.text();
+      return res.status;
+    }));
+    expect(statuses.sort()).toEqual([...Array(10).fill(401), 429, 429]);
+  } finally {
+    await app.close();
+  }
+});
+
 test('a proxy that is not configured is not believed: X-Forwarded-For from an unlisted peer is ignored', async () => {
   const { trustProxy } = loadConfig({ TRUST_PROXY: '10.0.0.0/8' });
   const app = await startApp({ rateLimits: limits, trustProxy });

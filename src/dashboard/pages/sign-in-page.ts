@@ -1,14 +1,16 @@
 // Signing in (before a session exists): the email and password form, and the
 // one-time link an owner hands out. Both forms carry the pre-session CSRF token.
 import type { Request, Response, Router } from 'express';
-import { signInWithLink, signInWithPassword, PASSWORD_MAX } from '../../domain/operators/operator-accounts';
+import { signInWithLink, signInWithPassword, MAILED_LINK_TTL, PASSWORD_MAX } from '../../domain/operators/operator-accounts';
 import { html } from '../../web/html';
 import type { DashboardContext } from '../dashboard-context';
 import { shell } from '../dashboard-layout';
 import { preSessionCsrf, preSessionCsrfValid, setSessionCookie } from '../dashboard-session';
+import { operatorLinkMailer } from '../operator-link-mail';
 
 export function mountSignIn(router: Router, ctx: DashboardContext): void {
   const { api, config } = ctx;
+  const mailer = operatorLinkMailer(config);
   const signInPage = (req: Request, res: Response, status: number, error?: string) => {
     const csrf = preSessionCsrf(req, res, config);
     const next = typeof req.query.next === 'string' && req.query.next.startsWith('/dashboard') ? req.query.next : '/dashboard';
@@ -27,13 +29,16 @@ export function mountSignIn(router: Router, ctx: DashboardContext): void {
     const email = typeof body.email === 'string' ? body.email.trim().slice(0, 254) : '';
     const password = typeof body.password === 'string' ? body.password.slice(0, PASSWORD_MAX) : '';
     if (!email || !password) return signInPage(req, res, 422, 'Enter your email and password.');
-    const result = await signInWithPassword(api, email, password, req.ip ?? 'unknown');
+    const result = await signInWithPassword(api, email, password, req.ip ?? 'unknown', mailer ?? undefined);
     if (!result.ok && result.reason === 'rate_limited') {
       res.setHeader('Retry-After', String(result.retry_after ?? 60));
       return signInPage(req, res, 429, `Too many sign-in attempts: try again in ${result.retry_after ?? 60} seconds.`);
     }
     if (!result.ok && result.reason === 'link_required') {
-      return signInPage(req, res, 429, 'This account has had many failed sign-ins: from a new address, sign in with a one-time link (an owner makes one in the dashboard or with billing operators invite).');
+      // The same words for a right and a wrong password: only the mailbox learns which.
+      return signInPage(req, res, 429, mailer
+        ? `This account has had many failed sign-ins, so a new address signs in with a one-time link. If the password is right, one is on its way to the account's email address (valid ${MAILED_LINK_TTL}); an owner can also make one (dashboard or billing operators invite).`
+        : 'This account has had many failed sign-ins: from a new address, sign in with a one-time link (an owner makes one in the dashboard or with billing operators invite).');
     }
     if (!result.ok) return signInPage(req, res, 401, 'That email and password do not match an operator.');
     setSessionCookie(res, config, result.session.token);

@@ -81,6 +81,8 @@ const DECOY = `scrypt$${N}$${R}$${P}$${crypto.randomBytes(16).toString('base64')
 
 export const SESSION_TTL = '12 hours';
 export const LINK_TTL = '24 hours';
+/** A link mailed to an operator whose right password came from a new address while the account was under attack. */
+export const MAILED_LINK_TTL = '15 minutes';
 
 export function newSessionToken(): string {
   return `bos_${crypto.randomBytes(32).toString('base64url')}`;
@@ -122,15 +124,21 @@ async function succeeded(api: pg.Pool, sessionId: string, ip: string, email: str
   await api.query('select billing_private.operator_sign_in_succeeded($1, $2, $3)', [sessionId, ip, email]);
 }
 
+/** Sends a one-time sign-in link token to an operator's own address (the dashboard's, over SMTP_URL). */
+export type LinkMailer = (mail: { to: string; communityName: string; token: string }) => Promise<void>;
+
 /**
  * Email and password: throttled per address, per account and address, and per account
  * before anything is verified (failures only: a success gives its tokens back). A wrong
  * password from one address never locks the account for another; when the account as a
  * whole has had too many failures, only addresses it signed in from before may try a
- * password, the others get link_required.
+ * password, the others get link_required. Then, given a mailer, the password is still
+ * checked, and a right one has a one-time link mailed to the account's own address
+ * (mailLinkIfRight): the answer is link_required either way.
  */
-export async function signInWithPassword(api: pg.Pool, email: string, password: string, ip: string): Promise<SignInResult> {
+export async function signInWithPassword(api: pg.Pool, email: string, password: string, ip: string, mailLink?: LinkMailer): Promise<SignInResult> {
   const refused = await throttle(api, ip, email);
+  if (refused && !refused.ok && refused.reason === 'link_required' && mailLink) await mailLinkIfRight(api, email, password, mailLink);
   if (refused) return refused;
   const { rows } = await api.query<{ r: { user_id: string; params: string }[] }>(
     'select billing_private.operator_password_candidates($1) as r', [email]);
@@ -148,6 +156,28 @@ export async function signInWithPassword(api: pg.Pool, email: string, password: 
     }
   }
   return { ok: false, reason: 'invalid' };
+}
+
+/**
+ * The same work for a right and a wrong password (a derivation per account, one SQL
+ * call each); the mail is sent after the answer, so its time tells nothing either.
+ * billing_private.operator_mailed_link checks the password and sends at most one link
+ * per account every 10 minutes.
+ */
+async function mailLinkIfRight(api: pg.Pool, email: string, password: string, mailLink: LinkMailer): Promise<void> {
+  const { rows } = await api.query<{ r: { user_id: string; params: string }[] }>(
+    'select billing_private.operator_password_candidates($1) as r', [email]);
+  if (rows[0].r.length === 0) await derive(password, DECOY);
+  for (const c of rows[0].r) {
+    const derived = await derive(password, c.params);
+    if (!derived) continue;
+    const token = newLinkToken();
+    const sent = await api.query<{ r: { email: string; community_name: string } | null }>(
+      'select billing_private.operator_mailed_link($1, $2, $3, $4::interval) as r',
+      [c.user_id, derived.toString('base64'), hashKey(token), MAILED_LINK_TTL]);
+    const to = sent.rows[0].r;
+    if (to) setImmediate(() => { mailLink({ to: to.email, communityName: to.community_name, token }).catch(() => {}); });
+  }
 }
 
 /** Spends a one-time link; null when it is unknown, used or expired. */
