@@ -1,4 +1,4 @@
--- db/migrations sha256:313c156a3588caa1424c2a869c6ea01db82b96687cc67c4f12ce5a9df0b8573a (regenerate with npm run db:schema)
+-- db/migrations sha256:f7f00563dab95908522ebedec3bd3ba00730fe778a8123a0476fdaba473cf526 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -8477,6 +8477,34 @@ begin
   return billing_private.operator_session_open(v_user_id, p_token_sha256, p_ttl);
 end
 $$;
+
+
+--
+-- Name: operator_mailed_link(text, text, text, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_mailed_link(p_user_id text, p_derived text, p_link_sha256 text, p_ttl interval) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_user billing_private.operator_users;
+begin
+  select u.* into v_user from billing_private.operator_users u
+  where u.id = p_user_id and u.disabled_at is null;
+  if v_user.password_hash is null or p_derived is null
+     or substring(v_user.password_hash from '[^$]*$') <> encode(sha256(decode(p_derived, 'base64')), 'base64') then
+    return null;
+  end if;
+  if not (billing_private.take_token('signin-mail:' || v_user.id, 0.1, 1)->>'allowed')::boolean then
+    return null;
+  end if;
+  insert into billing_private.operator_links (community_id, token_sha256, user_id, expires_at)
+  values (v_user.community_id, p_link_sha256, v_user.id, now() + p_ttl);
+  return jsonb_build_object('email', v_user.email,
+    'community_name', (select c.name from billing.communities c where c.id = v_user.community_id));
+end
+$_$;
 
 
 --
@@ -17957,6 +17985,14 @@ GRANT ALL ON FUNCTION billing_private.operator_invite_here(p_email text, p_role 
 
 REVOKE ALL ON FUNCTION billing_private.operator_link_redeem(p_link_sha256 text, p_token_sha256 text, p_ttl interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.operator_link_redeem(p_link_sha256 text, p_token_sha256 text, p_ttl interval) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_mailed_link(p_user_id text, p_derived text, p_link_sha256 text, p_ttl interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_mailed_link(p_user_id text, p_derived text, p_link_sha256 text, p_ttl interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_mailed_link(p_user_id text, p_derived text, p_link_sha256 text, p_ttl interval) TO billing_api;
 
 
 --

@@ -1,3 +1,11 @@
+--! Previous: sha1:b60a4102f0257cd3cc2f1841e2f4335d831321c4
+--! Hash: sha1:91e4624124a5f7beac055e6058e8785d4195909f
+--! Message: operator mailed link
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 20-operator-mailed-link.sql
 -- Issue 27 item 6: a right password refused with link_required gets a one-time link
 -- mailed to the account's own address (15-operators.sql).
 -- A password sign-in refused with link_required (operator_sign_in_throttle: the account
