@@ -7,6 +7,9 @@
 // - {{invoice_pdf_url:<invoice id>}}: GET /mail/invoices/{community}/{member}/{invoice}/pdf
 //   downloads that invoice's PDF (src/providers/mail-link-routes.ts); DOCUMENT_LINK_DAYS,
 //   as long as the invoice is still the member's.
+// - {{unsubscribe_url}} (optional mail only): /mail/unsubscribe/{community}/{member}/{template},
+//   a page to unsubscribe from that template (or subscribe again) and the RFC 8058
+//   one-click POST the List-Unsubscribe header names; DOCUMENT_LINK_DAYS.
 // Each link names what it opens, expires, and carries an HMAC-SHA256 of its purpose and
 // every part with the key.
 import crypto from 'node:crypto';
@@ -38,9 +41,19 @@ export function invoicePdfLink(baseUrl: string, key: string, communityId: string
   return `${baseUrl}/mail/invoices/${encodeURIComponent(communityId)}/${encodeURIComponent(memberId)}/${encodeURIComponent(invoiceId)}/pdf?exp=${exp}&sig=${sig}`;
 }
 
+/** The member's page (GET) and one-click POST (RFC 8058) to stop one optional template. */
+export function unsubscribeLink(baseUrl: string, key: string, communityId: string, memberId: string, template: string, now = Date.now()): string {
+  const exp = expiry(now, DOCUMENT_LINK_DAYS);
+  const sig = signature(key, 'unsubscribe', communityId, memberId, exp, template);
+  return `${baseUrl}/mail/unsubscribe/${encodeURIComponent(communityId)}/${encodeURIComponent(memberId)}/${encodeURIComponent(template)}?exp=${exp}&sig=${sig}`;
+}
+
+/** The names of templates (billing.mail_templates()). */
+export const TEMPLATE_NAME = /^[a-z][a-z_]{0,49}$/;
+
 /**
  * Whether a link's parts carry a valid, unexpired signature. `subject` is what the link
- * opens besides the member (an invoice id), for the purposes that name one.
+ * opens besides the member (an invoice id, a template), for the purposes that name one.
  */
 export function verifyLink(key: string, purpose: string, communityId: string, memberId: string, exp: unknown, sig: unknown, now = Date.now(), subject?: string): boolean {
   if (typeof exp !== 'string' || !/^\d{1,12}$/.test(exp) || typeof sig !== 'string' || sig.length > 100) return false;
@@ -55,6 +68,8 @@ export interface LinkContext {
   key: string | null;
   communityId: string;
   memberId: string;
+  /** The message's template: what its unsubscribe link stops. */
+  template?: string;
   /** When the links are made (their expiry counts from it); now by default. */
   now?: number;
 }
@@ -69,7 +84,9 @@ export function fillLinks(body: string, ctx: LinkContext, html: boolean): string
   const now = ctx.now ?? Date.now();
   const out = (url: string) => (html ? url.replaceAll('&', '&amp;') : url);
   const portal = ctx.key ? portalLink(ctx.baseUrl, ctx.key, ctx.communityId, ctx.memberId, now) : ctx.baseUrl;
+  const unsubscribe = ctx.key && ctx.template ? unsubscribeLink(ctx.baseUrl, ctx.key, ctx.communityId, ctx.memberId, ctx.template, now) : ctx.baseUrl;
   return body.replaceAll('{{portal_url}}', () => out(portal))
+    .replaceAll('{{unsubscribe_url}}', () => out(unsubscribe))
     .replace(INVOICE_PDF, (_m, invoiceId: string) =>
       out(ctx.key ? invoicePdfLink(ctx.baseUrl, ctx.key, ctx.communityId, ctx.memberId, invoiceId, now) : ctx.baseUrl));
 }
