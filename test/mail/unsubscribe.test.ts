@@ -10,6 +10,7 @@ import pg from 'pg';
 import { captureLogs } from '../../src/core/log';
 import { fillLinks, unsubscribeLink } from '../../src/domain/mail/mail-links';
 import { startApp, TestApp, TEST_WORKER_DB } from '../support/app';
+import { asTenant } from '../support/tenant';
 import { advance, checkout, createShop, externalSubject, pay, Shop } from '../support/shop';
 
 const KEY = crypto.randomBytes(32).toString('base64');
@@ -158,6 +159,20 @@ test('a template the operator marks required is sent without the link and never 
   expect(await (await fetch(url)).text()).toContain('they cannot be unsubscribed from');
   await fetch(url, form({ 'List-Unsubscribe': 'One-Click' }));
   expect(await unsubscribed(shop, link.body.member_id)).toEqual([]);
+});
+
+test('set_mail_template marks an optional template required and back; a transactional one cannot be made optional', async () => {
+  const shop = await createShop(app);
+  const set = (args: Record<string, unknown>) => asTenant(app.api, shop.communityId, async (c) =>
+    (await c.query('select billing_api.mail_template_set($1) as r', [args])).rows[0].r, { commit: true });
+  expect(await set({ template: 'renewal_upcoming', required: true })).toEqual({ template: 'renewal_upcoming', enabled: true, required: true });
+  expect(await set({ template: 'trial_ending', enabled: false })).toEqual({ template: 'trial_ending', enabled: false, required: false });
+  expect(await set({ template: 'receipt', required: true })).toEqual({ template: 'receipt', enabled: true, required: true });
+  await expect(set({ template: 'receipt', required: false })).rejects.toMatchObject({ code: 'BL422' });
+  await expect(set({ template: 'receipt' })).rejects.toMatchObject({ code: 'BL422' });
+  const { rows } = await app.owner.query('select mail_templates_off, mail_templates_required from billing.communities where id = $1', [shop.communityId]);
+  expect(rows[0]).toEqual({ mail_templates_off: ['trial_ending'], mail_templates_required: ['renewal_upcoming'] });
+  expect(await set({ template: 'renewal_upcoming', required: false })).toMatchObject({ required: false });
 });
 
 test('a tampered, foreign or expired unsubscribe link answers a 404 page and changes nothing; no link is logged', async () => {
