@@ -24,7 +24,7 @@ import { sendDocument } from '../web/express-io';
 import { esc, html, Html } from '../web/html';
 
 /** A member-facing page in the portal's look (its stylesheet, one heading, a landmark). */
-export function memberPage(title: string, body: string): string {
+function memberPage(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)}</title><link rel="stylesheet" href="/sandbox/portal-assets/portal.css"></head>
 <body><main id="main"><h1>${esc(title)}</h1>${body}</main></body></html>`;
