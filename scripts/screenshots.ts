@@ -1,5 +1,6 @@
 // `npm run screenshots`: a PNG of each dashboard page, the member portal and the
-// sandbox checkout page, in docs/screenshots/. Builds a scratch database on
+// sandbox checkout page, in docs/screenshots/ (mail.png: the Mail page after a sandbox
+// checkout with an email, its messages kept as `npm start` keeps them without SMTP_URL). Builds a scratch database on
 // DATABASE_SERVER_URL (default postgres://postgres@127.0.0.1:5432, as npm run
 // db:schema), seeds a demo community with the demo catalog and a month of sandbox
 // activity, serves the app on an ephemeral port and drives Chromium
@@ -18,10 +19,12 @@ import { SCOPES } from '../src/core/scopes';
 import { ensureLogin } from '../src/db/logins';
 import { applyMigrations, withDatabase } from '../src/db/migrate';
 import { createApiPool, createOwnerPool } from '../src/db/pool';
+import type { JobHelpers } from 'graphile-worker';
 import { applyCatalog, readCatalogFile } from '../src/domain/catalog/catalog-file';
 import { sandboxAdvance, sandboxComplete } from '../src/domain/checkout/checkout-completion';
 import { createCommunity, createKey } from '../src/domain/communities/community-admin';
 import { inviteOperator, signInLink } from '../src/domain/operators/operator-accounts';
+import { makeMailTask } from '../worker/tasks/mail_messages__send';
 
 const ROOT = path.resolve(__dirname, '..');
 const OUT = path.join(ROOT, 'docs/screenshots');
@@ -73,6 +76,15 @@ async function main(): Promise<void> {
     await post('/v1/webhooks/endpoints', { url: 'https://hooks.example.com/billing', description: 'Community bot' });
     const checkout = await post('/v1/checkout-links', { tier_id: ids.tiers.gold, plan_id: ids.plans['gold-monthly'], subject: { external: { namespace: 'site', external_user_id: 'new-buyer' } } });
     const portal = await post(`/v1/members/${firstMember}/portal-sessions`, {});
+    // A checkout with an email: its receipt and access email, kept by the worker's mail
+    // task (no SMTP_URL), as the README's walkthrough shows them.
+    const withEmail = await post('/v1/checkout-links', { tier_id: ids.tiers.gold, plan_id: ids.plans['gold-monthly'],
+      subject: { external: { namespace: 'site', external_user_id: 'ann' } }, customer_email: 'ann@example.com' });
+    await sandboxComplete(owner, withEmail.checkout_id);
+    const queued = await owner.query<{ id: string }>(`select id from billing.mail_messages where community_id = $1 and status = 'queued' order by id`, [community.id]);
+    const mail = makeMailTask({ smtpUrl: null, from: config.mailFrom, baseUrl: base, key: config.webhookEncryptionKey });
+    await mail.task({ community_id: community.id, ids: queued.rows.map((r) => r.id) },
+      { withPgClient: (fn: (c: pg.PoolClient) => Promise<unknown>) => owner.connect().then((c) => fn(c).finally(() => c.release())) } as unknown as JobHelpers);
     const invitation = await inviteOperator(owner, community.id, 'owner@example.com', 'owner');
 
     fs.mkdirSync(OUT, { recursive: true });
@@ -101,6 +113,7 @@ async function main(): Promise<void> {
       await shot('webhooks', `${base}/dashboard/webhooks`);
       await shot('events', `${base}/dashboard/events`);
       await shot('operators', `${base}/dashboard/operators`);
+      await shot('mail', `${base}/dashboard/mail`, true);
       await page.context().clearCookies();
       await shot('sign-in', `${base}/dashboard/sign-in`);
     } finally {

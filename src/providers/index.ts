@@ -6,6 +6,7 @@ import type { Request } from 'express';
 import type pg from 'pg';
 import { baseUrlFor, type Config } from '../core/config';
 import type { PaymentProvider, PaymentServices, ProviderName } from '../domain/checkout/payment-port';
+import { mountMailLinks } from './mail-link-routes';
 import { mountMailPortal } from './mail-portal-routes';
 import { mountSandboxRoutes, SandboxProvider } from './sandbox/sandbox-provider';
 import { mountStripeWebhook, StripeProvider } from './stripe/stripe-provider';
@@ -22,10 +23,11 @@ export function createPaymentServices(config: Config): PaymentServices {
   return { provider: (name) => providers[name] };
 }
 
-/** Routes outside /v1: the sandbox checkout and portal pages, Stripe's webhooks. */
+/** Routes outside /v1: the sandbox checkout and portal pages, Stripe's webhooks, the signed links of mail. */
 export function mountProviderRoutes(app: express.Express, deps: ProviderDeps): void {
   const baseUrl = (req: Request) => baseUrlFor(deps.config, { protocol: req.protocol, host: req.get('host') });
   mountSandboxRoutes(app, deps.ownerPool, baseUrl);
   mountStripeWebhook(app, deps);
   mountMailPortal(app, { ...deps, payments: createPaymentServices(deps.config) }, baseUrl);
+  mountMailLinks(app, deps);
 }

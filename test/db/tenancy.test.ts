@@ -27,6 +27,7 @@ async function seedEverything(communityId: string) {
     await q(`insert into billing.external_subjects (community_id, member_id, namespace, external_user_id) values ($1, $2, 'app', $3)`, [communityId, member.id, `ext-${communityId}`]);
     const ev = await q(`insert into billing.events (community_id, type, data) values ($1, 'member.updated', '{}') returning id`, [communityId]);
     await q(`insert into billing.mail_messages (community_id, member_id, template, event_id, to_address, subject, text_body, html_body) values ($1, $2, 'receipt', $3, 'a@example.test', 's', 't', 'h')`, [communityId, member.id, ev.id]);
+    await q(`insert into billing.mail_unsubscribes (community_id, member_id, template) values ($1, $2, 'trial_ending')`, [communityId, member.id]);
     const discount = await q(`insert into billing.discount_codes (community_id, code, value_type, percent_off) values ($1, 'TEN', 'percent', 10) returning id`, [communityId]);
     const cs = await q(`insert into billing.checkout_sessions (community_id, member_id, tier_id, plan_id, amount_cents, currency, subject_kind, provider, discount_id) values ($1, $2, $3, $4, 1500, 'usd', 'member', 'sandbox', $5) returning id`, [communityId, member.id, tier.id, plan.id, discount.id]);
     await q(`insert into billing.discount_redemptions (community_id, discount_id, checkout_id, member_id, status) values ($1, $2, $3, $4, 'pending')`, [communityId, discount.id, cs.id, member.id]);
@@ -166,7 +167,7 @@ test('the API role cannot read private tables (keys, secrets, rate buckets)', as
 
 // Member-owned tables also carry member_fence (82-member-portal.sql): restrictive, so it
 // only ever narrows what tenant gives (a member portal session to its own member).
-const MEMBER_FENCED = ['benefit_deliveries', 'checkout_sessions', 'external_subjects', 'grants', 'invoices', 'link_codes', 'mail_messages', 'member_entitlements',
+const MEMBER_FENCED = ['benefit_deliveries', 'checkout_sessions', 'external_subjects', 'grants', 'invoices', 'link_codes', 'mail_messages', 'mail_unsubscribes', 'member_entitlements',
   'member_identities', 'members', 'platform_actions', 'portal_sessions', 'purchases', 'subscriptions'].map((t) => `billing.${t}`);
 
 test('every table of billing has RLS forced and policies named tenant and owner_access (and a restrictive member_fence)', async () => {

@@ -171,6 +171,45 @@ test('a trial ending in 3 days and a yearly renewal in 7 each send one reminder,
   expect(rows.filter((m) => m.template === 'receipt').length).toBeGreaterThanOrEqual(1);
 }, 60_000);
 
+/** The raw value of a header as it arrived (mailparser keeps every header line). */
+const header = (r: { mail: { headerLines: readonly { key: string; line: string }[] } }, name: string) =>
+  r.mail.headerLines.find((h) => h.key === name)?.line.replace(/^[^:]+:\s*/, '').replace(/\r?\n\s+/g, ' ') ?? null;
+
+test('optional reminders carry List-Unsubscribe one-click headers; one click and the next renewal reminder is skipped, not sent', async () => {
+  const shop = await createShop(app);
+  const email = address('Leaver');
+  const link = await checkout(app, shop, { tier_id: shop.ids.tiers.gold, plan_id: shop.ids.plans['gold-annual'], subject: externalSubject(), customer_email: email });
+  await pay(link.body.url);
+  const access = await waitFor('the access email', () => smtp.to(email).find((r) => /^Your access to /.test(r.mail.subject ?? '')));
+  expect(header(access, 'list-unsubscribe')).toBeNull();
+  // The trial converts (day 7): its receipt, transactional, has no unsubscribe either.
+  await advance(app, shop, 365 + 1);
+  const receipt = await waitFor('the receipt', () => receipts(email)[0]);
+  expect(header(receipt, 'list-unsubscribe')).toBeNull();
+  expect(receipt.mail.text).not.toContain('/mail/unsubscribe/');
+  // A year on, the renewal is 7 days away: the reminder carries the headers and the link.
+  await remind(shop);
+  const reminder = await waitFor('the renewal reminder', () => smtp.to(email).find((r) => /renews on/.test(r.mail.subject ?? '')));
+  const listUnsubscribe = header(reminder, 'list-unsubscribe')!;
+  expect(listUnsubscribe).toMatch(/^<http:\/\/127\.0\.0\.1:\d+\/mail\/unsubscribe\/com_\w+\/mem_\w+\/renewal_upcoming\?exp=\d+&sig=[\w-]+>$/);
+  expect(header(reminder, 'list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
+  const url = listUnsubscribe.slice(1, -1);
+  expect(reminder.mail.text).toContain(`You may stop these emails (receipts and payment notices still come): ${url}`);
+  // The mail client's one click (RFC 8058).
+  const click = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+  expect(click.status).toBe(200);
+  // The next year: the renewal is charged (a receipt arrives) and its reminder is made but skipped.
+  await advance(app, shop, 365);
+  await remind(shop);
+  await waitFor('the second receipt', () => receipts(email).length === 2);
+  const rows = await waitFor('the second reminder skipped', async () => {
+    const all = (await messages(shop)).filter((m) => m.template === 'renewal_upcoming');
+    return all.length === 2 && all[1].status === 'skipped' ? all : null;
+  });
+  expect(rows.map((m) => [m.status, m.attempts])).toEqual([['sent', 1], ['skipped', 0]]);
+  expect(smtp.to(email).filter((r) => /renews on/.test(r.mail.subject ?? ''))).toHaveLength(1);
+}, 60_000);
+
 test('a price migration sends each subscriber one notice with the old and new price and the date', async () => {
   const shop = await createShop(app);
   const email = address('Price');
@@ -190,7 +229,9 @@ test('a message is sent at most once per (event, template), even when its job ru
   const email = address('Twice');
   await buy(shop, email);
   await waitFor('the receipt', () => receipts(email).length === 1);
-  const receipt = (await messages(shop)).find((m) => m.template === 'receipt')!;
+  // The SMTP server has it a moment before the worker records it as sent.
+  const receipt = await waitFor('the receipt recorded as sent', async () =>
+    (await messages(shop)).find((m) => m.template === 'receipt' && m.status === 'sent'));
   expect(receipt).toMatchObject({ template: 'receipt', status: 'sent', attempts: 1 });
   // The same job again, twice, and the trigger's insert again for the same event.
   const job = JSON.stringify({ community_id: shop.communityId, ids: [receipt.id] });

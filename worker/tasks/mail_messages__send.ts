@@ -2,14 +2,16 @@
 // the _800_mail trigger on billing.events (65-mail.sql) with the ids of one
 // community's new messages. It claims those still queued (billing_private.mail_claim:
 // a message sent, kept or given up is never claimed again, so a job run twice sends
-// nothing twice), fills in the signed links (src/domain/mail/mail-links.ts) and sends
-// each with nodemailer. Without an SMTP URL it keeps them (status kept: the dashboard's
-// mail page shows them). A failed send goes back to queued with its error and the job
+// nothing twice; a message its member unsubscribed from is skipped there), fills in
+// the signed links (src/domain/mail/mail-links.ts) and sends each with nodemailer; an
+// optional message also gets List-Unsubscribe and List-Unsubscribe-Post (RFC 8058
+// one-click) naming its signed unsubscribe link. Without an SMTP URL it keeps them
+// (status kept: the dashboard's mail page shows them). A failed send goes back to queued with its error and the job
 // fails, so graphile-worker runs it again with its backoff; after MAX_ATTEMPTS the
 // message is failed. Addresses and bodies are personal data: never logged.
 import type { Task } from 'graphile-worker';
 import type { Transporter } from 'nodemailer';
-import { fillLinks } from '../../src/domain/mail/mail-links';
+import { fillLinks, unsubscribeLink } from '../../src/domain/mail/mail-links';
 
 export const MAX_ATTEMPTS = 5;
 
@@ -29,8 +31,8 @@ export interface MailOptions {
 interface Payload { community_id: string; ids: string[] }
 
 interface Claimed {
-  id: string; member_id: string; to_address: string; subject: string; text_body: string; html_body: string;
-  attempts: number; sender_name: string; reply_to: string | null;
+  id: string; member_id: string; template: string; to_address: string; subject: string; text_body: string; html_body: string;
+  attempts: number; sender_name: string; reply_to: string | null; unsubscribable: boolean;
 }
 
 function isPayload(p: unknown): p is Payload {
@@ -66,7 +68,10 @@ export function makeMailTask(opts: MailOptions): { task: Task; close(): void } {
         await record(m.id, 'kept', null);
         continue;
       }
-      const links = { baseUrl: typeof opts.baseUrl === 'function' ? opts.baseUrl() : opts.baseUrl, key: opts.key, communityId, memberId: m.member_id };
+      const links = { baseUrl: typeof opts.baseUrl === 'function' ? opts.baseUrl() : opts.baseUrl, key: opts.key, communityId,
+        memberId: m.member_id, template: m.template, now: Date.now() };
+      const unsubscribe = m.unsubscribable && links.key
+        ? unsubscribeLink(links.baseUrl, links.key, communityId, m.member_id, m.template, links.now) : null;
       try {
         await (await transportFor(opts.smtpUrl)).sendMail({
           from: { name: displayName(m.sender_name), address: opts.from },
@@ -75,7 +80,10 @@ export function makeMailTask(opts: MailOptions): { task: Task; close(): void } {
           subject: m.subject,
           text: fillLinks(m.text_body, links, false),
           html: fillLinks(m.html_body, links, true),
-          headers: { 'X-Billing-Message-Id': m.id },
+          headers: {
+            'X-Billing-Message-Id': m.id,
+            ...(unsubscribe ? { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
+          },
         });
         await record(m.id, 'sent', null);
       } catch (err) {

@@ -1,13 +1,21 @@
 // Mail: the messages sent (or kept, without SMTP_URL) to members, like a developer
 // mailbox: the list, one message's text and HTML (the HTML opened on its own URL under
 // a sandboxing CSP: no script, no requests, a unique origin), and the templates, each
-// with its on/off switch and a preview. docs/decisions/mail-outbox.md.
+// with its on/off switch, whether members may unsubscribe from it (an optional one the
+// operator may mark required) and a preview. A message its member unsubscribed from
+// shows as skipped: recorded, not sent. docs/decisions/mail-outbox.md, mail-unsubscribe.md.
 import type { Request, Response, Router } from 'express';
 import { baseUrlFor } from '../../core/config';
 import { fillLinks } from '../../domain/mail/mail-links';
-import { html } from '../../web/html';
+import { html, type Html } from '../../web/html';
 import type { DashboardContext } from '../dashboard-context';
 import { actionForm, Json, memberLink, nextLink, Page, queryOf, send, table } from '../dashboard-layout';
+
+/** A message's status, with why it was skipped or what the last attempt met. */
+function statusOf(m: Json): Html {
+  if (m.status === 'skipped') return html`skipped: the member unsubscribed`;
+  return html`${m.status}${m.last_error ? html` (${m.last_error})` : ''}`;
+}
 
 /** A rendered message's HTML as its own document: sandboxed (no script, unique origin), nothing fetched. */
 function sendSandboxed(res: Response, body: string): void {
@@ -20,6 +28,7 @@ export function mountMail(router: Router, ctx: DashboardContext): void {
   const links = (req: Request, m: Json) => ({
     baseUrl: baseUrlFor(ctx.config, { protocol: req.protocol, host: req.get('host') }),
     key: ctx.config.webhookEncryptionKey, communityId: req.signed!.info.community_id as string, memberId: m.member_id as string,
+    template: m.template as string,
   });
 
   router.get('/mail', async (req, res) => {
@@ -32,13 +41,19 @@ export function mountMail(router: Router, ctx: DashboardContext): void {
 Sender: ${t.sender_name}${t.reply_to ? html` (replies to ${t.reply_to})` : ''}.</p>
 ${table(['When', 'To', 'Subject', 'Template', 'Status', 'Member'], page.data.map((m) => [html`${m.created_at}`, html`${m.to}`,
       html`<a href="/dashboard/mail/${encodeURIComponent(m.id)}">${m.subject}</a>`, html`${m.template}`,
-      html`${m.status}${m.last_error ? html` (${m.last_error})` : ''}`, memberLink(m.member_id)]), 'No mail yet.')}
+      statusOf(m), memberLink(m.member_id)]), 'No mail yet.')}
 ${nextLink(req, page.next_cursor)}
-<h2>Templates</h2>${table(['Template', 'Sent on', 'Kind', 'State', 'Preview', ''], (t.data as Json[]).map((x) => [html`${x.title}`, html`<code>${x.event_type}</code>`,
-      html`${x.transactional ? 'transactional' : 'can be unsubscribed'}`, html`${x.enabled ? 'on' : 'off'}`,
-      html`<a href="/dashboard/mail/templates/${encodeURIComponent(x.template)}/preview">Preview</a>`,
-      s.can('members:write') ? actionForm(s, `/dashboard/mail/templates/${encodeURIComponent(x.template)}`, x.enabled ? 'Turn off' : 'Turn on',
-        { fields: html`<input type="hidden" name="enabled" value="${x.enabled ? 'false' : 'true'}">` }) : html``]), 'No templates.')}`);
+<h2>Templates</h2>${table(['Template', 'Sent on', 'Kind', 'State', 'Preview', ''], (t.data as Json[]).map((x) => {
+      const path = `/dashboard/mail/templates/${encodeURIComponent(x.template)}`;
+      return [html`${x.title}`, html`<code>${x.event_type}</code>`,
+        html`${x.transactional ? 'transactional' : x.required ? 'required here (no unsubscribe)' : 'optional: members may unsubscribe'}`,
+        html`${x.enabled ? 'on' : 'off'}`,
+        html`<a href="${path}/preview">Preview</a>`,
+        s.can('members:write') ? html`${actionForm(s, path, x.enabled ? 'Turn off' : 'Turn on',
+          { fields: html`<input type="hidden" name="enabled" value="${x.enabled ? 'false' : 'true'}">` })}${x.transactional ? ''
+          : actionForm(s, path, x.required ? 'Let members unsubscribe' : 'Mark required',
+            { fields: html`<input type="hidden" name="required" value="${x.required ? 'false' : 'true'}">` })}` : html``];
+    }), 'No templates.')}`);
   });
 
   router.get('/mail/templates/:template/preview', async (req, res) => {
@@ -54,8 +69,11 @@ ${nextLink(req, page.next_cursor)}
 <p><a href="/dashboard/mail">Back to mail</a></p>`);
   });
 
-  router.post('/mail/templates/:template', (req, res) => act(req, res, 'set_mail_template',
-    { params: { template: String(req.params.template) }, body: { enabled: (req.body as Json).enabled === 'true' } }, '/dashboard/mail', 'updated'));
+  router.post('/mail/templates/:template', (req, res) => {
+    const b = req.body as Json;
+    const body = typeof b.required === 'string' ? { required: b.required === 'true' } : { enabled: b.enabled === 'true' };
+    return act(req, res, 'set_mail_template', { params: { template: String(req.params.template) }, body }, '/dashboard/mail', 'updated');
+  });
 
   router.get('/mail/:id', async (req, res) => {
     const m = await read<Json>(req, res, 'get_mail_message', { params: { id: String(req.params.id) } });
@@ -68,7 +86,7 @@ ${nextLink(req, page.next_cursor)}
       return sendSandboxed(res, fillLinks(m.html, links(req, m), true));
     }
     send(req, res, m.subject, '/dashboard/mail', html`<dl class="facts"><dt>To</dt><dd>${m.to}</dd><dt>Member</dt><dd>${memberLink(m.member_id)}</dd>
-<dt>Template</dt><dd>${m.template}</dd><dt>Cause</dt><dd><code>${m.event_id ?? m.ref}</code></dd><dt>Status</dt><dd>${m.status}${m.last_error ? ` (${m.last_error})` : ''}</dd>
+<dt>Template</dt><dd>${m.template}${m.unsubscribable ? ' (optional: carries an unsubscribe link)' : ''}</dd><dt>Cause</dt><dd><code>${m.event_id ?? m.ref}</code></dd><dt>Status</dt><dd>${statusOf(m)}</dd>
 <dt>Attempts</dt><dd>${m.attempts}</dd><dt>Created</dt><dd>${m.created_at}</dd><dt>Sent</dt><dd>${m.sent_at ?? '—'}</dd></dl>
 ${body ? html`<h2>Plain text</h2><pre>${fillLinks(m.text, links(req, m), false)}</pre>
 <p><a href="/dashboard/mail/${encodeURIComponent(m.id)}?part=html">Open the HTML version</a> (shown sandboxed: no script runs)</p>`

@@ -1,12 +1,14 @@
 // The dashboard's mail page (not under /v1: src/operations/index.ts dashboardOperations):
 // the messages of the outbox (billing.mail_messages, 65-mail.sql) and the templates,
-// each with its on/off switch and a preview. Messages hold members' addresses: reading
-// them needs members:read, switching a template members:write.
+// each with its on/off switch, whether members may unsubscribe from it, and a preview.
+// Messages hold members' addresses: reading them needs members:read, switching a
+// template members:write.
 import { z } from 'zod';
 import { idParam, listOf, pageQuery, timestamp } from '../fields';
 import { defineOperation } from '../operation';
 
-export const MAIL_STATUSES = ['queued', 'sending', 'sent', 'failed', 'kept'] as const;
+/** skipped: its member unsubscribed from its (optional) template; kept: no SMTP_URL. */
+export const MAIL_STATUSES = ['queued', 'sending', 'sent', 'failed', 'kept', 'skipped'] as const;
 
 export const mailMessage = z.object({
   id: z.string(),
@@ -17,6 +19,7 @@ export const mailMessage = z.object({
   to: z.string(),
   subject: z.string(),
   status: z.enum(MAIL_STATUSES),
+  unsubscribable: z.boolean().describe('optional mail: it carries an unsubscribe link, and is skipped once its member unsubscribed'),
   attempts: z.number().int(),
   last_error: z.string().nullable(),
   created_at: timestamp,
@@ -58,7 +61,11 @@ export const mailDashboardOperations = [
     response: z.object({
       sender_name: z.string(),
       reply_to: z.string().nullable(),
-      data: z.array(z.object({ template: z.string(), event_type: z.string(), transactional: z.boolean(), title: z.string(), enabled: z.boolean(), preview: rendered })),
+      data: z.array(z.object({
+        template: z.string(), event_type: z.string(), transactional: z.boolean(),
+        required: z.boolean().describe('no unsubscribe: transactional, or an optional template the community requires'),
+        title: z.string(), enabled: z.boolean(), preview: rendered,
+      })),
     }),
     sql: 'mail_templates_list',
   }),
@@ -68,10 +75,10 @@ export const mailDashboardOperations = [
     path: '/dashboard/mail/templates/{template}',
     scope: 'members:write',
     tag: 'Mail',
-    summary: 'Turn a template on or off for the community',
+    summary: 'Turn a template on or off for the community, or mark an optional one required (no unsubscribe)',
     params: z.object({ template: z.string().min(1).max(50) }),
-    body: z.object({ enabled: z.boolean() }),
-    response: z.object({ template: z.string(), enabled: z.boolean() }),
+    body: z.object({ enabled: z.boolean().optional(), required: z.boolean().optional() }),
+    response: z.object({ template: z.string(), enabled: z.boolean(), required: z.boolean() }),
     sql: 'mail_template_set',
   }),
 ];
