@@ -1,4 +1,4 @@
--- db/migrations sha256:f7f00563dab95908522ebedec3bd3ba00730fe778a8123a0476fdaba473cf526 (regenerate with npm run db:schema)
+-- db/migrations sha256:4bff28688836d1495fb581fbc1bda5392fcb796eeca79d07490a473e138159e5 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -2787,8 +2787,9 @@ CREATE TABLE billing.mail_messages (
     claimed_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     sent_at timestamp with time zone,
+    unsubscribable boolean DEFAULT false NOT NULL,
     CONSTRAINT mail_messages_cause CHECK (((event_id IS NOT NULL) OR (ref IS NOT NULL))),
-    CONSTRAINT mail_messages_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'kept'::text])))
+    CONSTRAINT mail_messages_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'kept'::text, 'skipped'::text])))
 );
 
 ALTER TABLE ONLY billing.mail_messages FORCE ROW LEVEL SECURITY;
@@ -2803,9 +2804,56 @@ CREATE FUNCTION billing.mail_message_json(p_m billing.mail_messages, p_full bool
     AS $$
   select jsonb_build_object('id', p_m.id, 'member_id', p_m.member_id, 'template', p_m.template,
     'event_id', p_m.event_id, 'ref', p_m.ref, 'to', p_m.to_address, 'subject', p_m.subject, 'status', p_m.status,
+    'unsubscribable', p_m.unsubscribable,
     'attempts', p_m.attempts, 'last_error', p_m.last_error, 'created_at', billing.iso(p_m.created_at),
     'sent_at', billing.iso(p_m.sent_at))
     || case when p_full then jsonb_build_object('text', p_m.text_body, 'html', p_m.html_body) else '{}' end
+$$;
+
+
+--
+-- Name: communities; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.communities (
+    id text DEFAULT billing.gen_id('com'::text) NOT NULL COLLATE pg_catalog."C",
+    name text NOT NULL,
+    payment_provider text,
+    payment_config jsonb DEFAULT '{}'::jsonb NOT NULL,
+    clock_offset interval DEFAULT '00:00:00'::interval NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    dunning jsonb DEFAULT '{"retry_days": [1, 3, 5], "final_action": "cancel"}'::jsonb NOT NULL,
+    invoice_series text,
+    mail_sender_name text,
+    mail_reply_to text,
+    mail_templates_off text[] DEFAULT '{}'::text[] NOT NULL,
+    legal_name text,
+    address_lines text[],
+    country text,
+    tax_id text,
+    mail_templates_required text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT communities_dunning_valid CHECK (billing.dunning_valid(dunning)),
+    CONSTRAINT communities_invoice_series_valid CHECK ((invoice_series ~ '^[A-Za-z0-9][A-Za-z0-9/_.-]{0,19}$'::text)),
+    CONSTRAINT communities_legal_valid CHECK ((((legal_name IS NULL) OR ((length(legal_name) >= 1) AND (length(legal_name) <= 200))) AND ((address_lines IS NULL) OR ((cardinality(address_lines) <= 6) AND (COALESCE(length(array_to_string(address_lines, ''::text)), 0) <= 600))) AND ((country IS NULL) OR (country ~ '^[A-Z]{2}$'::text)) AND ((tax_id IS NULL) OR ((length(tax_id) >= 1) AND (length(tax_id) <= 50))))),
+    CONSTRAINT communities_mail_reply_to_check CHECK (((mail_reply_to IS NULL) OR billing.email_valid(mail_reply_to))),
+    CONSTRAINT communities_mail_sender_name_check CHECK ((((length(mail_sender_name) >= 1) AND (length(mail_sender_name) <= 200)) AND (mail_sender_name !~ '[\r\n<>"]'::text))),
+    CONSTRAINT communities_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    CONSTRAINT communities_payment_config_no_secrets CHECK ((NOT (payment_config ?| ARRAY['secret_key'::text, 'webhook_secret'::text]))),
+    CONSTRAINT communities_payment_provider_check CHECK ((payment_provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
+);
+
+ALTER TABLE ONLY billing.communities FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: mail_optional(billing.communities, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.mail_optional(p_community billing.communities, p_template text) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select coalesce((select not t.transactional from billing.mail_templates() t where t.template = p_template), false)
+    and not (p_template = any (p_community.mail_templates_required))
 $$;
 
 
@@ -2837,7 +2885,8 @@ begin
         'Paid on: ' || coalesce(left(v_inv->>'paid_at', 10), '')]
         || coalesce((select array_agg('  ' || (l->>'description') || ': ' || billing.money_text((l->>'amount_cents')::bigint, v_inv->>'currency'))
              from jsonb_array_elements(v_inv->'lines') l), '{}')
-        || array['', 'Manage your subscription and payment method: {{portal_url}}'];
+        || array['', 'Download the invoice (PDF): {{invoice_pdf_url:' || (v_inv->>'id') || '}}',
+          'Manage your subscription and payment method: {{portal_url}}'];
       v_html := array['<p>Thank you for your payment to ' || e_name || '.</p>',
         '<table><tr><th align="left">Amount paid</th><td>' || billing.html_escape(v_amount) || '</td></tr>',
         '<tr><th align="left">Invoice</th><td>' || billing.html_escape(v_ref) || '</td></tr>',
@@ -2845,6 +2894,7 @@ begin
         '<ul>' || coalesce((select string_agg('<li>' || billing.html_escape(l->>'description') || ': '
           || billing.html_escape(billing.money_text((l->>'amount_cents')::bigint, v_inv->>'currency')) || '</li>', '')
           from jsonb_array_elements(v_inv->'lines') l), '') || '</ul>',
+        '<p><a href="{{invoice_pdf_url:' || billing.html_escape(v_inv->>'id') || '}}">Download the invoice (PDF)</a></p>',
         '<p><a href="{{portal_url}}">Manage your subscription and payment method</a></p>'];
     else
       v_amount := billing.money_text((v_inv->>'total_cents')::bigint - (v_inv->>'amount_paid_cents')::bigint, v_inv->>'currency');
@@ -2867,12 +2917,17 @@ begin
     v_subject := 'Refund from ' || v_name || ': ' || v_amount;
     v_lines := array['We refunded ' || v_amount || ' of invoice ' || v_ref || '.',
       'Credit note: ' || coalesce(p_data->'refund'->>'credit_note_number', '-'),
-      'The money returns to the card you paid with; your bank may take a few days to show it.', '',
-      'Your membership: {{portal_url}}'];
+      'The money returns to the card you paid with; your bank may take a few days to show it.', '']
+      -- the invoice's PDF lists its credit notes
+      || case when p_data->'refund'->>'credit_note_number' is not null
+        then array['The invoice with its credit note (PDF): {{invoice_pdf_url:' || (v_inv->>'id') || '}}'] else '{}' end
+      || array['Your membership: {{portal_url}}'];
     v_html := array['<p>We refunded <strong>' || billing.html_escape(v_amount) || '</strong> of invoice ' || billing.html_escape(v_ref) || '.</p>',
       '<p>Credit note: ' || billing.html_escape(coalesce(p_data->'refund'->>'credit_note_number', '-')) || '</p>',
-      '<p>The money returns to the card you paid with; your bank may take a few days to show it.</p>',
-      '<p><a href="{{portal_url}}">Your membership</a></p>'];
+      '<p>The money returns to the card you paid with; your bank may take a few days to show it.</p>']
+      || case when p_data->'refund'->>'credit_note_number' is not null
+        then array['<p><a href="{{invoice_pdf_url:' || billing.html_escape(v_inv->>'id') || '}}">The invoice with its credit note (PDF)</a></p>'] else '{}' end
+      || array['<p><a href="{{portal_url}}">Your membership</a></p>'];
   elsif p_template = 'subscription_ended' then
     v_subject := 'Your ' || coalesce(p_data->'subscription'->>'tier_name', 'subscription') || ' subscription at ' || v_name || ' has ended';
     v_lines := array['Your subscription to ' || coalesce(p_data->'subscription'->>'tier_name', 'the community')
@@ -2934,9 +2989,14 @@ begin
     perform billing.raise('BL422', 'Unknown mail template ' || p_template || '.', 'template');
   end if;
   return jsonb_build_object('subject', v_subject,
-    'text', 'Hello,' || E'\n\n' || array_to_string(v_lines, E'\n') || E'\n\n' || '-- ' || E'\n' || v_name || E'\n',
+    'text', 'Hello,' || E'\n\n' || array_to_string(v_lines, E'\n') || E'\n\n' || '-- ' || E'\n' || v_name || E'\n'
+      || case when (p_data->>'unsubscribe')::boolean
+        then E'\nYou may stop these emails (receipts and payment notices still come): {{unsubscribe_url}}\n' else '' end,
     'html', '<!doctype html><html><body style="font-family:sans-serif"><p>Hello,</p>' || array_to_string(v_html, '')
-      || '<p>&mdash; ' || e_name || '</p></body></html>');
+      || '<p>&mdash; ' || e_name || '</p>'
+      || case when (p_data->>'unsubscribe')::boolean
+        then '<p style="font-size:small;color:#555">Receipts and payment notices still come. <a href="{{unsubscribe_url}}">Unsubscribe from these emails</a></p>' else '' end
+      || '</body></html>');
 end
 $$;
 
@@ -2952,9 +3012,9 @@ CREATE FUNCTION billing.mail_templates() RETURNS TABLE(template text, event_type
     ('payment_failed', 'invoice.payment_failed', true, 'Payment failed'),
     ('refund_issued', 'invoice.refunded', true, 'Refund issued'),
     ('subscription_ended', 'subscription.cancelled', true, 'Subscription ended'),
-    -- reminders (billing_private.mail_reminders): notices auto-renewal laws ask for
-    ('trial_ending', 'reminder: a trial ends within 3 days', true, 'Trial ending in 3 days'),
-    ('renewal_upcoming', 'reminder: a yearly renewal within 7 days', true, 'Yearly renewal in 7 days'),
+    -- reminders (billing_private.mail_reminders)
+    ('trial_ending', 'reminder: a trial ends within 3 days', false, 'Trial ending in 3 days'),
+    ('renewal_upcoming', 'reminder: a yearly renewal within 7 days', false, 'Yearly renewal in 7 days'),
     ('price_change', 'reminder: a price migration (billing plans migrate) marks the subscription', true, 'Price change notice'),
     ('access_granted', 'member.entitlement.granted', true, 'Access granted (how to link Discord or Telegram)')
 $$;
@@ -5997,15 +6057,30 @@ CREATE FUNCTION billing_api.mail_template_set(p_args jsonb) RETURNS jsonb
     AS $$
 declare
   v_template text := p_args->>'template';
+  v_t record;
+  v_c billing.communities;
 begin
-  if not exists (select 1 from billing.mail_templates() t where t.template = v_template) then
+  select * into v_t from billing.mail_templates() t where t.template = v_template;
+  if v_t.template is null then
     perform billing.raise('BL404', 'No mail template ' || v_template || '.');
   end if;
-  update billing.communities c set mail_templates_off = case when (p_args->>'enabled')::boolean
-      then array_remove(c.mail_templates_off, v_template)
-      else array_append(array_remove(c.mail_templates_off, v_template), v_template) end
-  where c.id = billing.current_community_id();
-  return jsonb_build_object('template', v_template, 'enabled', (p_args->>'enabled')::boolean);
+  if p_args->'enabled' is null and p_args->'required' is null then
+    perform billing.raise('BL422', 'Give enabled, required or both.', 'enabled');
+  end if;
+  if v_t.transactional and not coalesce((p_args->>'required')::boolean, true) then
+    perform billing.raise('BL422', v_template || ' is transactional: members cannot unsubscribe from it.', 'required');
+  end if;
+  update billing.communities c set
+    mail_templates_off = case when p_args->'enabled' is null then c.mail_templates_off
+      when (p_args->>'enabled')::boolean then array_remove(c.mail_templates_off, v_template)
+      else array_append(array_remove(c.mail_templates_off, v_template), v_template) end,
+    mail_templates_required = case when p_args->'required' is null or v_t.transactional then c.mail_templates_required
+      when (p_args->>'required')::boolean then array_append(array_remove(c.mail_templates_required, v_template), v_template)
+      else array_remove(c.mail_templates_required, v_template) end
+  where c.id = billing.current_community_id()
+  returning * into v_c;
+  return jsonb_build_object('template', v_template, 'enabled', not (v_template = any (v_c.mail_templates_off)),
+    'required', not billing.mail_optional(v_c, v_template));
 end
 $$;
 
@@ -6035,10 +6110,11 @@ begin
   select * into v_c from billing.communities c where c.id = billing.current_community_id();
   return jsonb_build_object('sender_name', coalesce(v_c.mail_sender_name, v_c.name), 'reply_to', v_c.mail_reply_to,
     'data', (select jsonb_agg(jsonb_build_object('template', t.template, 'event_type', t.event_type,
-      'transactional', t.transactional, 'title', t.title, 'enabled', not (t.template = any (v_c.mail_templates_off)),
+      'transactional', t.transactional, 'required', not billing.mail_optional(v_c, t.template),
+      'title', t.title, 'enabled', not (t.template = any (v_c.mail_templates_off)),
       'preview', billing.mail_render(v_c.name, t.template,
         case when t.template = 'payment_failed' then jsonb_set(jsonb_set(v_sample, '{invoice,amount_paid_cents}', '0'), '{invoice,paid_at}', 'null')
-        else v_sample end)) order by t.template)
+        else v_sample end || jsonb_build_object('unsubscribe', billing.mail_optional(v_c, t.template)))) order by t.template)
       from billing.mail_templates() t));
 end
 $$;
@@ -7794,11 +7870,21 @@ $$;
 -- Name: mail_claim(text, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
-CREATE FUNCTION billing_private.mail_claim(p_community_id text, p_ids text[]) RETURNS TABLE(id text, member_id text, template text, to_address text, subject text, text_body text, html_body text, attempts integer, sender_name text, reply_to text, community_name text)
+CREATE FUNCTION billing_private.mail_claim(p_community_id text, p_ids text[]) RETURNS TABLE(id text, member_id text, template text, to_address text, subject text, text_body text, html_body text, attempts integer, sender_name text, reply_to text, community_name text, unsubscribable boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
+  update billing.mail_messages mm set status = 'skipped', claimed_at = null
+  where mm.community_id = p_community_id and mm.id = any (p_ids)
+    and mm.id in (select x.id from billing.mail_messages x
+      join billing.communities co on co.id = x.community_id
+      where x.community_id = p_community_id and x.id = any (p_ids) and x.unsubscribable
+        and (x.status = 'queued' or (x.status = 'sending' and x.claimed_at < now() - interval '10 minutes'))
+        and billing.mail_optional(co, x.template)
+        and exists (select 1 from billing.mail_unsubscribes u
+          where u.community_id = x.community_id and u.member_id = x.member_id and u.template = x.template)
+      for update of x skip locked);
   return query
   with claimed as (
     update billing.mail_messages mm set status = 'sending', attempts = mm.attempts + 1, claimed_at = now()
@@ -7810,9 +7896,29 @@ begin
     returning mm.*
   )
   select c2.id, c2.member_id, c2.template, c2.to_address, c2.subject, c2.text_body, c2.html_body, c2.attempts,
-    coalesce(co.mail_sender_name, co.name), co.mail_reply_to, co.name
+    coalesce(co.mail_sender_name, co.name), co.mail_reply_to, co.name, c2.unsubscribable
   from claimed c2 join billing.communities co on co.id = c2.community_id
   order by c2.id;
+end
+$$;
+
+
+--
+-- Name: mail_invoice_document(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.mail_invoice_document(p_community_id text, p_member_id text, p_invoice_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if not exists (select 1 from billing.invoices i
+      join billing.members m on m.community_id = i.community_id and m.id = i.member_id
+      where i.community_id = p_community_id and i.id = p_invoice_id and i.member_id = p_member_id) then
+    return null;
+  end if;
+  perform set_config('app.community_id', p_community_id, true);
+  return billing_api.invoices_document(jsonb_build_object('id', p_invoice_id));
 end
 $$;
 
@@ -7849,6 +7955,40 @@ begin
     v_lc := null;
   end loop;
   return v_out;
+end
+$$;
+
+
+--
+-- Name: mail_preference(text, text, text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.mail_preference(p_community_id text, p_member_id text, p_template text, p_subscribe boolean DEFAULT NULL::boolean) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_c billing.communities;
+  v_title text;
+begin
+  select c.* into v_c from billing.communities c
+  where c.id = p_community_id and exists (select 1 from billing.members m where m.community_id = c.id and m.id = p_member_id);
+  select t.title into v_title from billing.mail_templates() t where t.template = p_template;
+  if v_c.id is null or v_title is null then
+    return null;
+  end if;
+  if p_subscribe is not null and billing.mail_optional(v_c, p_template) then
+    if p_subscribe then
+      delete from billing.mail_unsubscribes u
+      where u.community_id = p_community_id and u.member_id = p_member_id and u.template = p_template;
+    else
+      insert into billing.mail_unsubscribes (community_id, member_id, template) values (p_community_id, p_member_id, p_template)
+      on conflict do nothing;
+    end if;
+  end if;
+  return jsonb_build_object('community_name', v_c.name, 'title', v_title, 'optional', billing.mail_optional(v_c, p_template),
+    'unsubscribed', exists (select 1 from billing.mail_unsubscribes u
+      where u.community_id = p_community_id and u.member_id = p_member_id and u.template = p_template));
 end
 $$;
 
@@ -7922,12 +8062,14 @@ begin
       and not exists (select 1 from billing.mail_messages mm where mm.community_id = s.community_id
         and mm.ref = 'price_change:' || s.id || ':' || s.price_migration_id and mm.template = 'price_change')
   ), made as (
-    insert into billing.mail_messages (community_id, member_id, template, ref, to_address, subject, text_body, html_body)
-    select d.community_id, d.member_id, d.template, d.ref, m.email, r.msg->>'subject', r.msg->>'text', r.msg->>'html'
+    insert into billing.mail_messages (community_id, member_id, template, ref, to_address, subject, text_body, html_body, unsubscribable)
+    select d.community_id, d.member_id, d.template, d.ref, m.email, r.msg->>'subject', r.msg->>'text', r.msg->>'html',
+      billing.mail_optional(c, d.template)
     from (select * from due union all select * from price_due) d
     join billing.members m on m.community_id = d.community_id and m.id = d.member_id and m.email is not null
     join billing.communities c on c.id = d.community_id
-    cross join lateral (select billing.mail_render(c.name, d.template, d.data) as msg) r
+    cross join lateral (select billing.mail_render(c.name, d.template,
+      d.data || jsonb_build_object('unsubscribe', billing.mail_optional(c, d.template))) as msg) r
     order by d.community_id, d.ref
     on conflict (community_id, ref, template) do nothing
     returning community_id, id
@@ -9515,17 +9657,17 @@ begin
   ), due as materialized (
     -- materialized: only these rows (members with an email, templates on) reach the
     -- lateral below, which makes link codes
-    select d.*, m.email, c.name as community_name
+    select d.*, m.email, c.name as community_name, billing.mail_optional(c, d.template) as optional
     from (select * from invoice_due union all select * from access_due) d
     join billing.members m on m.community_id = d.community_id and m.id = d.member_id and m.email is not null
     join billing.communities c on c.id = d.community_id and not (d.template = any (c.mail_templates_off))
   ), made as (
-    insert into billing.mail_messages (community_id, member_id, template, event_id, to_address, subject, text_body, html_body)
-    select d.community_id, d.member_id, d.template, d.event_id, d.email, r.msg->>'subject', r.msg->>'text', r.msg->>'html'
+    insert into billing.mail_messages (community_id, member_id, template, event_id, to_address, subject, text_body, html_body, unsubscribable)
+    select d.community_id, d.member_id, d.template, d.event_id, d.email, r.msg->>'subject', r.msg->>'text', r.msg->>'html', d.optional
     from due d
     cross join lateral (select billing.mail_render(d.community_name, d.template, case when d.template = 'access_granted'
       then d.data || jsonb_build_object('link_codes', billing_private.mail_link_codes(d.community_id, d.member_id))
-      else d.data end) as msg) r
+      else d.data end || jsonb_build_object('unsubscribe', d.optional)) as msg) r
     order by d.community_id, d.event_id, d.template
     on conflict (community_id, event_id, template) do nothing
     returning community_id, id
@@ -10071,39 +10213,6 @@ CREATE VIEW analytics.subscription_mrr WITH (security_invoker='true') AS
 
 
 --
--- Name: communities; Type: TABLE; Schema: billing; Owner: -
---
-
-CREATE TABLE billing.communities (
-    id text DEFAULT billing.gen_id('com'::text) NOT NULL COLLATE pg_catalog."C",
-    name text NOT NULL,
-    payment_provider text,
-    payment_config jsonb DEFAULT '{}'::jsonb NOT NULL,
-    clock_offset interval DEFAULT '00:00:00'::interval NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    dunning jsonb DEFAULT '{"retry_days": [1, 3, 5], "final_action": "cancel"}'::jsonb NOT NULL,
-    invoice_series text,
-    mail_sender_name text,
-    mail_reply_to text,
-    mail_templates_off text[] DEFAULT '{}'::text[] NOT NULL,
-    legal_name text,
-    address_lines text[],
-    country text,
-    tax_id text,
-    CONSTRAINT communities_dunning_valid CHECK (billing.dunning_valid(dunning)),
-    CONSTRAINT communities_invoice_series_valid CHECK ((invoice_series ~ '^[A-Za-z0-9][A-Za-z0-9/_.-]{0,19}$'::text)),
-    CONSTRAINT communities_legal_valid CHECK ((((legal_name IS NULL) OR ((length(legal_name) >= 1) AND (length(legal_name) <= 200))) AND ((address_lines IS NULL) OR ((cardinality(address_lines) <= 6) AND (COALESCE(length(array_to_string(address_lines, ''::text)), 0) <= 600))) AND ((country IS NULL) OR (country ~ '^[A-Z]{2}$'::text)) AND ((tax_id IS NULL) OR ((length(tax_id) >= 1) AND (length(tax_id) <= 50))))),
-    CONSTRAINT communities_mail_reply_to_check CHECK (((mail_reply_to IS NULL) OR billing.email_valid(mail_reply_to))),
-    CONSTRAINT communities_mail_sender_name_check CHECK ((((length(mail_sender_name) >= 1) AND (length(mail_sender_name) <= 200)) AND (mail_sender_name !~ '[\r\n<>"]'::text))),
-    CONSTRAINT communities_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
-    CONSTRAINT communities_payment_config_no_secrets CHECK ((NOT (payment_config ?| ARRAY['secret_key'::text, 'webhook_secret'::text]))),
-    CONSTRAINT communities_payment_provider_check CHECK ((payment_provider = ANY (ARRAY['sandbox'::text, 'stripe'::text])))
-);
-
-ALTER TABLE ONLY billing.communities FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: churn; Type: VIEW; Schema: analytics; Owner: -
 --
 
@@ -10539,6 +10648,20 @@ CREATE TABLE billing.link_codes (
 );
 
 ALTER TABLE ONLY billing.link_codes FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: mail_unsubscribes; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.mail_unsubscribes (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    template text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing.mail_unsubscribes FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -12640,6 +12763,14 @@ ALTER TABLE ONLY billing.mail_messages
 
 
 --
+-- Name: mail_unsubscribes mail_unsubscribes_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_unsubscribes
+    ADD CONSTRAINT mail_unsubscribes_pkey PRIMARY KEY (community_id, member_id, template);
+
+
+--
 -- Name: member_entitlements member_entitlements_community_id_member_id_entitlement_id_key; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -13930,6 +14061,22 @@ ALTER TABLE ONLY billing.mail_messages
 
 
 --
+-- Name: mail_unsubscribes mail_unsubscribes_community_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_unsubscribes
+    ADD CONSTRAINT mail_unsubscribes_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mail_unsubscribes mail_unsubscribes_community_id_member_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.mail_unsubscribes
+    ADD CONSTRAINT mail_unsubscribes_community_id_member_id_fkey FOREIGN KEY (community_id, member_id) REFERENCES billing.members(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: member_entitlements member_entitlements_community_id_entitlement_id_fkey; Type: FK CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -14386,6 +14533,12 @@ ALTER TABLE billing.link_codes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing.mail_messages ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: mail_unsubscribes; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.mail_unsubscribes ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: member_entitlements; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -14438,6 +14591,13 @@ CREATE POLICY member_fence ON billing.link_codes AS RESTRICTIVE TO billing_api, 
 --
 
 CREATE POLICY member_fence ON billing.mail_messages AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
+
+
+--
+-- Name: mail_unsubscribes member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.mail_unsubscribes AS RESTRICTIVE TO billing_api, billing_writer USING (((( SELECT billing.current_member_id() AS current_member_id) IS NULL) OR (member_id = ( SELECT billing.current_member_id() AS current_member_id))));
 
 
 --
@@ -14623,6 +14783,13 @@ CREATE POLICY owner_access ON billing.link_codes TO postgres USING (true) WITH C
 --
 
 CREATE POLICY owner_access ON billing.mail_messages TO postgres USING (true) WITH CHECK (true);
+
+
+--
+-- Name: mail_unsubscribes owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.mail_unsubscribes TO postgres USING (true) WITH CHECK (true);
 
 
 --
@@ -14961,6 +15128,13 @@ CREATE POLICY tenant ON billing.link_codes USING ((community_id = ( SELECT billi
 --
 
 CREATE POLICY tenant ON billing.mail_messages USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
+
+--
+-- Name: mail_unsubscribes tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.mail_unsubscribes USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id))) WITH CHECK ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
 
 
 --
@@ -16364,11 +16538,49 @@ GRANT SELECT(sent_at) ON TABLE billing.mail_messages TO billing_operator;
 
 
 --
+-- Name: COLUMN mail_messages.unsubscribable; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT(unsubscribable) ON TABLE billing.mail_messages TO billing_operator;
+
+
+--
 -- Name: FUNCTION mail_message_json(p_m billing.mail_messages, p_full boolean); Type: ACL; Schema: billing; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing.mail_message_json(p_m billing.mail_messages, p_full boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.mail_message_json(p_m billing.mail_messages, p_full boolean) TO billing_api;
+
+
+--
+-- Name: TABLE communities; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.communities TO billing_api;
+GRANT SELECT ON TABLE billing.communities TO billing_operator;
+GRANT SELECT ON TABLE billing.communities TO billing_writer;
+
+
+--
+-- Name: COLUMN communities.mail_templates_off; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT UPDATE(mail_templates_off) ON TABLE billing.communities TO billing_writer;
+
+
+--
+-- Name: COLUMN communities.mail_templates_required; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT UPDATE(mail_templates_required) ON TABLE billing.communities TO billing_writer;
+
+
+--
+-- Name: FUNCTION mail_optional(p_community billing.communities, p_template text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.mail_optional(p_community billing.communities, p_template text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.mail_optional(p_community billing.communities, p_template text) TO billing_api;
 
 
 --
@@ -17813,10 +18025,24 @@ GRANT ALL ON FUNCTION billing_private.mail_claim(p_community_id text, p_ids text
 
 
 --
+-- Name: FUNCTION mail_invoice_document(p_community_id text, p_member_id text, p_invoice_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.mail_invoice_document(p_community_id text, p_member_id text, p_invoice_id text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION mail_link_codes(p_community_id text, p_member_id text); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.mail_link_codes(p_community_id text, p_member_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION mail_preference(p_community_id text, p_member_id text, p_template text, p_subscribe boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.mail_preference(p_community_id text, p_member_id text, p_template text, p_subscribe boolean) FROM PUBLIC;
 
 
 --
@@ -19803,22 +20029,6 @@ GRANT SELECT ON TABLE analytics.subscription_mrr TO billing_operator;
 
 
 --
--- Name: TABLE communities; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT SELECT ON TABLE billing.communities TO billing_api;
-GRANT SELECT ON TABLE billing.communities TO billing_operator;
-GRANT SELECT ON TABLE billing.communities TO billing_writer;
-
-
---
--- Name: COLUMN communities.mail_templates_off; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT UPDATE(mail_templates_off) ON TABLE billing.communities TO billing_writer;
-
-
---
 -- Name: TABLE churn; Type: ACL; Schema: analytics; Owner: -
 --
 
@@ -20091,6 +20301,14 @@ GRANT SELECT(invalidated_at) ON TABLE billing.link_codes TO billing_operator;
 --
 
 GRANT SELECT(created_at) ON TABLE billing.link_codes TO billing_operator;
+
+
+--
+-- Name: TABLE mail_unsubscribes; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.mail_unsubscribes TO billing_operator;
+GRANT SELECT ON TABLE billing.mail_unsubscribes TO billing_api;
 
 
 --

@@ -1,3 +1,11 @@
+--! Previous: sha1:91e4624124a5f7beac055e6058e8785d4195909f
+--! Hash: sha1:ba77339f1015f5b1533e96a58e810b835b5e2927
+--! Message: mail links
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 40-mail-links.sql
 -- Issue 30: the receipt links its invoice's PDF, the refund notice the invoice with its
 -- credit note, through a member-facing signed link (docs/decisions/mail-invoice-links.md);
 -- members unsubscribe from optional mail (the trial and yearly renewal reminders) by a
