@@ -1,4 +1,4 @@
--- db/migrations sha256:4bff28688836d1495fb581fbc1bda5392fcb796eeca79d07490a473e138159e5 (regenerate with npm run db:schema)
+-- db/migrations sha256:b898dcdbb5883cdda19205c0f1cdb1e37bda7ec62b4f032aa0463ae68f994bd0 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -2885,6 +2885,11 @@ begin
         'Paid on: ' || coalesce(left(v_inv->>'paid_at', 10), '')]
         || coalesce((select array_agg('  ' || (l->>'description') || ': ' || billing.money_text((l->>'amount_cents')::bigint, v_inv->>'currency'))
              from jsonb_array_elements(v_inv->'lines') l), '{}')
+        -- its tax (issue 30 item 5): added, or included in the lines above
+        || coalesce((select array_agg('  ' || billing.mail_tax_label(t) || ': '
+             || billing.money_text((t->>'amount_cents')::bigint, v_inv->>'currency'))
+             from jsonb_array_elements(v_inv->'tax_lines') t), '{}')
+        || case when v_inv->>'tax_note' is not null then array[v_inv->>'tax_note'] else '{}' end
         || array['', 'Download the invoice (PDF): {{invoice_pdf_url:' || (v_inv->>'id') || '}}',
           'Manage your subscription and payment method: {{portal_url}}'];
       v_html := array['<p>Thank you for your payment to ' || e_name || '.</p>',
@@ -2893,7 +2898,11 @@ begin
         '<tr><th align="left">Paid on</th><td>' || billing.html_escape(left(v_inv->>'paid_at', 10)) || '</td></tr></table>',
         '<ul>' || coalesce((select string_agg('<li>' || billing.html_escape(l->>'description') || ': '
           || billing.html_escape(billing.money_text((l->>'amount_cents')::bigint, v_inv->>'currency')) || '</li>', '')
-          from jsonb_array_elements(v_inv->'lines') l), '') || '</ul>',
+          from jsonb_array_elements(v_inv->'lines') l), '')
+        || coalesce((select string_agg('<li>' || billing.html_escape(billing.mail_tax_label(t)) || ': '
+          || billing.html_escape(billing.money_text((t->>'amount_cents')::bigint, v_inv->>'currency')) || '</li>', '')
+          from jsonb_array_elements(v_inv->'tax_lines') t), '') || '</ul>'
+        || coalesce('<p>' || billing.html_escape(v_inv->>'tax_note') || '</p>', ''),
         '<p><a href="{{invoice_pdf_url:' || billing.html_escape(v_inv->>'id') || '}}">Download the invoice (PDF)</a></p>',
         '<p><a href="{{portal_url}}">Manage your subscription and payment method</a></p>'];
     else
@@ -2997,6 +3006,22 @@ begin
       || case when (p_data->>'unsubscribe')::boolean
         then '<p style="font-size:small;color:#555">Receipts and payment notices still come. <a href="{{unsubscribe_url}}">Unsubscribe from these emails</a></p>' else '' end
       || '</body></html>');
+end
+$$;
+
+
+--
+-- Name: mail_tax_label(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.mail_tax_label(p_line jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+begin
+  return (p_line->>'name')
+    || coalesce(' ' || trim_scale(round((p_line->>'rate_ppm')::numeric / 10000, 4))::text || '%', '')
+    || coalesce(' (' || (p_line->>'country') || ')', '')
+    || case when (p_line->>'inclusive')::boolean then ' (included)' else '' end;
 end
 $$;
 
@@ -16589,6 +16614,14 @@ GRANT ALL ON FUNCTION billing.mail_optional(p_community billing.communities, p_t
 
 REVOKE ALL ON FUNCTION billing.mail_render(p_community_name text, p_template text, p_data jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.mail_render(p_community_name text, p_template text, p_data jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION mail_tax_label(p_line jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.mail_tax_label(p_line jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.mail_tax_label(p_line jsonb) TO billing_api;
 
 
 --

@@ -33,6 +33,26 @@ test('the HTML escapes the community name and the invoice\'s lines; the text kee
   expect(m.text).toContain('{{portal_url}}');
 });
 
+test('a receipt names its tax lines, so its lines add up to the amount paid, and a reverse charge\'s mention', async () => {
+  const render = async (invoice: object) => (await app.owner.query<{ m: { text: string; html: string } }>(
+    'select billing.mail_render($1, $2, $3) as m', ['Acme', 'receipt', { invoice }])).rows[0].m;
+  const added = await render({ id: 'inv_1', number: '2026-000002', currency: 'eur', amount_paid_cents: 1190, paid_at: '2026-01-02T03:04:05.000Z',
+    lines: [{ description: 'Gold monthly', amount_cents: 1000 }],
+    tax_lines: [{ name: 'VAT', rate_ppm: 190000, country: 'DE', inclusive: false, amount_cents: 190 }] });
+  expect(added.text).toContain('  Gold monthly: 10.00 EUR\n  VAT 19% (DE): 1.90 EUR');
+  expect(added.text).toContain('Amount paid: 11.90 EUR');
+  expect(added.html).toContain('<li>VAT 19% (DE): 1.90 EUR</li>');
+  const included = await render({ id: 'inv_2', currency: 'eur', amount_paid_cents: 1000, paid_at: '2026-01-02T03:04:05.000Z',
+    lines: [{ description: 'Gold monthly', amount_cents: 1000 }],
+    tax_lines: [{ name: 'VAT', rate_ppm: 230000, country: 'IE', inclusive: true, amount_cents: 187 }] });
+  expect(included.text).toContain('  VAT 23% (IE) (included): 1.87 EUR');
+  const reverse = await render({ id: 'inv_3', currency: 'eur', amount_paid_cents: 1000, paid_at: '2026-01-02T03:04:05.000Z',
+    lines: [{ description: 'Gold monthly', amount_cents: 1000 }], tax_lines: [],
+    tax_note: 'Reverse charge: VAT to be accounted for by the recipient, Article 196 Directive 2006/112/EC.' });
+  expect(reverse.text).toContain('Reverse charge: VAT to be accounted for by the recipient');
+  expect(reverse.html).toContain('<p>Reverse charge: VAT to be accounted for by the recipient');
+});
+
 test('a portal link opens only with its own signature, until it expires', () => {
   const link = new URL(portalLink('https://billing.example', 'k', 'com_a', 'mem_b'));
   const exp = link.searchParams.get('exp')!;
