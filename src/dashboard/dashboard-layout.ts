@@ -32,6 +32,7 @@ const NOTICES: Record<string, string> = {
   password: 'Your password is set: you can now sign in with it. Your other sessions have ended.',
   operator: 'Saved.',
   platform: 'The connection is saved.',
+  erased: 'The member is erased: their access ended, the platforms are removing what they granted.',
 };
 
 export function shell(title: string, body: Html, opts: { signed?: Signed; active?: string } = {}): string {

@@ -16,6 +16,7 @@ import { mountInvoices } from './pages/invoices-page';
 import { mountKeys } from './pages/keys-page';
 import { mountMail } from './pages/mail-page';
 import { mountMembers } from './pages/members-page';
+import { mountMemberPrivacy } from './pages/member-privacy-page';
 import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
 import { mountPlatforms } from './pages/platforms-page';
@@ -28,6 +29,7 @@ import { mountWebhooks } from './pages/webhooks-page';
 /** The pages behind a session, in the navigation's order. */
 const SIGNED_PAGES: MountPage[] = [
   mountAccount, mountOverview, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
+  mountMemberPrivacy,
   mountCatalog, mountKeys, mountWebhooks, mountEvents, mountOperators,
   mountPlatforms,
   mountMail,

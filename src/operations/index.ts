@@ -12,6 +12,7 @@ import { entitlementOperations } from '../domain/entitlements/entitlement-operat
 import { eventDashboardOperations, eventOperations } from '../domain/events/event-operations';
 import { externalSubjectOperations } from '../domain/members/external-subject-operations';
 import { memberOperations } from '../domain/members/member-operations';
+import { memberPrivacyOperations } from '../domain/members/member-privacy-operations';
 import { memberSessionOperations } from '../domain/members/member-session-operations';
 import { planOperations } from '../domain/plans/plan-operations';
 import { purchaseOperations } from '../domain/purchases/purchase-operations';
@@ -28,6 +29,7 @@ import { platformConfigDashboardOperations } from '../domain/catalog/platform-co
 export const operations: readonly Operation[] = [
   ...planOperations,
   ...memberOperations,
+  ...memberPrivacyOperations,
   ...subscriptionOperations,
   ...purchaseOperations,
   ...invoiceOperations,
