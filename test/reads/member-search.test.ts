@@ -163,6 +163,8 @@ test.each([
   ['status=paid', 'status'],
   ['created_after=yesterday', 'created_after'],
   ['created_before=2025-13-01T00:00:00Z', 'created_before'],
+  ['created_before=2025-02-29T00:00:00Z', 'created_before'],
+  ['created_after=0000-01-01T00:00:00Z', 'created_after'],
   ['tag=no%20way!', 'tag'],
   [`tier_id=${'t'.repeat(101)}`, 'tier_id'],
 ])('a malformed filter (%s) is 422 invalid_request naming it', async (query, param) => {

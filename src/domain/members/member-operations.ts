@@ -5,6 +5,9 @@ import { defineOperation, Operation } from '../operation';
 import { SUBSCRIPTION_STATUSES } from '../../core/statuses';
 import { emailAddress, identityPairQuery, member, memberNote, memberSearch, memberTag, memberTags } from './member-schema';
 
+/** An ISO 8601 instant PostgreSQL can read (it has no year 0000: 1 BC comes before 1 AD). */
+const instant = z.iso.datetime({ offset: true }).refine((v) => !v.startsWith('0000-'), { message: 'there is no year 0000' });
+
 export const memberOperations: Operation[] = [
   defineOperation({
     name: 'list_members',
@@ -26,8 +29,8 @@ export const memberOperations: Operation[] = [
       tier_id: z.string().min(1).max(100).optional().describe('Only members with a subscription on a plan of this tier.'),
       plan_id: z.string().min(1).max(100).optional().describe('Only members with a subscription on this billing plan.'),
       tag: memberTag.optional().describe('Only members with this tag (normalised as tags are: lowercase, spaces as -).'),
-      created_after: z.iso.datetime({ offset: true }).optional().describe('Only members created at or after this instant (ISO 8601).'),
-      created_before: z.iso.datetime({ offset: true }).optional().describe('Only members created before this instant (ISO 8601).'),
+      created_after: instant.optional().describe('Only members created at or after this instant (ISO 8601).'),
+      created_before: instant.optional().describe('Only members created before this instant (ISO 8601).'),
     }),
     response: listOf(member),
     sql: 'members_list',
