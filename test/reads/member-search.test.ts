@@ -173,18 +173,23 @@ test.each([
 });
 
 describe('pages of a search', () => {
+  const TOTAL = 2600;
   let crowd: Tenant;
   const many: string[] = [];
+  const numbered = (keep: (n: number) => boolean) => many.filter((_id, i) => keep(TOTAL - i));
   beforeAll(async () => {
     crowd = await createTenant(app.owner);
-    // 1,100 members named crowd-N: more than the trigram path takes (1,000), so a
-    // common search walks the members newest first; every fifth holds "rare".
+    // 2,600 members crowd-N (N by age, 1 the oldest): more than the 2,000 newest that a
+    // search filters in id order first. old- marks the 300 oldest (older than those
+    // 2,000: found by the index), rare- every fifth, edge- a few of each part.
     await app.owner.query(`
-      with m as (insert into billing.members (community_id) select $1 from generate_series(1, 1100) returning id)
+      with m as (insert into billing.members (community_id) select $1 from generate_series(1, ${TOTAL}) returning id),
+      n as (select id, row_number() over (order by id) as n from m)
       insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
-      select $1, m.id, 'discord', 'crowd-' || row_number() over (order by m.id),
-        case when row_number() over (order by m.id) % 5 = 0 then 'rare-crowd-' else 'crowd-' end || row_number() over (order by m.id)
-      from m`, [crowd.communityId]);
+      select $1, id, 'discord', 'crowd-' || n,
+        case when n <= 300 then 'old-' else '' end || case when n % 5 = 0 then 'rare-' else '' end
+          || case when n % 500 = 0 or n > ${TOTAL - 10} then 'edge-' else '' end || 'crowd-' || n
+      from n`, [crowd.communityId]);
     many.push(...(await app.owner.query<{ id: string }>('select id from billing.members where community_id = $1 order by id desc', [crowd.communityId])).rows.map((r) => r.id));
   });
 
@@ -201,20 +206,35 @@ describe('pages of a search', () => {
     throw new Error('no last page');
   }
 
-  test('a search of few matches (the trigram path) pages through all of them, newest first, once each', async () => {
-    const rare = many.filter((_id, i) => (1100 - i) % 5 === 0);
-    expect(rare).toHaveLength(220);
-    expect(await pages('q=RARE-crowd', 100)).toEqual(rare);
-  });
-
-  test('a search of many matches (the walk in id order) pages through all of them the same way', async () => {
+  test('a search matching every member pages through all of them, newest first, once each', async () => {
     expect(await pages('q=crowd-', 100)).toEqual(many);
   });
 
-  test('a search shorter than 3 characters (no trigram to look up) walks the members too', async () => {
-    const startsWith1 = many.filter((_id, i) => String(1100 - i).startsWith('1'));
-    expect(startsWith1).toHaveLength(212);
-    expect(await pages('q=-1', 50)).toEqual(startsWith1);
+  test('a search matching every fifth member pages through them the same way', async () => {
+    expect(await pages('q=RARE-', 100)).toEqual(numbered((n) => n % 5 === 0));
+  });
+
+  test('a search matching only members older than the newest 2,000 finds them (by index), page by page', async () => {
+    expect(await pages('q=old-', 40)).toEqual(numbered((n) => n <= 300));
+  });
+
+  test('a page filled partly from the newest 2,000 and partly from older members', async () => {
+    const edge = numbered((n) => n % 500 === 0 || n > TOTAL - 10);
+    expect(edge).toHaveLength(15);
+    const r = await get('/v1/members?q=edge-&limit=25', crowd.key);
+    expect([ids(r), r.body.next_cursor]).toEqual([edge, null]);
+    expect(await pages('q=edge-', 4)).toEqual(edge);
+  });
+
+  test('a search shorter than 3 characters (no trigram to look up) pages the same way', async () => {
+    expect(await pages('q=-1', 100)).toEqual(numbered((n) => String(n).startsWith('1')));
+  });
+
+  test('filters without a search page the same way', async () => {
+    const someOld = numbered((n) => n <= 120);
+    await app.owner.query(`update billing.members set tags = '{veteran}' where community_id = $1 and id = any($2)`, [crowd.communityId, someOld]);
+    expect(await pages('tag=veteran', 50)).toEqual(someOld);
+    expect(await pages('tag=veteran&q=old-crowd-1', 7)).toEqual(numbered((n) => n <= 120 && String(n).startsWith('1') && n % 5 !== 0));
   });
 
   test('a cursor continues only the search and filters it was issued with', async () => {

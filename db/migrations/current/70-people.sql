@@ -168,73 +168,114 @@ begin
 end
 $$;
 
--- GET /v1/members: newest first, filtered (docs/decisions/member-search.md).
---   q: a case-insensitive substring of search_text (LIKE's % _ and \ taken literally).
---     Row-level security keeps PostgreSQL from using the column's statistics for LIKE
---     (the operator is not leakproof), so the plan is chosen here: the trigram index
---     finds the matches after the cursor when they are few (at most 1000), and the page
---     is taken from them; a common (or shorter than 3 characters) search walks the
---     members newest first instead, and stops at the end of the page.
+-- The ids of a filtered page of GET /v1/members (docs/decisions/member-search.md), found
+-- by the owner with the community (and a portal's member) fenced explicitly, like
+-- member_entitlement_event_ids (96-dashboard.sql): under the tenant policy the planner
+-- may use neither an index nor the statistics for a qual that is not leakproof (LIKE,
+-- the tags' @>), so a search walked or sorted the whole community (80 to 360 ms at
+-- 100,000 members). It reads the community's members and returns ids only; the page is
+-- read again under the tenant policy (members_list).
+--   q: a case-insensitive substring of search_text (%, _ and \ matched literally).
 --   email (exact, case-insensitive), tag, created_after (inclusive), created_before
---     (exclusive); status, tier_id and plan_id: a subscription of the member has them
---     all.
--- Without a filter the one static statement (planned once per session) runs.
+--     (exclusive); status, tier_id and plan_id: one subscription of the member has them all.
+-- Two steps, so neither a common nor a rare filter costs the whole community: the
+-- newest 2,000 members after the cursor are filtered in id order (a common filter
+-- fills the page there); when that leaves the page short and there are older members,
+-- every match among those is found by the best index for the filters (the trigram
+-- index for q, the tags' GIN index, the subscriptions by status or plan) and the newest
+-- taken. A search matching only old members thus costs its matches, not a walk of the
+-- community (the planner, which assumes matches spread evenly, would walk).
+create or replace function billing_private.members_search(p_args jsonb, p_limit integer) returns text[]
+  language plpgsql stable security definer
+  set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_community text := billing.current_community_id();
+  v_member text := billing.current_member_id();
+  v_cursor text := coalesce(p_args->>'cursor', chr(1114111));
+  v_pattern text;
+  v_where text := 'true';
+  v_ids text[];
+  v_edge text;
+  v_seen integer;
+  v_more text[];
+begin
+  if v_community is null then
+    return '{}';
+  end if;
+  if p_args->>'q' is not null then
+    v_pattern := '%' || replace(replace(replace(lower(p_args->>'q'), '\', '\\'), '%', '\%'), '_', '\_') || '%';
+    v_where := v_where || ' and m.search_text like $4';
+  end if;
+  if p_args->>'email' is not null then v_where := v_where || ' and lower(m.email) = lower($5->>''email'')'; end if;
+  if p_args->>'tag' is not null then v_where := v_where || ' and m.tags @> array[$5->>''tag'']'; end if;
+  if p_args->>'created_after' is not null then
+    v_where := v_where || ' and m.created_at >= ($5->>''created_after'')::timestamptz';
+  end if;
+  if p_args->>'created_before' is not null then
+    v_where := v_where || ' and m.created_at < ($5->>''created_before'')::timestamptz';
+  end if;
+  if coalesce(p_args->>'status', p_args->>'tier_id', p_args->>'plan_id') is not null then
+    v_where := v_where || ' and exists (select 1 from billing.subscriptions s'
+      || ' where s.community_id = m.community_id and s.member_id = m.id'
+      || case when p_args->>'status' is not null then ' and s.status = $5->>''status''' else '' end
+      || case when p_args->>'plan_id' is not null then ' and s.plan_id = $5->>''plan_id''' else '' end
+      || case when p_args->>'tier_id' is not null then ' and s.plan_id in (select p.id from billing.plans p'
+           || ' where p.community_id = s.community_id and p.tier_id = $5->>''tier_id'')' else '' end
+      || ')';
+  end if;
+  -- 1. The newest 2,000 members after the cursor, in id order, until the page is full.
+  execute 'select array(select m.id
+      from (select * from billing.members m
+            where m.community_id = $1 and m.id < $2 and ($3::text is null or m.id = $3)
+            order by m.id desc limit 2000) m
+      where ' || v_where || ' order by m.id desc limit $6)'
+    into v_ids using v_community, v_cursor, v_member, v_pattern, p_args, p_limit;
+  if cardinality(v_ids) >= p_limit then
+    return v_ids;
+  end if;
+  select min(w.id), count(*) into v_edge, v_seen
+  from (select m.id from billing.members m
+        where m.community_id = v_community and m.id < v_cursor and (v_member is null or m.id = v_member)
+        order by m.id desc limit 2000) w;
+  if v_seen < 2000 then
+    return v_ids; -- no older member
+  end if;
+  -- 2. Every match older than those, by index; the newest of them.
+  execute 'with hits as materialized (
+      select m.id from billing.members m
+      where m.community_id = $1 and m.id < $2 and ($3::text is null or m.id = $3) and ' || v_where || ')
+    select coalesce(array_agg(h.id order by h.id desc), ''{}'') from (select id from hits order by id desc limit $6) h'
+    into v_more using v_community, v_edge, v_member, v_pattern, p_args, p_limit - cardinality(v_ids);
+  return v_ids || v_more;
+end
+$$;
+
+-- GET /v1/members: newest first. Without a filter one static statement (planned once
+-- per session); with one, the page's ids from billing_private.members_search, read
+-- again here under the tenant policy.
 create or replace function billing_api.members_list(p_args jsonb) returns jsonb
   language plpgsql stable
 as $$
 declare
   v_limit integer := coalesce((p_args->>'limit')::integer, 25);
   v_community text := billing.current_community_id();
-  v_cursor text := coalesce(p_args->>'cursor', chr(1114111));
-  v_pattern text;
-  v_hits text[];
-  v_where text := '';
+  v_found text[];
   v_ids text[];
   v_items jsonb[];
 begin
-  if p_args->>'q' is not null then
-    v_pattern := '%' || replace(replace(replace(lower(p_args->>'q'), '\', '\\'), '%', '\%'), '_', '\_') || '%';
-    if char_length(p_args->>'q') >= 3 then
-      execute 'select array(select m.id from billing.members m
-          where m.community_id = $1 and m.search_text like $2 and m.id < $3 limit 1001)'
-        into v_hits using v_community, v_pattern, v_cursor;
-    end if;
-    if cardinality(v_hits) <= 1000 then
-      v_where := v_where || ' and m.id = any($5)';
-    else
-      -- Not the indexed expression, on purpose: the walk in id order ends with the page.
-      v_where := v_where || ' and (m.search_text || '''') like $6';
-    end if;
-  end if;
-  if p_args->>'email' is not null then v_where := v_where || ' and lower(m.email) = lower($4->>''email'')'; end if;
-  if p_args->>'tag' is not null then v_where := v_where || ' and m.tags @> array[$4->>''tag'']'; end if;
-  if p_args->>'created_after' is not null then
-    v_where := v_where || ' and m.created_at >= ($4->>''created_after'')::timestamptz';
-  end if;
-  if p_args->>'created_before' is not null then
-    v_where := v_where || ' and m.created_at < ($4->>''created_before'')::timestamptz';
-  end if;
-  if coalesce(p_args->>'status', p_args->>'tier_id', p_args->>'plan_id') is not null then
-    v_where := v_where || ' and exists (select 1 from billing.subscriptions s'
-      || ' where s.community_id = m.community_id and s.member_id = m.id'
-      || case when p_args->>'status' is not null then ' and s.status = $4->>''status''' else '' end
-      || case when p_args->>'plan_id' is not null then ' and s.plan_id = $4->>''plan_id''' else '' end
-      || case when p_args->>'tier_id' is not null then ' and s.plan_id in (select p.id from billing.plans p'
-           || ' where p.community_id = s.community_id and p.tier_id = $4->>''tier_id'')' else '' end
-      || ')';
-  end if;
-  if v_where = '' then
+  if p_args ?| array['q', 'email', 'tag', 'created_after', 'created_before', 'status', 'tier_id', 'plan_id'] then
+    v_found := billing_private.members_search(p_args, v_limit + 1);
+    select array_agg(m.id order by m.id desc), array_agg(billing.member_api_json(m.community_id, m.id) order by m.id desc)
+      into v_ids, v_items
+    from billing.members m
+    where m.community_id = v_community and m.id = any(v_found);
+  else
     select array_agg(m.id order by m.id desc), array_agg(billing.member_api_json(m.community_id, m.id) order by m.id desc)
       into v_ids, v_items
     from (select m.community_id, m.id from billing.members m
-          where m.community_id = v_community and m.id < v_cursor
+          where m.community_id = v_community and m.id < coalesce(p_args->>'cursor', chr(1114111))
           order by m.id desc limit v_limit + 1) m;
-  else
-    execute 'select array_agg(m.id order by m.id desc), array_agg(billing.member_api_json(m.community_id, m.id) order by m.id desc)
-      from (select m.community_id, m.id from billing.members m
-            where m.community_id = $1 and m.id < $2' || v_where || '
-            order by m.id desc limit $3) m'
-      into v_ids, v_items using v_community, v_cursor, v_limit + 1, p_args, v_hits, v_pattern;
   end if;
   return billing.page_json(v_ids, v_items, v_limit);
 end
@@ -289,6 +330,7 @@ end
 $$;
 
 grant execute on function billing.member_api_json(text,text) to billing_api;
+grant execute on function billing_private.members_search(jsonb,integer) to billing_api;
 grant execute on function billing_api.members_list(jsonb) to billing_api;
 grant execute on function billing_api.members_update(jsonb) to billing_api;
 grant create on schema billing_api to billing_writer;
