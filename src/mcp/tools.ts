@@ -140,9 +140,23 @@ export const tools: readonly ToolDef[] = [
     title: 'List members',
     operation: 'list_members',
     annotations: READ,
-    description: `List the community's members with their platform identities and external subjects. ${PAGE_NOTE}`,
-    input: z.strictObject({ cursor: cursor.optional(), limit }),
-    map: (i) => ({ query: pick(i, ['cursor', 'limit']) }),
+    description: 'List the community\'s members with their platform identities, external subjects, email, display_name '
+      + '(the Discord username, else Telegram\'s, else the email, else an external user id), and the operators\' note and '
+      + 'tags. Find members with q (a case-insensitive substring of a username, platform id, email, external user id or '
+      + `member id) and narrow them by status, tier_id, plan_id (one subscription with them all), tag, created_after and created_before. ${PAGE_NOTE} `
+      + 'Send the same search and filters with a cursor.',
+    input: z.strictObject({
+      q: opField('list_members', 'query', 'q').describe('Search text, e.g. a Discord username: a case-insensitive substring of a username, platform id, email, external user id or member id.'),
+      status: opField('list_members', 'query', 'status').describe('Only members with a subscription in this status.'),
+      tier_id: opField('list_members', 'query', 'tier_id').describe('Plan tier id (tier_...) from list_plans: only members with a subscription on it.'),
+      plan_id: opField('list_members', 'query', 'plan_id').describe('Billing plan id from list_plans: only members with a subscription on it.'),
+      tag: opField('list_members', 'query', 'tag').describe('Only members with this tag.'),
+      created_after: opField('list_members', 'query', 'created_after').describe('ISO 8601 instant: only members created at or after it.'),
+      created_before: opField('list_members', 'query', 'created_before').describe('ISO 8601 instant: only members created before it.'),
+      cursor: cursor.optional(),
+      limit,
+    }),
+    map: (i) => ({ query: pick(i, ['q', 'status', 'tier_id', 'plan_id', 'tag', 'created_after', 'created_before', 'cursor', 'limit']) }),
   },
   {
     name: 'get_member_entitlements',

@@ -9,14 +9,15 @@ import { createTenant, startApp, TestApp } from '../support/app';
 import { tools } from '../../src/mcp/tools';
 import { connect } from '../support/mcp-client';
 
-// The spec's tool table, plus the additive invoice tools of issue 11: inputs (required
-// ones marked) and the scope of the REST twin.
+// The spec's tool table, plus the additive invoice tools of issue 11 and list_members'
+// additive search and filters (issue 31): inputs (required ones marked) and the scope
+// of the REST twin.
 const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string; write?: true }> = {
   list_subscriptions: { inputs: ['status', 'plan_id', 'member_id', 'cursor', 'limit'], required: [], scope: 'subscriptions:read' },
   get_subscription: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
   get_switch_options: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
   list_plans: { inputs: [], required: [], scope: 'plans:read' },
-  list_members: { inputs: ['cursor', 'limit'], required: [], scope: 'members:read' },
+  list_members: { inputs: ['q', 'status', 'tier_id', 'plan_id', 'tag', 'created_after', 'created_before', 'cursor', 'limit'], required: [], scope: 'members:read' },
   get_member_entitlements: { inputs: ['member_id'], required: ['member_id'], scope: 'members:read' },
   check_entitlement: { inputs: ['platform', 'platform_uid', 'namespace', 'external_user_id', 'tier_id'], required: [], scope: 'members:read' },
   list_purchases: { inputs: ['cursor', 'limit'], required: [], scope: 'purchases:read' },
