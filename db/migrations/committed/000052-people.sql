@@ -1,3 +1,11 @@
+--! Previous: sha1:846aab2eefa93e909814166e44e2ca6ec1b09004
+--! Hash: sha1:d4d7e87419a287dae9e314f3c0e883d4a6c55066
+--! Message: people
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 70-people.sql
 -- Issue 31 item 2, members as people: a display name, search (q) and filters on the
 -- members list, the operators' note and tags (docs/decisions/member-display-name.md,
 -- member-search.md, member-notes.md). Fixtures: tables/30-members.sql,
