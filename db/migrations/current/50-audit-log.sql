@@ -102,7 +102,9 @@ $$;
 -- An update's old and new versions are paired by position: PostgreSQL appends both
 -- versions of each row to old_rows and new_rows together, so a change of a key column
 -- is an update too. An update whose only changes are quiet ones writes nothing. The
--- row's community is its community_id (a community's own row: its id).
+-- row's community is its community_id (a community's own row: its id). A statement
+-- that changed no row (statement triggers fire anyway: the webhook worker's failure
+-- streak update, most often) returns before anything else.
 create or replace function billing_private.tg_audit() returns trigger
   language plpgsql volatile security definer
   set search_path = pg_catalog, pg_temp
@@ -115,8 +117,16 @@ declare
   v_hidden text[] := coalesce(string_to_array(nullif(tg_argv[1], ''), ','), '{}');
   v_quiet text[] := array['updated_at'] || coalesce(string_to_array(nullif(tg_argv[2], ''), ','), '{}');
   v_com text := case when tg_table_name = 'communities' then 'id' else 'community_id' end;
-  v_actor jsonb := billing_private.audit_actor();
+  v_actor jsonb;
 begin
+  if tg_op = 'DELETE' then
+    if not exists (select from old_rows) then
+      return null;
+    end if;
+  elsif not exists (select from new_rows) then
+    return null;
+  end if;
+  v_actor := billing_private.audit_actor();
   if tg_op = 'INSERT' then
     insert into billing.audit_log (community_id, actor_type, actor_id, key_id, request_id, table_name, row_id,
       operation, before, after)
@@ -130,15 +140,19 @@ begin
       concat_ws('/', r.j->>v_k1, r.j->>v_k2, r.j->>v_k3, r.j->>v_k4), 'delete', r.j - v_hidden, null
     from (select to_jsonb(o) as j from old_rows o) r;
   else
+    -- Materialized: each row's JSON is made once (inlined, to_jsonb ran again for every
+    -- column compared), and its changed columns listed once.
+    with o as materialized (select to_jsonb(x) as j, row_number() over () as i from old_rows x),
+         n as materialized (select to_jsonb(x) as j, row_number() over () as i from new_rows x),
+         p as materialized (select o.j as oj, n.j as nj, array(select e.key from jsonb_each(n.j) e
+                                     where e.value is distinct from o.j->e.key order by e.key) as changed
+                            from o join n on n.i = o.i)
     insert into billing.audit_log (community_id, actor_type, actor_id, key_id, request_id, table_name, row_id,
       operation, changed, before, after)
-    select n.j->>v_com, v_actor->>'type', v_actor->>'id', v_actor->>'key_id', v_actor->>'request_id', tg_table_name,
-      concat_ws('/', n.j->>v_k1, n.j->>v_k2, n.j->>v_k3, n.j->>v_k4), 'update', c.changed, o.j - v_hidden, n.j - v_hidden
-    from (select to_jsonb(x) as j, row_number() over () as i from old_rows x) o
-    join (select to_jsonb(x) as j, row_number() over () as i from new_rows x) n on n.i = o.i
-    cross join lateral (select array(select e.key from jsonb_each(n.j) e
-                                     where e.value is distinct from o.j->e.key order by e.key) as changed) c
-    where not (c.changed <@ v_quiet);
+    select p.nj->>v_com, v_actor->>'type', v_actor->>'id', v_actor->>'key_id', v_actor->>'request_id', tg_table_name,
+      concat_ws('/', p.nj->>v_k1, p.nj->>v_k2, p.nj->>v_k3, p.nj->>v_k4), 'update', p.changed, p.oj - v_hidden, p.nj - v_hidden
+    from p
+    where not (p.changed <@ v_quiet);
   end if;
   return null;
 end
