@@ -2,7 +2,8 @@
 // the service has (the API's billing_api and billing_app, the definer role
 // billing_writer, the worker's login, an operator's SQL login) and even the owner is
 // refused UPDATE, DELETE and TRUNCATE; only the retention purge deletes, and only rows
-// past their community's retention.
+// past their community's retention. And the login's own changes, were it given a write
+// right, are lines of the log naming it.
 import pg from 'pg';
 import { createOwnerPool } from '../../src/db/pool';
 import { createCommunity } from '../../src/domain/communities/community-admin';
@@ -117,4 +118,26 @@ test('the owner is refused UPDATE and TRUNCATE, and DELETE outside the purge', a
   expect(await refusal(owner, `delete from billing.audit_log where community_id = '${communityId}'`, [`set local app.audit_purge = 'on'`]))
     .toMatch(/within its community's audit_retention_days cannot be deleted/);
   expect(await snapshot()).toEqual(before);
+});
+
+test("an operator's SQL login, were it ever given a write right, is named by its login role in the log", async () => {
+  const { rows: [{ role }] } = await owner.query('select role_name as role from billing_private.operator_roles where community_id = $1', [communityId]);
+  await owner.query(`grant update (name) on billing.tiers to ${role}`);
+  try {
+    const client = await login.connect();
+    try {
+      await client.query('begin read write');
+      // A request's settings cannot pass the login off as a key.
+      await client.query(`select set_config('app.key_id', 'key_forged', true), set_config('app.request_id', 'forged', true)`);
+      await client.query(`update billing.tiers set name = 'Gold by SQL' where key = 'gold'`);
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+  } finally {
+    await owner.query(`revoke update (name) on billing.tiers from ${role}`);
+  }
+  const rows = await snapshot();
+  expect(rows.at(-1)).toMatchObject({ table_name: 'tiers', operation: 'update', actor_type: 'sql_login', actor_id: role, key_id: null,
+    request_id: null, changed: ['name'], before: expect.objectContaining({ name: 'Golden' }), after: expect.objectContaining({ name: 'Gold by SQL' }) });
 });
