@@ -3,7 +3,7 @@
 export const SCOPES = [
   'subscriptions:read', 'subscriptions:write', 'plans:read', 'members:read', 'members:write',
   'purchases:read', 'analytics:read', 'events:read', 'discounts:read', 'checkout:write',
-  'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write',
+  'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write', 'audit:read',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

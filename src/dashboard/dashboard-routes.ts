@@ -15,6 +15,7 @@ import { mountEvents } from './pages/events-page';
 import { mountInvoices } from './pages/invoices-page';
 import { mountKeys } from './pages/keys-page';
 import { mountMail } from './pages/mail-page';
+import { mountAudit } from './pages/audit-page';
 import { mountMembers } from './pages/members-page';
 import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
@@ -32,6 +33,7 @@ const SIGNED_PAGES: MountPage[] = [
   mountPlatforms,
   mountMail,
   mountSettings,
+  mountAudit,
 ];
 
 export function mountDashboard(app: express.Express, deps: DashboardDeps): void {
