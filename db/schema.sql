@@ -1,4 +1,4 @@
--- db/migrations sha256:b898dcdbb5883cdda19205c0f1cdb1e37bda7ec62b4f032aa0463ae68f994bd0 (regenerate with npm run db:schema)
+-- db/migrations sha256:92e8ca1e961f7b88977aebd739366ef927bfb87b3c7c1a24c97ce0d02daaec41 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -51,6 +51,20 @@ CREATE SCHEMA billing_graphql;
 --
 
 CREATE SCHEMA billing_private;
+
+
+--
+-- Name: pg_trgm; Type: EXTENSION; Schema: -; Owner: -
+--
+
+CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
+
+
+--
+-- Name: EXTENSION pg_trgm; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON EXTENSION pg_trgm IS 'text similarity measurement and index searching based on trigrams';
 
 
 --
@@ -3053,7 +3067,8 @@ CREATE FUNCTION billing.member_api_json(p_community_id text, p_member_id text) R
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
 begin
-  return (select t.member || jsonb_build_object('email', m.email)
+  return (select t.member || jsonb_build_object('email', m.email, 'display_name', m.display_name,
+      'note', m.note, 'tags', to_jsonb(m.tags))
     from billing.members m, billing.member_object(m.community_id, m.id) t(member)
     where m.community_id = p_community_id and m.id = p_member_id);
 end
@@ -3229,6 +3244,17 @@ $$;
 
 
 --
+-- Name: member_note_valid(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_note_valid(p_note text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select char_length(p_note) between 1 and 2000 and p_note !~ '[\x01-\x08\x0b-\x1f\x7f-\x9f]'
+$$;
+
+
+--
 -- Name: member_object(text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -3250,6 +3276,68 @@ CREATE FUNCTION billing.member_object(p_community_id text, p_member_id text) RET
       where x.community_id = m.community_id and x.member_id = m.id), '[]'))
   from billing.members m
   where m.community_id = p_community_id and m.id = p_member_id
+$$;
+
+
+--
+-- Name: member_people(text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_people(p_community_id text, p_member_id text, p_email text) RETURNS TABLE(display_name text, search_text text)
+    LANGUAGE sql STABLE
+    AS $$
+  select coalesce(
+      (select i.username from billing.member_identities i
+       where i.community_id = p_community_id and i.member_id = p_member_id and btrim(i.username) <> ''
+       order by array_position(array['discord', 'telegram'], i.platform), i.platform_uid limit 1),
+      nullif(btrim(p_email), ''),
+      (select x.external_user_id from billing.external_subjects x
+       where x.community_id = p_community_id and x.member_id = p_member_id
+       order by x.namespace, x.external_user_id limit 1)),
+    lower(concat_ws(E'\n', p_member_id, p_email,
+      (select string_agg(concat_ws(E'\n', i.username, i.platform_uid), E'\n' order by i.platform, i.platform_uid)
+       from billing.member_identities i where i.community_id = p_community_id and i.member_id = p_member_id),
+      (select string_agg(x.external_user_id, E'\n' order by x.namespace, x.external_user_id)
+       from billing.external_subjects x where x.community_id = p_community_id and x.member_id = p_member_id)))
+$$;
+
+
+--
+-- Name: member_people_refresh(text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_people_refresh(p_community_id text, p_member_id text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_email text;
+  v_name text;
+  v_text text;
+begin
+  select m.email into v_email from billing.members m
+  where m.community_id = p_community_id and m.id = p_member_id for no key update;
+  if not found then
+    return; -- the member itself is being deleted
+  end if;
+  select p.display_name, p.search_text into v_name, v_text from billing.member_people(p_community_id, p_member_id, v_email) p;
+  update billing.members m set display_name = v_name, search_text = v_text
+  where m.community_id = p_community_id and m.id = p_member_id
+    and (m.display_name is distinct from v_name or m.search_text is distinct from v_text);
+end
+$$;
+
+
+--
+-- Name: member_tags_valid(text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_tags_valid(p_tags text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select coalesce(cardinality(p_tags), 0) <= 20
+    and not exists (select 1 from unnest(p_tags) t
+                    where t is null or char_length(t) not between 1 and 40 or t <> lower(t) or t ~ '[[:space:][:cntrl:],]')
+    and (select count(distinct t) from unnest(p_tags) t) = coalesce(cardinality(p_tags), 0)
 $$;
 
 
@@ -4666,6 +4754,25 @@ $$;
 
 
 --
+-- Name: tg_external_subjects__people(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_external_subjects__people() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if tg_op in ('UPDATE', 'DELETE') then
+    perform billing.member_people_refresh(old.community_id, old.member_id);
+  end if;
+  if tg_op = 'INSERT' or (tg_op = 'UPDATE' and old.member_id <> new.member_id) then
+    perform billing.member_people_refresh(new.community_id, new.member_id);
+  end if;
+  return null;
+end
+$$;
+
+
+--
 -- Name: tg_grants__ledger(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -4881,6 +4988,25 @@ $$;
 
 
 --
+-- Name: tg_member_identities__people(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_member_identities__people() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if tg_op in ('UPDATE', 'DELETE') then
+    perform billing.member_people_refresh(old.community_id, old.member_id);
+  end if;
+  if tg_op = 'INSERT' or (tg_op = 'UPDATE' and old.member_id <> new.member_id) then
+    perform billing.member_people_refresh(new.community_id, new.member_id);
+  end if;
+  return null;
+end
+$$;
+
+
+--
 -- Name: tg_members__outbox(); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -4891,6 +5017,21 @@ begin
   perform billing.emit_event(new.community_id, 'member.created', jsonb_build_object(
     'member', billing.member_json(new.community_id, new.id), 'change', null));
   return null;
+end
+$$;
+
+
+--
+-- Name: tg_members__people(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_members__people() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  select p.display_name, p.search_text into new.display_name, new.search_text
+  from billing.member_people(new.community_id, new.id, new.email) p;
+  return new;
 end
 $$;
 
@@ -6269,16 +6410,24 @@ CREATE FUNCTION billing_api.members_list(p_args jsonb) RETURNS jsonb
     AS $$
 declare
   v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_community text := billing.current_community_id();
+  v_found text[];
   v_ids text[];
   v_items jsonb[];
 begin
-  select array_agg(m.id order by m.id desc), array_agg(billing.member_api_json(m.community_id, m.id) order by m.id desc)
-    into v_ids, v_items
-  from (select m.community_id, m.id from billing.members m
-        where m.community_id = billing.current_community_id()
-          and (p_args->>'email' is null or lower(m.email) = lower(p_args->>'email'))
-          and m.id < coalesce(p_args->>'cursor', chr(1114111))
-        order by m.id desc limit v_limit + 1) m;
+  if p_args ?| array['q', 'email', 'tag', 'created_after', 'created_before', 'status', 'tier_id', 'plan_id'] then
+    v_found := billing_private.members_search(p_args, v_limit + 1);
+    select array_agg(m.id order by m.id desc), array_agg(billing.member_api_json(m.community_id, m.id) order by m.id desc)
+      into v_ids, v_items
+    from billing.members m
+    where m.community_id = v_community and m.id = any(v_found);
+  else
+    select array_agg(m.id order by m.id desc), array_agg(billing.member_api_json(m.community_id, m.id) order by m.id desc)
+      into v_ids, v_items
+    from (select m.community_id, m.id from billing.members m
+          where m.community_id = v_community and m.id < coalesce(p_args->>'cursor', chr(1114111))
+          order by m.id desc limit v_limit + 1) m;
+  end if;
   return billing.page_json(v_ids, v_items, v_limit);
 end
 $$;
@@ -6315,13 +6464,33 @@ declare
   v_community text := billing.current_community_id();
   v_member_id text := p_args->>'id';
   v_email text := nullif(btrim(p_args->>'email'), '');
+  v_note text := p_args->>'note';
+  v_tags text[];
 begin
   if v_email is not null and not billing.email_valid(v_email) then
     perform billing.raise('BL422', 'email is not a valid email address.', 'email');
   end if;
-  if p_args ? 'email' then
-    update billing.members m set email = v_email, updated_at = now()
-    where m.community_id = v_community and m.id = v_member_id and m.email is distinct from v_email;
+  if v_note is not null and not billing.member_note_valid(v_note) then
+    perform billing.raise('BL422', 'note must be 1 to 2000 characters, without control characters (tabs and line breaks excepted).', 'note');
+  end if;
+  if p_args ? 'tags' then
+    v_tags := case when jsonb_typeof(p_args->'tags') = 'array'
+      then array(select jsonb_array_elements_text(p_args->'tags')) else '{}' end;
+    if not billing.member_tags_valid(v_tags) then
+      perform billing.raise('BL422', 'tags must be at most 20 distinct tags of 1 to 40 lowercase characters, '
+        || 'without spaces, commas or control characters.', 'tags');
+    end if;
+  end if;
+  if p_args ?| array['email', 'note', 'tags'] then
+    update billing.members m set
+      email = case when p_args ? 'email' then v_email else m.email end,
+      note = case when p_args ? 'note' then v_note else m.note end,
+      tags = case when p_args ? 'tags' then v_tags else m.tags end,
+      updated_at = now()
+    where m.community_id = v_community and m.id = v_member_id
+      and ((p_args ? 'email' and m.email is distinct from v_email)
+        or (p_args ? 'note' and m.note is distinct from v_note)
+        or (p_args ? 'tags' and m.tags is distinct from v_tags));
   end if;
   if not exists (select 1 from billing.members m where m.community_id = v_community and m.id = v_member_id) then
     perform billing.raise('BL404', 'No member ' || v_member_id || '.');
@@ -8199,6 +8368,77 @@ $$;
 CREATE FUNCTION billing_private.member_portal_scopes() RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$ select array['subscriptions:read', 'subscriptions:write', 'purchases:read', 'invoices:read', 'plans:read'] $$;
+
+
+--
+-- Name: members_search(jsonb, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.members_search(p_args jsonb, p_limit integer) RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_community text := billing.current_community_id();
+  v_member text := billing.current_member_id();
+  v_cursor text := coalesce(p_args->>'cursor', chr(1114111));
+  v_pattern text;
+  v_where text := 'true';
+  v_ids text[];
+  v_edge text;
+  v_seen integer;
+  v_more text[];
+begin
+  if v_community is null then
+    return '{}';
+  end if;
+  if p_args->>'q' is not null then
+    v_pattern := '%' || replace(replace(replace(lower(p_args->>'q'), '\', '\\'), '%', '\%'), '_', '\_') || '%';
+    v_where := v_where || ' and m.search_text like $4';
+  end if;
+  if p_args->>'email' is not null then v_where := v_where || ' and lower(m.email) = lower($5->>''email'')'; end if;
+  if p_args->>'tag' is not null then v_where := v_where || ' and m.tags @> array[$5->>''tag'']'; end if;
+  if p_args->>'created_after' is not null then
+    v_where := v_where || ' and m.created_at >= ($5->>''created_after'')::timestamptz';
+  end if;
+  if p_args->>'created_before' is not null then
+    v_where := v_where || ' and m.created_at < ($5->>''created_before'')::timestamptz';
+  end if;
+  if coalesce(p_args->>'status', p_args->>'tier_id', p_args->>'plan_id') is not null then
+    v_where := v_where || ' and exists (select 1 from billing.subscriptions s'
+      || ' where s.community_id = m.community_id and s.member_id = m.id'
+      || case when p_args->>'status' is not null then ' and s.status = $5->>''status''' else '' end
+      || case when p_args->>'plan_id' is not null then ' and s.plan_id = $5->>''plan_id''' else '' end
+      || case when p_args->>'tier_id' is not null then ' and s.plan_id in (select p.id from billing.plans p'
+           || ' where p.community_id = s.community_id and p.tier_id = $5->>''tier_id'')' else '' end
+      || ')';
+  end if;
+  -- 1. The newest 2,000 members after the cursor, in id order, until the page is full.
+  execute 'select array(select m.id
+      from (select * from billing.members m
+            where m.community_id = $1 and m.id < $2 and ($3::text is null or m.id = $3)
+            order by m.id desc limit 2000) m
+      where ' || v_where || ' order by m.id desc limit $6)'
+    into v_ids using v_community, v_cursor, v_member, v_pattern, p_args, p_limit;
+  if cardinality(v_ids) >= p_limit then
+    return v_ids;
+  end if;
+  select min(w.id), count(*) into v_edge, v_seen
+  from (select m.id from billing.members m
+        where m.community_id = v_community and m.id < v_cursor and (v_member is null or m.id = v_member)
+        order by m.id desc limit 2000) w;
+  if v_seen < 2000 then
+    return v_ids; -- no older member
+  end if;
+  -- 2. Every match older than those, by index; the newest of them.
+  execute 'with hits as materialized (
+      select m.id from billing.members m
+      where m.community_id = $1 and m.id < $2 and ($3::text is null or m.id = $3) and ' || v_where || ')
+    select coalesce(array_agg(h.id order by h.id desc), ''{}'') from (select id from hits order by id desc limit $6) h'
+    into v_more using v_community, v_edge, v_member, v_pattern, p_args, p_limit - cardinality(v_ids);
+  return v_ids || v_more;
+end
+$_$;
 
 
 --
@@ -10737,8 +10977,14 @@ CREATE TABLE billing.members (
     billing_address_lines text[],
     billing_country text,
     billing_tax_id text,
+    display_name text,
+    search_text text DEFAULT ''::text NOT NULL,
+    note text,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT members_billing_valid CHECK ((((billing_name IS NULL) OR ((length(billing_name) >= 1) AND (length(billing_name) <= 200))) AND ((billing_address_lines IS NULL) OR ((cardinality(billing_address_lines) <= 6) AND (COALESCE(length(array_to_string(billing_address_lines, ''::text)), 0) <= 600))) AND ((billing_country IS NULL) OR (billing_country ~ '^[A-Z]{2}$'::text)) AND ((billing_tax_id IS NULL) OR ((length(billing_tax_id) >= 1) AND (length(billing_tax_id) <= 50))))),
-    CONSTRAINT members_email_valid CHECK (((email IS NULL) OR billing.email_valid(email)))
+    CONSTRAINT members_email_valid CHECK (((email IS NULL) OR billing.email_valid(email))),
+    CONSTRAINT members_note_valid CHECK (((note IS NULL) OR billing.member_note_valid(note))),
+    CONSTRAINT members_tags_valid CHECK (billing.member_tags_valid(tags))
 );
 
 ALTER TABLE ONLY billing.members FORCE ROW LEVEL SECURITY;
@@ -11661,7 +11907,10 @@ CREATE VIEW billing_graphql.members WITH (security_invoker='true', security_barr
  SELECT m.id,
     m.created_at,
     m.updated_at,
-    m.email
+    m.email,
+    m.display_name,
+    m.note,
+    m.tags
    FROM billing.members m
   WHERE ( SELECT billing.has_scope('members:read'::text) AS has_scope);
 
@@ -11702,6 +11951,28 @@ COMMENT ON COLUMN billing_graphql.members.updated_at IS '@notNull';
 --
 
 COMMENT ON COLUMN billing_graphql.members.email IS 'The member''s email (personal data), null when unknown.';
+
+
+--
+-- Name: COLUMN members.display_name; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.members.display_name IS 'How operators see the member: the Discord username, else the Telegram one, else the email, else an external subject''s id; null when none (personal data).';
+
+
+--
+-- Name: COLUMN members.note; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.members.note IS 'The operators'' note about the member (personal data), null when none.';
+
+
+--
+-- Name: COLUMN members.tags; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON COLUMN billing_graphql.members.tags IS '@notNull
+The operators'' tags on the member (lowercase, sorted).';
 
 
 --
@@ -13332,10 +13603,31 @@ CREATE INDEX member_entitlements_next_check ON billing.member_entitlements USING
 
 
 --
+-- Name: members_created; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX members_created ON billing.members USING btree (community_id, created_at);
+
+
+--
 -- Name: members_email; Type: INDEX; Schema: billing; Owner: -
 --
 
 CREATE INDEX members_email ON billing.members USING btree (community_id, lower(email)) WHERE (email IS NOT NULL);
+
+
+--
+-- Name: members_search; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX members_search ON billing.members USING gin (search_text public.gin_trgm_ops);
+
+
+--
+-- Name: members_tags; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX members_tags ON billing.members USING gin (tags);
 
 
 --
@@ -13633,6 +13925,13 @@ CREATE TRIGGER _100_immutable BEFORE UPDATE ON billing.invoices FOR EACH ROW EXE
 
 
 --
+-- Name: members _100_people; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _100_people BEFORE INSERT OR UPDATE OF email ON billing.members FOR EACH ROW EXECUTE FUNCTION billing.tg_members__people();
+
+
+--
 -- Name: plans _100_tier_plan_rules; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -13651,6 +13950,20 @@ CREATE CONSTRAINT TRIGGER _100_tier_plan_rules AFTER UPDATE OF billing_mode ON b
 --
 
 CREATE TRIGGER _200_endpoint_limit BEFORE INSERT ON billing.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION billing_private.tg_webhook_endpoints__limit();
+
+
+--
+-- Name: external_subjects _400_people; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _400_people AFTER INSERT OR DELETE OR UPDATE ON billing.external_subjects FOR EACH ROW EXECUTE FUNCTION billing.tg_external_subjects__people();
+
+
+--
+-- Name: member_identities _400_people; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _400_people AFTER INSERT OR DELETE OR UPDATE ON billing.member_identities FOR EACH ROW EXECUTE FUNCTION billing.tg_member_identities__people();
 
 
 --
@@ -15607,6 +15920,20 @@ GRANT USAGE ON SCHEMA billing_private TO billing_worker;
 
 
 --
+-- Name: FUNCTION gtrgm_in(cstring); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_in(cstring) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_out(public.gtrgm); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_out(public.gtrgm) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION add_utc(p_ts timestamp with time zone, p_interval interval); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -16706,11 +17033,45 @@ GRANT ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text)
 
 
 --
+-- Name: FUNCTION member_note_valid(p_note text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_note_valid(p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_note_valid(p_note text) TO billing_api;
+GRANT ALL ON FUNCTION billing.member_note_valid(p_note text) TO billing_writer;
+
+
+--
 -- Name: FUNCTION member_object(p_community_id text, p_member_id text); Type: ACL; Schema: billing; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing.member_object(p_community_id text, p_member_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.member_object(p_community_id text, p_member_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_people(p_community_id text, p_member_id text, p_email text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_people(p_community_id text, p_member_id text, p_email text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_people(p_community_id text, p_member_id text, p_email text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_people_refresh(p_community_id text, p_member_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_people_refresh(p_community_id text, p_member_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_people_refresh(p_community_id text, p_member_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_tags_valid(p_tags text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) TO billing_api;
+GRANT ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) TO billing_writer;
 
 
 --
@@ -17157,6 +17518,13 @@ REVOKE ALL ON FUNCTION billing.tg_external_subjects__outbox_and_ledger() FROM PU
 
 
 --
+-- Name: FUNCTION tg_external_subjects__people(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_external_subjects__people() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION tg_grants__ledger(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -17206,10 +17574,24 @@ REVOKE ALL ON FUNCTION billing.tg_member_identities__outbox_and_ledger() FROM PU
 
 
 --
+-- Name: FUNCTION tg_member_identities__people(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_member_identities__people() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION tg_members__outbox(); Type: ACL; Schema: billing; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing.tg_members__outbox() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_members__people(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_members__people() FROM PUBLIC;
 
 
 --
@@ -18132,6 +18514,14 @@ GRANT ALL ON FUNCTION billing_private.member_portal_open(p_portal_id text, p_acc
 
 REVOKE ALL ON FUNCTION billing_private.member_portal_scopes() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.member_portal_scopes() TO billing_api;
+
+
+--
+-- Name: FUNCTION members_search(p_args jsonb, p_limit integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.members_search(p_args jsonb, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.members_search(p_args jsonb, p_limit integer) TO billing_api;
 
 
 --
@@ -20051,6 +20441,209 @@ GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO billing_wri
 GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO billing_worker;
 GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO billing_app;
 GRANT ALL ON FUNCTION pg_catalog.pg_total_relation_size(regclass) TO pg_read_all_stats;
+
+
+--
+-- Name: FUNCTION gin_extract_query_trgm(text, internal, smallint, internal, internal, internal, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gin_extract_query_trgm(text, internal, smallint, internal, internal, internal, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gin_extract_value_trgm(text, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gin_extract_value_trgm(text, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gin_trgm_consistent(internal, smallint, text, integer, internal, internal, internal, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gin_trgm_consistent(internal, smallint, text, integer, internal, internal, internal, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gin_trgm_triconsistent(internal, smallint, text, integer, internal, internal, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gin_trgm_triconsistent(internal, smallint, text, integer, internal, internal, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_compress(internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_compress(internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_consistent(internal, text, smallint, oid, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_consistent(internal, text, smallint, oid, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_decompress(internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_decompress(internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_distance(internal, text, smallint, oid, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_distance(internal, text, smallint, oid, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_options(internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_options(internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_penalty(internal, internal, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_penalty(internal, internal, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_picksplit(internal, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_picksplit(internal, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_same(public.gtrgm, public.gtrgm, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_same(public.gtrgm, public.gtrgm, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION gtrgm_union(internal, internal); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.gtrgm_union(internal, internal) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION set_limit(real); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.set_limit(real) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION show_limit(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.show_limit() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION show_trgm(text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.show_trgm(text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION similarity(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.similarity(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION similarity_dist(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.similarity_dist(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION similarity_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.similarity_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION strict_word_similarity(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.strict_word_similarity(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION strict_word_similarity_commutator_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.strict_word_similarity_commutator_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION strict_word_similarity_dist_commutator_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.strict_word_similarity_dist_commutator_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION strict_word_similarity_dist_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.strict_word_similarity_dist_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION strict_word_similarity_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.strict_word_similarity_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION word_similarity(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.word_similarity(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION word_similarity_commutator_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.word_similarity_commutator_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION word_similarity_dist_commutator_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.word_similarity_dist_commutator_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION word_similarity_dist_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.word_similarity_dist_op(text, text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION word_similarity_op(text, text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.word_similarity_op(text, text) FROM PUBLIC;
 
 
 --

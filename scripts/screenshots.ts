@@ -114,6 +114,9 @@ async function main(): Promise<void> {
       await shot('events', `${base}/dashboard/events`);
       await shot('operators', `${base}/dashboard/operators`);
       await shot('mail', `${base}/dashboard/mail`, true);
+      await page.goto(`${base}/dashboard/audit?table=subscriptions`);
+      await page.locator('main details summary').first().click();
+      await shot('audit');
       await page.context().clearCookies();
       await shot('sign-in', `${base}/dashboard/sign-in`);
     } finally {

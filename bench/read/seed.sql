@@ -69,6 +69,10 @@ select :'community', billing.gen_id('evt'), 'member.entitlement.granted', now() 
 from generate_series(1, 1000000) g;
 
 set session_replication_role = origin;
+-- The display name and search text the members' triggers keep (30-members.sql).
+update billing.members m set (display_name, search_text) =
+  (select p.display_name, p.search_text from billing.member_people(m.community_id, m.id, m.email) p)
+where m.community_id = :'community';
 analyze;
 -- The overview's rollup (48-analytics.sql) from the subscriptions written above, as the
 -- triggers would have kept it.

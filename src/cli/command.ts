@@ -1,5 +1,6 @@
 // What a command group looks like to the dispatcher (src/cli/index.ts), and the
 // context a command runs with: config, a lazily opened database, stderr logging.
+import crypto from 'node:crypto';
 import type pg from 'pg';
 import type { Config } from '../core/config';
 import { Database, openDatabase } from '../db/database';
@@ -60,7 +61,14 @@ export class CliContext {
   private owner: pg.Pool | null = null;
   private api: pg.Pool | null = null;
 
-  constructor(readonly config: Config, readonly log: (line: string) => void) {}
+  /** This run's id: the audit log records it (app.request_id) with each change the command makes. */
+  readonly requestId = crypto.randomUUID();
+
+  /**
+   * actor: the command ("catalog apply"), which the audit log records as who made each
+   * change of this run (app.actor; db/migrations/fixtures/functions/12-audit.sql).
+   */
+  constructor(readonly config: Config, readonly log: (line: string) => void, readonly actor = 'cli') {}
 
   /** DATABASE_URL, or the embedded database of npm start (started if it is not running). */
   async databaseUrl(): Promise<string> {
@@ -71,7 +79,8 @@ export class CliContext {
   /** A pool as the owner role (sees every community; runs migrations). */
   async ownerPool(): Promise<pg.Pool> {
     if (!this.owner) {
-      this.owner = createOwnerPool(await this.databaseUrl(), 2);
+      this.owner = createOwnerPool(await this.databaseUrl(), 2, undefined,
+        { 'app.actor': this.actor, 'app.request_id': this.requestId });
       this.pools.push(this.owner);
     }
     return this.owner;

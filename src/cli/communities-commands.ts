@@ -1,8 +1,9 @@
 // billing communities create --name NAME
 // billing communities set-legal --community ID [--legal-name N] [--address 'LINE|LINE'] [--country CC] [--tax-id T]
 // billing communities mail COMMUNITY_ID [--sender-name NAME] [--reply-to ADDRESS]
-import { CommunityLegal, createCommunity, setCommunityLegal, setCommunityMail } from '../domain/communities/community-admin';
-import { defineCommand, defineGroup, requireString, UsageError } from './command';
+// billing communities set-audit-retention COMMUNITY_ID --days N
+import { CommunityLegal, createCommunity, setAuditRetention, setCommunityLegal, setCommunityMail } from '../domain/communities/community-admin';
+import { defineCommand, defineGroup, positiveInteger, requireString, UsageError } from './command';
 
 type Legal = Awaited<ReturnType<typeof setCommunityLegal>>;
 
@@ -14,7 +15,7 @@ function field(value: string | boolean | undefined): string | null | undefined {
 
 export default defineGroup({
   name: 'communities',
-  summary: 'create communities, set what their invoices say of them and their mail sender',
+  summary: 'create communities, set what their invoices say of them, their mail sender and how long their audit log is kept',
   commands: [defineCommand({
     name: 'create',
     summary: 'creates a community',
@@ -76,5 +77,18 @@ export default defineGroup({
     },
     print: (r: { id: string; mail_sender_name: string | null; mail_reply_to: string | null }) =>
       `Mail of ${r.id}: sender name ${r.mail_sender_name ?? '(the community name)'}, reply-to ${r.mail_reply_to ?? '(none)'}`,
+  }), defineCommand({
+    name: 'set-audit-retention',
+    summary: 'sets how many days the community\'s audit log is kept (30 to 3650; 365 by default)',
+    args: ['community_id'],
+    options: { days: { type: 'string', required: true, value: 'N', description: 'days, 30 to 3650; older lines are purged hourly' } },
+    async run(ctx, input) {
+      const days = positiveInteger(requireString(input, 'days'), '--days');
+      if (days < 30 || days > 3650) throw new UsageError('--days: expected 30 to 3650');
+      const r = await setAuditRetention(await ctx.ownerPool(), input.args[0], days);
+      if (!r) throw new UsageError(`no community ${input.args[0]}`);
+      return r;
+    },
+    print: (r: { id: string; audit_retention_days: number }) => `The audit log of ${r.id} is kept ${r.audit_retention_days} days.`,
   })],
 });

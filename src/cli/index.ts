@@ -112,7 +112,7 @@ export async function main(argv: string[]): Promise<number> {
       writeOut(`${commandHelp(resolved.group, resolved.command)}\n`);
       return 0;
     }
-    ctx = new CliContext(loadConfig(), log);
+    ctx = new CliContext(loadConfig(), log, [resolved.group.name, resolved.command.name].filter(Boolean).join(' '));
     active = ctx;
     const result = await resolved.command.run(ctx, parsed.input);
     if (parsed.json || !resolved.command.print) writeOut(`${JSON.stringify(result)}\n`);

@@ -27,6 +27,20 @@ export const PAYMENT_ATTEMPT_STATUSES = ['succeeded', 'failed'] as const;
 /** Why a subscription ended (billing.subscriptions.cancellation_reason). */
 export const CANCELLATION_REASONS = ['cancellation_requested', 'payment_failed', 'refunded', 'payment_disputed'] as const;
 export const DISPUTE_STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;
+/** Who made a change the audit log records (billing.audit_log.actor_type, 12-audit.sql), and how. */
+export const AUDIT_ACTOR_TYPES = ['operator', 'api_key', 'member', 'cli', 'sql_login', 'service'] as const;
+export const AUDIT_OPERATIONS = ['insert', 'update', 'delete'] as const;
+/**
+ * The tables the audit log records (each with _950_audit triggers; docs/decisions/audit-log.md):
+ * operator-controlled ones always, lifecycle ones (subscriptions, invoices, refunds,
+ * grants, members) when an actor made the change.
+ */
+export const AUDITED_TABLES = [
+  'communities', 'api_keys', 'payment_secrets', 'operator_users', 'operator_roles',
+  'platform_configs', 'platform_secrets', 'tiers', 'plans', 'entitlements', 'entitlement_benefits',
+  'tier_entitlements', 'discount_codes', 'price_migrations', 'webhook_endpoints', 'webhook_secrets',
+  'members', 'subscriptions', 'invoices', 'refunds', 'grants',
+] as const;
 
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 export type Platform = (typeof PLATFORMS)[number];

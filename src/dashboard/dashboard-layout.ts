@@ -17,7 +17,11 @@ const NAV: [string, string][] = [
   ['/dashboard/operators', 'Operators'],
   ['/dashboard/mail', 'Mail'],
   ['/dashboard/settings', 'Settings'],
+  ['/dashboard/audit', 'Audit log'],
 ];
+
+/** Menu entries only some roles may open: the scope each needs. */
+const NAV_SCOPES: Record<string, string> = { '/dashboard/operators': 'operators:read', '/dashboard/audit': 'audit:read' };
 
 const NOTICES: Record<string, string> = {
   cancelled: 'The subscription will end at the close of its period.',
@@ -37,7 +41,7 @@ const NOTICES: Record<string, string> = {
 
 export function shell(title: string, body: Html, opts: { signed?: Signed; active?: string } = {}): string {
   const s = opts.signed;
-  const nav = s ? html`<nav class="main" aria-label="Dashboard"><ul>${NAV.filter(([href]) => href !== '/dashboard/operators' || s.can('operators:read')).map(([href, label]) =>
+  const nav = s ? html`<nav class="main" aria-label="Dashboard"><ul>${NAV.filter(([href]) => !NAV_SCOPES[href] || s.can(NAV_SCOPES[href])).map(([href, label]) =>
     html`<li><a href="${href}"${raw(href === opts.active ? ' aria-current="page"' : '')}>${label}</a></li>`)}</ul></nav>
 <div class="who">${s.info.email} · ${s.info.role} · ${s.info.community_name}
 <a href="/dashboard/account">Account</a>

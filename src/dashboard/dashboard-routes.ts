@@ -15,6 +15,7 @@ import { mountEvents } from './pages/events-page';
 import { mountInvoices } from './pages/invoices-page';
 import { mountKeys } from './pages/keys-page';
 import { mountMail } from './pages/mail-page';
+import { mountAudit } from './pages/audit-page';
 import { mountMembers } from './pages/members-page';
 import { mountMemberPrivacy } from './pages/member-privacy-page';
 import { mountOperators } from './pages/operators-page';
@@ -34,6 +35,7 @@ const SIGNED_PAGES: MountPage[] = [
   mountPlatforms,
   mountMail,
   mountSettings,
+  mountAudit,
 ];
 
 export function mountDashboard(app: express.Express, deps: DashboardDeps): void {

@@ -35,9 +35,23 @@ export function createApiPool(connectionString: string, max = 20, timeouts: DbTi
   }));
 }
 
-export function createOwnerPool(connectionString: string, max = 5, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): pg.Pool {
+/**
+ * Session settings as a startup parameter (`-c name=value`, spaces and backslashes
+ * escaped): set before the first statement, with no extra round trip.
+ */
+export function sessionOptions(settings: Record<string, string>): string {
+  return Object.entries(settings).map(([name, value]) => `-c ${name}=${value.replace(/[\\\s]/g, (c) => `\\${c}`)}`).join(' ');
+}
+
+/**
+ * settings: session settings, e.g. the CLI's app.actor and app.request_id, which the
+ * audit log records with each change it makes (db/migrations/fixtures/functions/12-audit.sql).
+ */
+export function createOwnerPool(connectionString: string, max = 5, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS,
+  settings: Record<string, string> = {}): pg.Pool {
   return quiet(new pg.Pool({
     connectionString, max, application_name: 'billing-owner',
+    ...(Object.keys(settings).length > 0 ? { options: sessionOptions(settings) } : {}),
     connectionTimeoutMillis: timeouts.connectMs,
     keepAlive: true,
   }));

@@ -8,6 +8,7 @@
 // inlined where it appears. See docs/decisions/openapi-named-schemas.md.
 import type { z } from 'zod';
 import { analyticsSummary } from './analytics/analytics-operations';
+import { auditEntry } from './audit/audit-schema';
 import { checkoutLink } from './checkout/checkout-schema';
 import { discount } from './discounts/discount-schema';
 import { entitlementBenefit, entitlementSource, memberEntitlement } from './entitlements/entitlement-schema';
@@ -54,4 +55,5 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   WebhookDelivery: webhookDelivery,
   WebhookAttempt: webhookAttempt,
   WebhookTestResult: testPingResult,
+  AuditEntry: auditEntry,
 };

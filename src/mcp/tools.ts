@@ -1,5 +1,6 @@
 // The MCP tool table: the tools of the spec's "MCP tool endpoint" section, plus the
-// additive invoice tools (list_invoices, get_invoice; issue 11).
+// additive invoice tools (list_invoices, get_invoice; issue 11) and the audit log
+// (list_audit_log; issue 31).
 // Each tool names the registry operation it runs; the tool only reshapes its flat,
 // agent-friendly input into the operation's REST input ({params, query, body}).
 // Scope, validation rules and the work itself stay in the operation, so a tool
@@ -140,9 +141,23 @@ export const tools: readonly ToolDef[] = [
     title: 'List members',
     operation: 'list_members',
     annotations: READ,
-    description: `List the community's members with their platform identities and external subjects. ${PAGE_NOTE}`,
-    input: z.strictObject({ cursor: cursor.optional(), limit }),
-    map: (i) => ({ query: pick(i, ['cursor', 'limit']) }),
+    description: 'List the community\'s members with their platform identities, external subjects, email, display_name '
+      + '(the Discord username, else Telegram\'s, else the email, else an external user id), and the operators\' note and '
+      + 'tags. Find members with q (a case-insensitive substring of a username, platform id, email, external user id or '
+      + `member id) and narrow them by status, tier_id, plan_id (one subscription with them all), tag, created_after and created_before. ${PAGE_NOTE} `
+      + 'Send the same search and filters with a cursor.',
+    input: z.strictObject({
+      q: opField('list_members', 'query', 'q').describe('Search text, e.g. a Discord username: a case-insensitive substring of a username, platform id, email, external user id or member id.'),
+      status: opField('list_members', 'query', 'status').describe('Only members with a subscription in this status.'),
+      tier_id: opField('list_members', 'query', 'tier_id').describe('Plan tier id (tier_...) from list_plans: only members with a subscription on it.'),
+      plan_id: opField('list_members', 'query', 'plan_id').describe('Billing plan id from list_plans: only members with a subscription on it.'),
+      tag: opField('list_members', 'query', 'tag').describe('Only members with this tag.'),
+      created_after: opField('list_members', 'query', 'created_after').describe('ISO 8601 instant: only members created at or after it.'),
+      created_before: opField('list_members', 'query', 'created_before').describe('ISO 8601 instant: only members created before it.'),
+      cursor: cursor.optional(),
+      limit,
+    }),
+    map: (i) => ({ query: pick(i, ['q', 'status', 'tier_id', 'plan_id', 'tag', 'created_after', 'created_before', 'cursor', 'limit']) }),
   },
   {
     name: 'get_member_entitlements',
@@ -247,6 +262,25 @@ export const tools: readonly ToolDef[] = [
     }),
     path: ['endpoint_id'],
     map: (i) => ({ query: pick(i, ['cursor']) }),
+  },
+  {
+    name: 'list_audit_log',
+    title: 'List the audit log',
+    operation: 'list_audit_log',
+    annotations: READ,
+    description: `Read who changed what: one entry per changed row (id, occurred_at, actor_type, actor_id, key_id, request_id, table, row_id, operation, changed, before, after), for the catalog, API keys, webhook endpoints, settings and operators, and for changes an actor (a key, an operator, the CLI, a member in the portal) made to subscriptions, invoices, refunds, grants and members. Credentials and personal data are never in it. Filter by actor_type, actor_id, table, row_id, operation, since and until. ${PAGE_NOTE}`,
+    input: z.strictObject({
+      actor_type: opField('list_audit_log', 'query', 'actor_type').describe('Only changes made by this kind of actor: operator, api_key, member, cli, sql_login or service.'),
+      actor_id: opField('list_audit_log', 'query', 'actor_id').describe('Only changes made by this actor: an operator (opu_...), a key (key_...), a member (mem_...), a CLI command or a login role.'),
+      table: opField('list_audit_log', 'query', 'table').describe('Only changes of this table, e.g. plans or subscriptions.'),
+      row_id: opField('list_audit_log', 'query', 'row_id').describe('Only changes of this row (its id, e.g. plan_... or sub_...).'),
+      operation: opField('list_audit_log', 'query', 'operation').describe('Only inserts, updates or deletes.'),
+      since: opField('list_audit_log', 'query', 'since').describe('Only changes at or after this instant (RFC 3339) or day (YYYY-MM-DD, UTC).'),
+      until: opField('list_audit_log', 'query', 'until').describe('Only changes before this instant (RFC 3339) or day (YYYY-MM-DD, UTC).'),
+      cursor: cursor.optional(),
+      limit,
+    }),
+    map: (i) => ({ query: pick(i, ['actor_type', 'actor_id', 'table', 'row_id', 'operation', 'since', 'until', 'cursor', 'limit']) }),
   },
   {
     name: 'create_checkout_link',

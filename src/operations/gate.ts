@@ -70,8 +70,8 @@ interface HandlerAnswer {
 
 // The statement of every SQL operation, prepared once per connection (its name). The
 // result comes back as text (Outcome.bodyText); the rest is small.
-const API_CALL = `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7, $8) o`;
-const GATE_OPEN = 'select billing.gate_open($1, $2, $3, $4, $5) as r';
+const API_CALL = `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7, $8, $9) o`;
+const GATE_OPEN = 'select billing.gate_open($1, $2, $3, $4, $5, p_request_id => $6) as r';
 const GATE_CLOSE = 'select billing.gate_close($1, $2, $3) as r';
 
 /** The bucket of a request gate_close refused (BL429, the bucket as JSON in its detail), else null. */
@@ -121,7 +121,7 @@ export class Gate {
   async pass(caller: Caller, scope: string | null, lease = true): Promise<{ identity: Identity } | { outcome: Outcome }> {
     const credential = this.credential(caller);
     const { r } = (lease ? await this.leased(caller, credential, scope, null, null) : null)
-      ?? await this.apiCall([credential, caller.ip, this.config.rateLimits, scope, null, null, null, false]);
+      ?? await this.apiCall([credential, caller.ip, this.config.rateLimits, scope, null, null, null, false, null]);
     const refused = this.refused(r, caller);
     if (refused) return { outcome: refused };
     if (typeof r.error === 'object') return { outcome: sqlProblem(r.error, r.rl) };
@@ -166,7 +166,7 @@ export class Gate {
     const status = op.status ?? 200;
     const credential = this.credential(caller);
     const answer = (idem ? null : await this.leased(caller, credential, op.scope, sql, input))
-      ?? await this.apiCall([credential, caller.ip, this.config.rateLimits, op.scope, sql, input, idem, false]);
+      ?? await this.apiCall([credential, caller.ip, this.config.rateLimits, op.scope, sql, input, idem, false, caller.requestId ?? null]);
     return this.sqlOutcome(answer.r, answer.t, caller, status);
   }
 
@@ -182,7 +182,7 @@ export class Gate {
     const lease = await this.leases.take(credential);
     if (lease.kind === 'limited') return { r: { ok: false, error: 'rate_limited', rl: lease.rl }, t: null };
     if (lease.kind !== 'token') return null;
-    const answer = await this.apiCall([credential, null, null, scope, sql, input, null, true]);
+    const answer = await this.apiCall([credential, null, null, scope, sql, input, null, true, caller.requestId ?? null]);
     return answer.r.ok ? { r: { ...answer.r, rl: lease.rl }, t: answer.t } : null;
   }
 
@@ -236,7 +236,7 @@ export class Gate {
   private async throughGate(client: pg.PoolClient, op: Operation, caller: Caller, input: Record<string, unknown>,
     idem: IdempotencyKey | null, later: { fn?: () => Promise<unknown> }): Promise<Outcome> {
     const limits = this.config.rateLimits;
-    const { rows } = await client.query<{ r: GateAnswer }>(GATE_OPEN, [this.credential(caller), caller.ip, limits, op.scope, idem]);
+    const { rows } = await client.query<{ r: GateAnswer }>(GATE_OPEN, [this.credential(caller), caller.ip, limits, op.scope, idem, caller.requestId ?? null]);
     const open = rows[0].r;
     const refused = this.refused(open, caller);
     if (refused) return refused;

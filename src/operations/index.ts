@@ -3,6 +3,7 @@
 import type { Operation } from '../domain/operation';
 import { analyticsDashboardOperations, analyticsOperations } from '../domain/analytics/analytics-operations';
 import { apiKeyOperations } from '../domain/keys/api-key-operations';
+import { auditOperations } from '../domain/audit/audit-operations';
 import { operatorOperations } from '../domain/operators/operator-operations';
 import { portalOperations } from '../domain/subscriptions/portal-operations';
 import { catalogDashboardOperations } from '../domain/catalog/catalog-operations';
@@ -45,6 +46,7 @@ export const operations: readonly Operation[] = [
   ...memberSessionOperations,
   ...webhookOperations,
   ...deliveryOperations,
+  ...auditOperations,
 ];
 
 /**

@@ -17,6 +17,8 @@ export interface Caller {
   ip: string;
   /** Scheme and Host header the request arrived with (the base URL outside production). */
   origin?: { protocol: string; host: string | undefined } | null;
+  /** The request's X-Request-Id: the audit log records it with each change (app.request_id). */
+  requestId?: string;
   /** Told who the key belongs to once it is recognised (access log fields). */
   identified?: (communityId: string, keyId: string) => void;
 }

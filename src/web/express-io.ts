@@ -20,6 +20,7 @@ export function callerOf(req: Request): Caller {
     key: bearerKey(req.header('authorization')),
     ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     origin: { protocol: req.protocol, host: req.get('host') },
+    requestId: observation?.requestId,
     identified: observation && ((communityId, keyId) => { observation.communityId = communityId; observation.keyId = keyId; }),
   };
 }

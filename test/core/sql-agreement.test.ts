@@ -56,6 +56,8 @@ const AGREEMENTS: [string, readonly string[]][] = [
   ['billing.communities.payment_provider', lists.PAYMENT_PROVIDERS],
   ['billing.checkout_sessions.provider', lists.PAYMENT_PROVIDERS],
   ['billing.subscriptions.provider', lists.PAYMENT_PROVIDERS],
+  ['billing.audit_log.actor_type', lists.AUDIT_ACTOR_TYPES],
+  ['billing.audit_log.operation', lists.AUDIT_OPERATIONS],
 ];
 
 test.each(AGREEMENTS)('%s: the CHECK constraint allows exactly the TypeScript list', (column, list) => {

@@ -58,7 +58,7 @@ test('billing_api can execute the API door (the request gate) and every billing_
   const { rows } = await owner.query(`
     select p.oid::regprocedure::text as fn, has_function_privilege('billing_api', p.oid, 'execute') as ok
     from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'billing_api'
-    union all select 'billing.api_call', has_function_privilege('billing_api', 'billing.api_call(text, text, jsonb, text, text, jsonb, jsonb, boolean)', 'execute')`);
+    union all select 'billing.api_call', has_function_privilege('billing_api', 'billing.api_call(text, text, jsonb, text, text, jsonb, jsonb, boolean, text)', 'execute')`);
   expect(rows.length).toBeGreaterThan(30);
   for (const r of rows) expect([r.fn, r.ok]).toEqual([r.fn, true]);
 });

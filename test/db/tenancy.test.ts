@@ -167,7 +167,7 @@ test('the API role cannot read private tables (keys, secrets, rate buckets)', as
 
 // Member-owned tables also carry member_fence (82-member-portal.sql): restrictive, so it
 // only ever narrows what tenant gives (a member portal session to its own member).
-const MEMBER_FENCED = ['benefit_deliveries', 'checkout_sessions', 'external_subjects', 'grants', 'invoices', 'link_codes', 'mail_messages', 'mail_unsubscribes', 'member_entitlements',
+const MEMBER_FENCED = ['audit_log', 'benefit_deliveries', 'checkout_sessions', 'external_subjects', 'grants', 'invoices', 'link_codes', 'mail_messages', 'mail_unsubscribes', 'member_entitlements',
   'member_identities', 'members', 'platform_actions', 'portal_sessions', 'purchases', 'subscriptions'].map((t) => `billing.${t}`);
 
 test('every table of billing has RLS forced and policies named tenant and owner_access (and a restrictive member_fence)', async () => {

@@ -63,6 +63,7 @@ const VALID_ARGS: Record<string, Record<string, unknown>> = {
   list_events: { types: ['member.entitlement.granted'] },
   list_webhook_endpoints: {},
   list_webhook_deliveries: { endpoint_id: 'we_00000000000000000000000000' },
+  list_audit_log: { table: 'plans' },
   create_checkout_link: { tier_id: 'tier_00000000000000000000000000', namespace: 'crm', external_user_id: 'u-1' },
   switch_subscription: { subscription_id: 'sub_00000000000000000000000000', plan_id: 'plan_00000000000000000000000000' },
 };
@@ -73,7 +74,7 @@ test('a key lacking a tool\'s scope gets a tool error naming the missing scope (
   const client = await connect(app.url, narrow.key);
   try {
     const listed = (await client.listTools()).tools;
-    expect(listed).toHaveLength(16); // the spec's 14, plus list_invoices and get_invoice (issue 11)
+    expect(listed).toHaveLength(17); // the spec's 14, plus list_invoices and get_invoice (issue 11), list_audit_log (issue 31)
     for (const tool of listed) {
       const scope = /Requires the API key scope (\S+)\./.exec(tool.description ?? '')?.[1];
       expect({ tool: tool.name, scope }).toEqual({ tool: tool.name, scope: expect.stringMatching(/^[a-z]+:(read|write)$/) });

@@ -59,6 +59,7 @@ function successCalls(): [string, Record<string, unknown>][] {
     ['list_events', {}],
     ['list_webhook_endpoints', {}],
     ['list_webhook_deliveries', { endpoint_id: ids.endpoint }],
+    ['list_audit_log', { operation: 'insert', limit: 5 }],
     ['create_checkout_link', { tier_id: shop.ids.tiers.gold, plan_id: shop.ids.plans['gold-monthly'], namespace: 'app', external_user_id: 'new-buyer' }],
     // Last: the upgrade charges, and the subscription moves to gold.
     ['switch_subscription', { subscription_id: ids.silverSub, plan_id: shop.ids.plans['gold-monthly'] }],
@@ -74,7 +75,7 @@ function validate(schema: Json, value: unknown): string[] {
 }
 
 test('every tool advertises an object outputSchema: its operation\'s result, or the problem of an error result', () => {
-  expect(listed).toHaveLength(16);
+  expect(listed).toHaveLength(17);
   for (const tool of listed) {
     const schema = tool.outputSchema as Json | undefined;
     expect({ tool: tool.name, type: schema?.type, branches: (schema?.anyOf as unknown[] | undefined)?.length }).toEqual({ tool: tool.name, type: 'object', branches: 2 });

@@ -9,14 +9,15 @@ import { createTenant, startApp, TestApp } from '../support/app';
 import { tools } from '../../src/mcp/tools';
 import { connect } from '../support/mcp-client';
 
-// The spec's tool table, plus the additive invoice tools of issue 11: inputs (required
-// ones marked) and the scope of the REST twin.
+// The spec's tool table, plus the additive invoice tools of issue 11, list_members'
+// additive search and filters and the audit log (issue 31): inputs (required ones
+// marked) and the scope of the REST twin.
 const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string; write?: true }> = {
   list_subscriptions: { inputs: ['status', 'plan_id', 'member_id', 'cursor', 'limit'], required: [], scope: 'subscriptions:read' },
   get_subscription: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
   get_switch_options: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
   list_plans: { inputs: [], required: [], scope: 'plans:read' },
-  list_members: { inputs: ['cursor', 'limit'], required: [], scope: 'members:read' },
+  list_members: { inputs: ['q', 'status', 'tier_id', 'plan_id', 'tag', 'created_after', 'created_before', 'cursor', 'limit'], required: [], scope: 'members:read' },
   get_member_entitlements: { inputs: ['member_id'], required: ['member_id'], scope: 'members:read' },
   check_entitlement: { inputs: ['platform', 'platform_uid', 'namespace', 'external_user_id', 'tier_id'], required: [], scope: 'members:read' },
   list_purchases: { inputs: ['cursor', 'limit'], required: [], scope: 'purchases:read' },
@@ -26,6 +27,7 @@ const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string
   list_events: { inputs: ['types', 'after_id', 'limit'], required: [], scope: 'events:read' },
   list_webhook_endpoints: { inputs: [], required: [], scope: 'webhooks:read' },
   list_webhook_deliveries: { inputs: ['endpoint_id', 'cursor'], required: ['endpoint_id'], scope: 'webhooks:read' },
+  list_audit_log: { inputs: ['actor_type', 'actor_id', 'table', 'row_id', 'operation', 'since', 'until', 'cursor', 'limit'], required: [], scope: 'audit:read' },
   create_checkout_link: {
     inputs: ['tier_id', 'plan_id', 'platform', 'platform_uid', 'namespace', 'external_user_id', 'return_url', 'discount_code'],
     required: ['tier_id'], scope: 'checkout:write', write: true,
@@ -48,7 +50,7 @@ afterAll(async () => {
   await app.close();
 });
 
-test('tools/list answers exactly the spec\'s fourteen tools and the two invoice tools, and no cancel tool', () => {
+test('tools/list answers exactly the spec\'s fourteen tools, the two invoice tools and the audit log, and no cancel tool', () => {
   expect(listed.map((t) => t.name).sort()).toEqual(Object.keys(SPEC).sort());
   expect(listed.some((t) => /cancel/.test(t.name))).toBe(false);
 });
@@ -105,6 +107,7 @@ const ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: bool
   list_events: R,
   list_webhook_endpoints: R,
   list_webhook_deliveries: R,
+  list_audit_log: R,
   create_checkout_link: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   switch_subscription: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
 };

@@ -14,9 +14,9 @@ beforeAll(() => { owner = createOwnerPool(TEST_DB()); });
 afterAll(() => owner.end());
 
 const GATE = [
-  'billing.api_call(text,text,jsonb,text,text,jsonb,jsonb,boolean)',
+  'billing.api_call(text,text,jsonb,text,text,jsonb,jsonb,boolean,text)',
   'billing.gate_close(jsonb,jsonb,jsonb)',
-  'billing.gate_open(text,text,jsonb,text,jsonb,boolean)',
+  'billing.gate_open(text,text,jsonb,text,jsonb,boolean,text)',
   'billing_private.lease_key_tokens(text,integer,jsonb,integer)',
 ];
 

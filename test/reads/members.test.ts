@@ -48,13 +48,17 @@ test('members list newest first with identities and external subjects, paged by 
     ],
     external_subjects: [{ namespace: 'app', external_user_id: 'u-alice' }],
     email: null,
+    display_name: 'user-d-alice',
+    note: null,
+    tags: [],
   });
 });
 
 test('get member answers the member; a missing username is null and empty lists are []', async () => {
   const r = await call(app.url, 'GET', `/v1/members/${bob}`, { key: tenant.key });
   expect(r.status).toBe(200);
-  expect(r.body).toEqual({ id: bob, created_at: expect.any(String), identities: [{ platform: 'discord', platform_uid: 'd-bob', username: null }], external_subjects: [], email: null });
+  expect(r.body).toEqual({ id: bob, created_at: expect.any(String), identities: [{ platform: 'discord', platform_uid: 'd-bob', username: null }], external_subjects: [],
+    email: null, display_name: null, note: null, tags: [] });
   expect((await call(app.url, 'GET', '/v1/members/mem_00000000000000000000000000', { key: tenant.key })).status).toBe(404);
 });
 

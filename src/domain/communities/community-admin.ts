@@ -49,6 +49,16 @@ export async function setCommunityMail(pool: pg.Pool, communityId: string, sende
   return rows[0] ?? null;
 }
 
+/**
+ * How many days the community's audit log is kept (docs/decisions/audit-log.md): 30 to
+ * 3650, 365 by default; the hourly purge deletes older lines. The change is itself audited.
+ */
+export async function setAuditRetention(pool: pg.Pool, communityId: string, days: number): Promise<{ id: string; audit_retention_days: number } | null> {
+  const { rows } = await pool.query<{ id: string; audit_retention_days: number }>(
+    'update billing.communities set audit_retention_days = $2 where id = $1 returning id, audit_retention_days', [communityId, days]);
+  return rows[0] ?? null;
+}
+
 export function parseScopes(list: string): Scope[] {
   if (list.trim() === 'all') return [...SCOPES];
   const scopes = list.split(',').map((s) => s.trim()).filter(Boolean);
