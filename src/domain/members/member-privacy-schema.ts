@@ -23,6 +23,9 @@ export const exportedMember = z.object({
   updated_at: timestamp,
   erased_at: timestamp.nullable().describe('when the member\'s personal data was erased; null when it was not'),
   email: z.string().nullable(),
+  display_name: z.string().nullable(),
+  note: z.string().nullable().describe('the operators\' note about the member'),
+  tags: z.array(z.string()).describe('the operators\' tags on the member'),
   identities: z.array(identity.extend({ created_at: timestamp })),
   external_subjects: z.array(externalSubject.extend({ created_at: timestamp })),
   billing_details: z.object({
