@@ -12,7 +12,7 @@ import { PlatformSecretBox, storePlatformSecret } from '../../src/domain/catalog
 import { createKey } from '../../src/domain/communities/community-admin';
 import { eventDataSchema } from '../../src/domain/events/event-types';
 import { invoicePdfLink, portalLink, unsubscribeLink } from '../../src/domain/mail/mail-links';
-import { call, createTenant, startApp, TestApp } from '../support/app';
+import { call, createTenant, startApp, TEST_DB, TestApp } from '../support/app';
 import { cli } from '../support/cli';
 import { startDiscordServer, type DiscordServer } from '../support/discord-server';
 import { checkout, createShop, pay, Shop } from '../support/shop';
@@ -25,6 +25,7 @@ let handle: WorkerHandle;
 
 beforeAll(async () => {
   app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY });
+  process.env.DATABASE_URL = TEST_DB();
   discord = await startDiscordServer();
   // The delivery worker removes what the platform holds once access ends. No deployment
   // tokens: other files' connections (which have none of their own) get no call.

@@ -8,12 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { SCOPES } from '../../src/core/scopes';
 import { createKey } from '../../src/domain/communities/community-admin';
-import { call, createTenant, startApp, TestApp } from '../support/app';
+import { call, createTenant, startApp, TEST_DB, TestApp } from '../support/app';
 import { cli } from '../support/cli';
 import { checkout, createShop, pay, Shop } from '../support/shop';
 
 let app: TestApp;
-beforeAll(async () => { app = await startApp(); });
+beforeAll(async () => {
+  app = await startApp();
+  process.env.DATABASE_URL = TEST_DB();
+});
 afterAll(() => app.close());
 
 let n = 0;

@@ -137,7 +137,7 @@ $$;
 
 -- A JSON value with the erased member's personal data taken out: in an object that is
 -- the member (its id is p_member_id: an API answer kept for a replay) the personal
--- fields are emptied; an element of an `identities` or `external_subjects` array (a
+-- fields are emptied, and any note (free text about them) goes; an element of an `identities` or `external_subjects` array (a
 -- member object's, a ledger row's snapshot) that mentions one of p_secrets goes; any
 -- other string equal to one becomes null. Everything else (ids, amounts, statuses,
 -- times) stays, so an event keeps its shape and still says what happened.
@@ -155,7 +155,9 @@ begin
                     from jsonb_array_elements(j.v) with ordinality x(e, o)
                     where not billing_private.json_mentions(x.e, p_secrets)
                       and not (p_value->>'id' is not distinct from p_member_id)), '[]')
-        when p_value->>'id' is not distinct from p_member_id and j.k in ('email', 'display_name', 'note') then 'null'::jsonb
+        when p_value->>'id' is not distinct from p_member_id and j.k in ('email', 'display_name') then 'null'::jsonb
+        -- free text operators wrote about them (the member's note, a grant's)
+        when j.k = 'note' and jsonb_typeof(j.v) = 'string' then 'null'::jsonb
         when p_value->>'id' is not distinct from p_member_id and j.k = 'tags' then '[]'::jsonb
         else billing_private.json_redact(j.v, p_secrets, p_member_id) end), '{}')
     into v_out from jsonb_each(p_value) j(k, v);
@@ -229,9 +231,6 @@ begin
     perform billing.raise('BL409', 'Member ' || p_member_id || ' has a live subscription at its payment provider: '
       || 'erase them through the API or the dashboard, which cancel it there too.');
   end if;
-  -- For the audit log's triggers (issue 31 item 3): this transaction erases this member,
-  -- so what it removes must not be copied anywhere.
-  perform set_config('app.erasing_member', p_member_id, true);
   v_now := billing.now();
 
   -- What to look for in copies (events, idempotent answers): every personal value the
