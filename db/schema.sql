@@ -1,4 +1,4 @@
--- db/migrations sha256:92e8ca1e961f7b88977aebd739366ef927bfb87b3c7c1a24c97ce0d02daaec41 (regenerate with npm run db:schema)
+-- db/migrations sha256:ef9ba0ab6db040872db53c44cba83aa0a050b9940ab5ce142ca8153d070383f4 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -124,15 +124,15 @@ CREATE FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval interv
 
 
 --
--- Name: api_call(text, text, jsonb, text, text, jsonb, jsonb, boolean); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: api_call(text, text, jsonb, text, text, jsonb, jsonb, boolean, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb DEFAULT NULL::jsonb, p_leased boolean DEFAULT false) RETURNS jsonb
+CREATE FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb DEFAULT NULL::jsonb, p_leased boolean DEFAULT false, p_request_id text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 declare
   v_open jsonb := billing.gate_open(p_credential, p_ip, p_limits, p_scope,
-    case when p_op is not null then p_idem end, p_leased);
+    case when p_op is not null then p_idem end, p_leased, p_request_id);
   v_out jsonb;
   v_state text;
   v_msg text;
@@ -404,6 +404,63 @@ $$;
 
 
 --
+-- Name: gen_id(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.gen_id(p_prefix text) RETURNS text
+    LANGUAGE sql
+    AS $$
+  select p_prefix || '_'
+    || pg_catalog.lpad(pg_catalog.to_hex((extract(epoch from pg_catalog.clock_timestamp()) * 1000)::bigint), 12, '0')
+    || pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.nextval('billing_private.id_seq'::regclass)), 6, '0')
+    || pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 8)
+$$;
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: audit_log; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.audit_log (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('aud'::text) NOT NULL COLLATE pg_catalog."C",
+    occurred_at timestamp with time zone DEFAULT now() NOT NULL,
+    actor_type text NOT NULL,
+    actor_id text,
+    key_id text COLLATE pg_catalog."C",
+    request_id text,
+    table_name text NOT NULL,
+    row_id text,
+    operation text NOT NULL,
+    changed text[] DEFAULT '{}'::text[] NOT NULL,
+    before jsonb,
+    after jsonb,
+    CONSTRAINT audit_log_actor_type_check CHECK ((actor_type = ANY (ARRAY['operator'::text, 'api_key'::text, 'member'::text, 'cli'::text, 'sql_login'::text, 'service'::text]))),
+    CONSTRAINT audit_log_operation_check CHECK ((operation = ANY (ARRAY['insert'::text, 'update'::text, 'delete'::text])))
+);
+
+ALTER TABLE ONLY billing.audit_log FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: audit_entry_json(billing.audit_log); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.audit_entry_json(a billing.audit_log) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  select jsonb_build_object('id', a.id, 'occurred_at', billing.iso(a.occurred_at),
+    'actor_type', a.actor_type, 'actor_id', a.actor_id, 'key_id', a.key_id, 'request_id', a.request_id,
+    'table', a.table_name, 'row_id', a.row_id, 'operation', a.operation, 'changed', to_jsonb(a.changed),
+    'before', a.before, 'after', a.after)
+$$;
+
+
+--
 -- Name: benefit_type_problem(text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -449,24 +506,6 @@ begin
 end
 $$;
 
-
---
--- Name: gen_id(text); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.gen_id(p_prefix text) RETURNS text
-    LANGUAGE sql
-    AS $$
-  select p_prefix || '_'
-    || pg_catalog.lpad(pg_catalog.to_hex((extract(epoch from pg_catalog.clock_timestamp()) * 1000)::bigint), 12, '0')
-    || pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.nextval('billing_private.id_seq'::regclass)), 6, '0')
-    || pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 8)
-$$;
-
-
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
 
 --
 -- Name: plans; Type: TABLE; Schema: billing; Owner: -
@@ -1532,10 +1571,10 @@ $$;
 
 
 --
--- Name: gate_open(text, text, jsonb, text, jsonb, boolean); Type: FUNCTION; Schema: billing; Owner: -
+-- Name: gate_open(text, text, jsonb, text, jsonb, boolean, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
-CREATE FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb DEFAULT NULL::jsonb, p_leased boolean DEFAULT false) RETURNS jsonb
+CREATE FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb DEFAULT NULL::jsonb, p_leased boolean DEFAULT false, p_request_id text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1600,11 +1639,13 @@ begin
   end if;
   -- The tenant: RLS reads app.community_id; a member portal session sees its own
   -- member only (app.member_id: 82-member-portal.sql, member_fence policies);
-  -- gate_close spends the token taken here, if any (app.gate_token).
+  -- gate_close spends the token taken here, if any (app.gate_token). The audit log
+  -- (12-audit.sql) names the request's key or session and its X-Request-Id.
   perform set_config('app.community_id', v_community_id, true), set_config('app.key_id', v_key_id, true),
     set_config('app.member_id', coalesce(v_member_id, ''), true),
     set_config('app.scopes', array_to_string(v_scopes, ' '), true),
-    set_config('app.gate_token', coalesce(v_rl::text, ''), true);
+    set_config('app.gate_token', coalesce(v_rl::text, ''), true),
+    set_config('app.request_id', coalesce(p_request_id, ''), true);
   v_open := jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
     'scopes', to_jsonb(v_scopes), 'member_id', v_member_id);
   if v_rl is not null then
@@ -2846,6 +2887,8 @@ CREATE TABLE billing.communities (
     country text,
     tax_id text,
     mail_templates_required text[] DEFAULT '{}'::text[] NOT NULL,
+    audit_retention_days integer DEFAULT 365 NOT NULL,
+    CONSTRAINT communities_audit_retention_valid CHECK (((audit_retention_days >= 30) AND (audit_retention_days <= 3650))),
     CONSTRAINT communities_dunning_valid CHECK (billing.dunning_valid(dunning)),
     CONSTRAINT communities_invoice_series_valid CHECK ((invoice_series ~ '^[A-Za-z0-9][A-Za-z0-9/_.-]{0,19}$'::text)),
     CONSTRAINT communities_legal_valid CHECK ((((legal_name IS NULL) OR ((length(legal_name) >= 1) AND (length(legal_name) <= 200))) AND ((address_lines IS NULL) OR ((cardinality(address_lines) <= 6) AND (COALESCE(length(array_to_string(address_lines, ''::text)), 0) <= 600))) AND ((country IS NULL) OR (country ~ '^[A-Z]{2}$'::text)) AND ((tax_id IS NULL) OR ((length(tax_id) >= 1) AND (length(tax_id) <= 50))))),
@@ -5612,6 +5655,38 @@ $$;
 
 
 --
+-- Name: audit_log_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.audit_log_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_limit integer := coalesce((p_args->>'limit')::integer, 25);
+  v_since timestamptz := (p_args->>'since')::timestamptz;
+  v_until timestamptz := (p_args->>'until')::timestamptz;
+  v_ids text[];
+  v_items jsonb[];
+begin
+  select array_agg(a.id order by a.id desc), array_agg(billing.audit_entry_json(a) order by a.id desc)
+    into v_ids, v_items
+  from (select * from billing.audit_log a
+        where a.community_id = billing.current_community_id()
+          and a.id < coalesce(p_args->>'cursor', chr(1114111))
+          and (p_args->>'actor_type' is null or a.actor_type = p_args->>'actor_type')
+          and (p_args->>'actor_id' is null or a.actor_id = p_args->>'actor_id')
+          and (p_args->>'table' is null or a.table_name = p_args->>'table')
+          and (p_args->>'row_id' is null or a.row_id = p_args->>'row_id')
+          and (p_args->>'operation' is null or a.operation = p_args->>'operation')
+          and (v_since is null or a.occurred_at >= v_since)
+          and (v_until is null or a.occurred_at < v_until)
+        order by a.id desc limit v_limit + 1) a;
+  return billing.page_json(v_ids, v_items, v_limit);
+end
+$$;
+
+
+--
 -- Name: catalog_file(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -7853,7 +7928,7 @@ CREATE FUNCTION billing_private.api_key_scopes() RETURNS text[]
     AS $$
   select array['subscriptions:read', 'subscriptions:write', 'plans:read', 'members:read', 'members:write',
     'purchases:read', 'analytics:read', 'events:read', 'discounts:read', 'checkout:write',
-    'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write']
+    'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write', 'audit:read']
 $$;
 
 
@@ -7870,6 +7945,72 @@ CREATE FUNCTION billing_private.api_keys_page(p_cursor text, p_limit integer) RE
   from (select * from billing_private.api_keys k
         where k.community_id = billing.current_community_id() and k.id < coalesce(p_cursor, chr(1114111))
         order by k.id desc limit p_limit + 1) k
+$$;
+
+
+--
+-- Name: audit_actor(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.audit_actor() RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_key text := nullif(current_setting('app.key_id', true), '');
+  v_request text := nullif(current_setting('app.request_id', true), '');
+  v_cli text := nullif(current_setting('app.actor', true), '');
+begin
+  if pg_has_role(session_user, 'billing_operator', 'MEMBER')
+     and not pg_has_role(session_user, 'billing_owner_probe', 'MEMBER') then
+    return jsonb_build_object('type', 'sql_login', 'id', session_user::text, 'key_id', null, 'request_id', null);
+  elsif v_key like 'key\_%' then
+    return jsonb_build_object('type', 'api_key', 'id', v_key, 'key_id', v_key, 'request_id', v_request);
+  elsif v_key like 'ops\_%' then
+    return jsonb_build_object('type', 'operator', 'id', (select s.user_id from billing_private.operator_sessions s
+        where s.community_id = current_setting('app.community_id', true) and s.id = v_key),
+      'key_id', v_key, 'request_id', v_request);
+  elsif v_key is not null then
+    return jsonb_build_object('type', 'member', 'id', nullif(current_setting('app.member_id', true), ''),
+      'key_id', v_key, 'request_id', v_request);
+  elsif v_cli is not null then
+    return jsonb_build_object('type', 'cli', 'id', v_cli, 'key_id', null, 'request_id', v_request);
+  end if;
+  return jsonb_build_object('type', 'service', 'id', session_user::text, 'key_id', null, 'request_id', v_request);
+end
+$$;
+
+
+--
+-- Name: audit_purge(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.audit_purge() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  r record;
+  v_n integer;
+  v_total integer := 0;
+begin
+  perform set_config('app.audit_purge', 'on', true);
+  for r in
+    with recursive cs(c) as (
+      select min(a.community_id) from billing.audit_log a
+      union all
+      select (select min(a.community_id) from billing.audit_log a where a.community_id > cs.c) from cs where cs.c is not null)
+    select cs.c, coalesce(com.audit_retention_days, 365) as days
+    from cs left join billing.communities com on com.id = cs.c where cs.c is not null
+  loop
+    delete from billing.audit_log a
+    where a.community_id = r.c and a.occurred_at < now() - make_interval(days => r.days);
+    get diagnostics v_n = row_count;
+    v_total := v_total + v_n;
+  end loop;
+  perform set_config('app.audit_purge', '', true);
+  return v_total;
+end
 $$;
 
 
@@ -8562,6 +8703,7 @@ begin
     when 'api_keys_create' then return billing_api.api_keys_create(p_args);
     when 'api_keys_list' then return billing_api.api_keys_list(p_args);
     when 'api_keys_revoke' then return billing_api.api_keys_revoke(p_args);
+    when 'audit_log_list' then return billing_api.audit_log_list(p_args);
     when 'catalog_file' then return billing_api.catalog_file(p_args);
     when 'checkout_create' then return billing_api.checkout_create(p_args);
     when 'checkout_set_provider' then return billing_api.checkout_set_provider(p_args);
@@ -8680,6 +8822,8 @@ begin
     end if;
     perform billing_private.take_tokens(v_bucket, 0.2, 5, 0, 1);
   end if;
+  -- The audit log (12-audit.sql) names the operator: this runs outside the request gate.
+  perform set_config('app.community_id', v_user.community_id, true), set_config('app.key_id', v_session.id, true);
   update billing_private.operator_users u set password_hash = p_password_hash
   where u.community_id = v_user.community_id and u.id = v_user.id;
   update billing_private.operator_sessions s set revoked_at = now()
@@ -9601,6 +9745,7 @@ declare
   v_links integer;
   v_sessions integer;
   v_member_sessions integer;
+  v_audit integer;
 begin
   delete from billing.idempotency_keys where expires_at <= now();
   get diagnostics v_idempotency = row_count;
@@ -9632,10 +9777,11 @@ begin
   get diagnostics v_sessions = row_count;
   delete from billing_private.member_portal_sessions m where m.expires_at < now() - interval '1 day';
   get diagnostics v_member_sessions = row_count;
+  v_audit := billing_private.audit_purge();
   return jsonb_build_object('idempotency_keys', v_idempotency, 'link_codes', v_link_codes,
     'portal_sessions', v_portal, 'webhook_attempts', v_attempts, 'webhook_deliveries', v_deliveries,
     'rate_buckets', v_buckets, 'operator_links', v_links, 'operator_sessions', v_sessions,
-    'member_portal_sessions', v_member_sessions);
+    'member_portal_sessions', v_member_sessions, 'audit_log', v_audit);
 end
 $$;
 
@@ -9833,6 +9979,102 @@ begin
     'remaining', floor(greatest(v_tokens, 0))::bigint,
     'reset', ceil(greatest(p_burst - v_tokens, 0) / v_rate)::bigint,
     'retry_after', greatest(ceil((1 - v_tokens) / v_rate), 1)::bigint);
+end
+$$;
+
+
+--
+-- Name: tg_audit(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_audit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_k1 text := split_part(tg_argv[0], ',', 1);
+  v_k2 text := nullif(split_part(tg_argv[0], ',', 2), '');
+  v_k3 text := nullif(split_part(tg_argv[0], ',', 3), '');
+  v_k4 text := nullif(split_part(tg_argv[0], ',', 4), '');
+  v_hidden text[] := coalesce(string_to_array(nullif(tg_argv[1], ''), ','), '{}');
+  v_quiet text[] := array['updated_at'] || coalesce(string_to_array(nullif(tg_argv[2], ''), ','), '{}');
+  v_com text := case when tg_table_name = 'communities' then 'id' else 'community_id' end;
+  v_actor jsonb;
+begin
+  if tg_op = 'DELETE' then
+    if not exists (select from old_rows) then
+      return null;
+    end if;
+  elsif not exists (select from new_rows) then
+    return null;
+  end if;
+  v_actor := billing_private.audit_actor();
+  if tg_op = 'INSERT' then
+    insert into billing.audit_log (community_id, actor_type, actor_id, key_id, request_id, table_name, row_id,
+      operation, before, after)
+    select r.j->>v_com, v_actor->>'type', v_actor->>'id', v_actor->>'key_id', v_actor->>'request_id', tg_table_name,
+      concat_ws('/', r.j->>v_k1, r.j->>v_k2, r.j->>v_k3, r.j->>v_k4), 'insert', null, r.j - v_hidden
+    from (select to_jsonb(n) as j from new_rows n) r;
+  elsif tg_op = 'DELETE' then
+    insert into billing.audit_log (community_id, actor_type, actor_id, key_id, request_id, table_name, row_id,
+      operation, before, after)
+    select r.j->>v_com, v_actor->>'type', v_actor->>'id', v_actor->>'key_id', v_actor->>'request_id', tg_table_name,
+      concat_ws('/', r.j->>v_k1, r.j->>v_k2, r.j->>v_k3, r.j->>v_k4), 'delete', r.j - v_hidden, null
+    from (select to_jsonb(o) as j from old_rows o) r;
+  else
+    -- Materialized: each row's JSON is made once (inlined, to_jsonb ran again for every
+    -- column compared), and its changed columns listed once.
+    with o as materialized (select to_jsonb(x) as j, row_number() over () as i from old_rows x),
+         n as materialized (select to_jsonb(x) as j, row_number() over () as i from new_rows x),
+         p as materialized (select o.j as oj, n.j as nj, array(select e.key from jsonb_each(n.j) e
+                                     where e.value is distinct from o.j->e.key order by e.key) as changed
+                            from o join n on n.i = o.i)
+    insert into billing.audit_log (community_id, actor_type, actor_id, key_id, request_id, table_name, row_id,
+      operation, changed, before, after)
+    select p.nj->>v_com, v_actor->>'type', v_actor->>'id', v_actor->>'key_id', v_actor->>'request_id', tg_table_name,
+      concat_ws('/', p.nj->>v_k1, p.nj->>v_k2, p.nj->>v_k3, p.nj->>v_k4), 'update', p.changed, p.oj - v_hidden, p.nj - v_hidden
+    from p
+    where not (p.changed <@ v_quiet);
+  end if;
+  return null;
+end
+$$;
+
+
+--
+-- Name: tg_audit_log__append_only(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_audit_log__append_only() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if tg_op = 'DELETE' and current_setting('app.audit_purge', true) = 'on' then
+    return null;
+  end if;
+  raise exception using errcode = 'insufficient_privilege',
+    message = format('billing.audit_log is append-only: %s is refused (only the retention purge deletes, rows older than the community''s audit_retention_days).', lower(tg_op));
+end
+$$;
+
+
+--
+-- Name: tg_audit_log__retention_only(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.tg_audit_log__retention_only() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if exists (select 1 from old_rows o
+             where o.occurred_at >= now() - make_interval(days => coalesce((select c.audit_retention_days
+               from billing.communities c where c.id = o.community_id), 365))) then
+    raise exception using errcode = 'insufficient_privilege',
+      message = 'billing.audit_log is append-only: a row within its community''s audit_retention_days cannot be deleted.';
+  end if;
+  return null;
 end
 $$;
 
@@ -12891,6 +13133,14 @@ ALTER TABLE ONLY billing_private.worker_heartbeats FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: audit_log audit_log_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
+--
+
+ALTER TABLE ONLY billing.audit_log
+    ADD CONSTRAINT audit_log_pkey PRIMARY KEY (community_id, id);
+
+
+--
 -- Name: benefit_deliveries benefit_deliveries_pkey; Type: CONSTRAINT; Schema: billing; Owner: -
 --
 
@@ -13435,6 +13685,34 @@ ALTER TABLE ONLY billing_private.worker_heartbeats
 
 
 --
+-- Name: audit_log_actor; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX audit_log_actor ON billing.audit_log USING btree (community_id, actor_id, id);
+
+
+--
+-- Name: audit_log_row; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX audit_log_row ON billing.audit_log USING btree (community_id, row_id, id);
+
+
+--
+-- Name: audit_log_table; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX audit_log_table ON billing.audit_log USING btree (community_id, table_name, id);
+
+
+--
+-- Name: audit_log_time; Type: INDEX; Schema: billing; Owner: -
+--
+
+CREATE INDEX audit_log_time ON billing.audit_log USING btree (community_id, occurred_at);
+
+
+--
 -- Name: benefit_deliveries_config; Type: INDEX; Schema: billing; Owner: -
 --
 
@@ -13897,6 +14175,27 @@ CREATE TRIGGER _050_price_plan BEFORE UPDATE OF plan_id ON billing.subscriptions
 
 
 --
+-- Name: audit_log _100_append_only_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _100_append_only_delete BEFORE DELETE ON billing.audit_log FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit_log__append_only();
+
+
+--
+-- Name: audit_log _100_append_only_truncate; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _100_append_only_truncate BEFORE TRUNCATE ON billing.audit_log FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit_log__append_only();
+
+
+--
+-- Name: audit_log _100_append_only_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _100_append_only_update BEFORE UPDATE ON billing.audit_log FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit_log__append_only();
+
+
+--
 -- Name: entitlement_benefits _100_benefit_type; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -13943,6 +14242,13 @@ CREATE CONSTRAINT TRIGGER _100_tier_plan_rules AFTER INSERT OR UPDATE OF tier_id
 --
 
 CREATE CONSTRAINT TRIGGER _100_tier_plan_rules AFTER UPDATE OF billing_mode ON billing.tiers DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.billing_mode IS DISTINCT FROM old.billing_mode)) EXECUTE FUNCTION billing.tg_tiers__tier_plan_rules();
+
+
+--
+-- Name: audit_log _110_retention_only; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _110_retention_only AFTER DELETE ON billing.audit_log REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit_log__retention_only();
 
 
 --
@@ -14184,10 +14490,472 @@ CREATE TRIGGER _900_enqueue_deliveries AFTER INSERT ON billing.events REFERENCIN
 
 
 --
+-- Name: communities _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.communities REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: discount_codes _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.discount_codes REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'members');
+
+
+--
+-- Name: entitlement_benefits _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.entitlement_benefits REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('entitlement_id,platform_config_id,type,value');
+
+
+--
+-- Name: entitlements _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.entitlements REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: grants _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.grants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: invoices _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.invoices REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
+
+
+--
+-- Name: members _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.members REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
+
+
+--
+-- Name: plans _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.plans REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: platform_configs _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.platform_configs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: price_migrations _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.price_migrations REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: refunds _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.refunds REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: subscriptions _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: tax_rates _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.tax_rates REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: tier_entitlements _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.tier_entitlements REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('tier_id,entitlement_id');
+
+
+--
+-- Name: tiers _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.tiers REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: webhook_endpoints _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.webhook_endpoints REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', '', 'failing_since');
+
+
+--
+-- Name: communities _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.communities REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: discount_codes _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.discount_codes REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'members');
+
+
+--
+-- Name: entitlement_benefits _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.entitlement_benefits REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('entitlement_id,platform_config_id,type,value');
+
+
+--
+-- Name: entitlements _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.entitlements REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: grants _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.grants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: invoices _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.invoices REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
+
+
+--
+-- Name: members _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.members REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
+
+
+--
+-- Name: plans _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.plans REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: platform_configs _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.platform_configs REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: price_migrations _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.price_migrations REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: refunds _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.refunds REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: subscriptions _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.subscriptions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: tax_rates _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.tax_rates REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: tier_entitlements _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.tier_entitlements REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('tier_id,entitlement_id');
+
+
+--
+-- Name: tiers _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.tiers REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: webhook_endpoints _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.webhook_endpoints REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', '', 'failing_since');
+
+
+--
+-- Name: communities _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.communities REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: discount_codes _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.discount_codes REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'members');
+
+
+--
+-- Name: entitlement_benefits _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.entitlement_benefits REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('entitlement_id,platform_config_id,type,value');
+
+
+--
+-- Name: entitlements _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.entitlements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: grants _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.grants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: invoices _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.invoices REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
+
+
+--
+-- Name: members _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.members REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
+
+
+--
+-- Name: plans _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.plans REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: platform_configs _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.platform_configs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: price_migrations _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.price_migrations REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: refunds _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.refunds REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: subscriptions _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: tax_rates _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.tax_rates REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: tier_entitlements _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.tier_entitlements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('tier_id,entitlement_id');
+
+
+--
+-- Name: tiers _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.tiers REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id');
+
+
+--
+-- Name: webhook_endpoints _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.webhook_endpoints REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', '', 'failing_since');
+
+
+--
 -- Name: platform_secrets _700_deliveries; Type: TRIGGER; Schema: billing_private; Owner: -
 --
 
 CREATE TRIGGER _700_deliveries AFTER INSERT OR UPDATE OF ciphertext ON billing_private.platform_secrets FOR EACH ROW WHEN ((new.name = 'bot_token'::text)) EXECUTE FUNCTION billing_private.tg_platform_secrets__deliveries();
+
+
+--
+-- Name: api_keys _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.api_keys REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'key_hash', 'last_used_at');
+
+
+--
+-- Name: operator_roles _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.operator_roles REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('role_name');
+
+
+--
+-- Name: operator_users _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.operator_users REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'password_hash');
+
+
+--
+-- Name: payment_secrets _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.payment_secrets REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('provider,name', 'ciphertext');
+
+
+--
+-- Name: platform_secrets _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.platform_secrets REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('platform_config_id,name', 'ciphertext');
+
+
+--
+-- Name: webhook_secrets _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.webhook_secrets REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('endpoint_id', 'secret_ciphertext,previous_ciphertext');
+
+
+--
+-- Name: api_keys _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.api_keys REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'key_hash', 'last_used_at');
+
+
+--
+-- Name: operator_roles _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.operator_roles REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('role_name');
+
+
+--
+-- Name: operator_users _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.operator_users REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'password_hash');
+
+
+--
+-- Name: payment_secrets _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.payment_secrets REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('provider,name', 'ciphertext');
+
+
+--
+-- Name: platform_secrets _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.platform_secrets REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('platform_config_id,name', 'ciphertext');
+
+
+--
+-- Name: webhook_secrets _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.webhook_secrets REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('endpoint_id', 'secret_ciphertext,previous_ciphertext');
+
+
+--
+-- Name: api_keys _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.api_keys REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'key_hash', 'last_used_at');
+
+
+--
+-- Name: operator_roles _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.operator_roles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('role_name');
+
+
+--
+-- Name: operator_users _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.operator_users REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('id', 'password_hash');
+
+
+--
+-- Name: payment_secrets _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.payment_secrets REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('provider,name', 'ciphertext');
+
+
+--
+-- Name: platform_secrets _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.platform_secrets REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('platform_config_id,name', 'ciphertext');
+
+
+--
+-- Name: webhook_secrets _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.webhook_secrets REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('endpoint_id', 'secret_ciphertext,previous_ciphertext');
 
 
 --
@@ -14775,6 +15543,12 @@ ALTER TABLE ONLY billing_private.webhook_secrets
 
 
 --
+-- Name: audit_log; Type: ROW SECURITY; Schema: billing; Owner: -
+--
+
+ALTER TABLE billing.audit_log ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: benefit_deliveries; Type: ROW SECURITY; Schema: billing; Owner: -
 --
 
@@ -14881,6 +15655,13 @@ ALTER TABLE billing.mail_unsubscribes ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.member_entitlements ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: audit_log member_fence; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY member_fence ON billing.audit_log AS RESTRICTIVE TO billing_api, billing_writer USING ((( SELECT billing.current_member_id() AS current_member_id) IS NULL));
+
 
 --
 -- Name: benefit_deliveries member_fence; Type: POLICY; Schema: billing; Owner: -
@@ -15010,6 +15791,13 @@ ALTER TABLE billing.members ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.mrr_movements ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: audit_log owner_access; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY owner_access ON billing.audit_log TO postgres USING (true) WITH CHECK (true);
+
 
 --
 -- Name: benefit_deliveries owner_access; Type: POLICY; Schema: billing; Owner: -
@@ -15355,6 +16143,13 @@ ALTER TABLE billing.subscriptions ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing.tax_rates ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: audit_log tenant; Type: POLICY; Schema: billing; Owner: -
+--
+
+CREATE POLICY tenant ON billing.audit_log FOR SELECT USING ((community_id = ( SELECT billing.current_community_id() AS current_community_id)));
+
 
 --
 -- Name: benefit_deliveries tenant; Type: POLICY; Schema: billing; Owner: -
@@ -15942,11 +16737,11 @@ GRANT ALL ON FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval 
 
 
 --
--- Name: FUNCTION api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean, p_request_id text); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean) TO billing_api;
+REVOKE ALL ON FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean, p_request_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean, p_request_id text) TO billing_api;
 
 
 --
@@ -15993,6 +16788,30 @@ REVOKE ALL ON FUNCTION billing.apply_provider_subscription(p_state jsonb) FROM P
 
 
 --
+-- Name: FUNCTION gen_id(p_prefix text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.gen_id(p_prefix text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.gen_id(p_prefix text) TO billing_api;
+
+
+--
+-- Name: TABLE audit_log; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.audit_log TO billing_api;
+GRANT SELECT ON TABLE billing.audit_log TO billing_operator;
+
+
+--
+-- Name: FUNCTION audit_entry_json(a billing.audit_log); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.audit_entry_json(a billing.audit_log) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.audit_entry_json(a billing.audit_log) TO billing_api;
+
+
+--
 -- Name: FUNCTION benefit_type_problem(p_platform text, p_type text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -16005,14 +16824,6 @@ REVOKE ALL ON FUNCTION billing.benefit_type_problem(p_platform text, p_type text
 
 REVOKE ALL ON FUNCTION billing.benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.benefits_with_delivery(p_community_id text, p_member_id text, p_benefits jsonb) TO billing_api;
-
-
---
--- Name: FUNCTION gen_id(p_prefix text); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.gen_id(p_prefix text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.gen_id(p_prefix text) TO billing_api;
 
 
 --
@@ -16493,11 +17304,11 @@ GRANT ALL ON FUNCTION billing.gate_close(p_limits jsonb, p_idem jsonb, p_answer 
 
 
 --
--- Name: FUNCTION gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean); Type: ACL; Schema: billing; Owner: -
+-- Name: FUNCTION gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean, p_request_id text); Type: ACL; Schema: billing; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean) TO billing_api;
+REVOKE ALL ON FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean, p_request_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_idem jsonb, p_leased boolean, p_request_id text) TO billing_api;
 
 
 --
@@ -17783,6 +18594,14 @@ GRANT ALL ON FUNCTION billing_api.api_keys_revoke(p_args jsonb) TO billing_api;
 
 
 --
+-- Name: FUNCTION audit_log_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.audit_log_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.audit_log_list(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION catalog_file(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -18378,6 +19197,20 @@ GRANT ALL ON FUNCTION billing_private.api_keys_page(p_cursor text, p_limit integ
 
 
 --
+-- Name: FUNCTION audit_actor(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.audit_actor() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION audit_purge(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.audit_purge() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -18917,6 +19750,27 @@ REVOKE ALL ON FUNCTION billing_private.take_token(p_bucket text, p_per_minute do
 --
 
 REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_audit(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_audit() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_audit_log__append_only(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_audit_log__append_only() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_audit_log__retention_only(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.tg_audit_log__retention_only() FROM PUBLIC;
 
 
 --

@@ -38,7 +38,7 @@ export const AUDIT_OPERATIONS = ['insert', 'update', 'delete'] as const;
 export const AUDITED_TABLES = [
   'communities', 'api_keys', 'payment_secrets', 'operator_users', 'operator_roles',
   'platform_configs', 'platform_secrets', 'tiers', 'plans', 'entitlements', 'entitlement_benefits',
-  'tier_entitlements', 'discount_codes', 'price_migrations', 'webhook_endpoints', 'webhook_secrets',
+  'tier_entitlements', 'discount_codes', 'price_migrations', 'tax_rates', 'webhook_endpoints', 'webhook_secrets',
   'members', 'subscriptions', 'invoices', 'refunds', 'grants',
 ] as const;
 

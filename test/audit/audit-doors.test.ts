@@ -74,7 +74,7 @@ test('an API key over REST: a lifecycle change on the leased path and with an Id
   // The member was created by the key's checkout link, then changed by the PATCH.
   const [created, member] = await lines('members', memberId);
   expect(created).toMatchObject({ operation: 'insert', actor_type: 'api_key', request_id: expect.stringMatching(/^[0-9a-f-]{36}$/) });
-  expect(member).toMatchObject({ operation: 'update', actor_type: 'api_key', request_id: rid3, changed: ['email', 'updated_at'] });
+  expect(member).toMatchObject({ operation: 'update', actor_type: 'api_key', request_id: rid3, changed: ['display_name', 'email', 'search_text', 'updated_at'] });
   expect(JSON.stringify(member)).not.toContain('buyer@example.com');
 });
 

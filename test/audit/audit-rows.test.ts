@@ -80,6 +80,7 @@ test('bookkeeping alone (a key\'s last use, a streak of failures, updated_at) wr
 
 test('credentials and personal data never enter the log: hidden columns are named in changed, never valued', async () => {
   const secret = `SECRET-${c}`;
+  const tag = `t-${c.slice(-12).toLowerCase()}`; // a tag is at most 40 characters
   const [key] = await q(`insert into billing_private.api_keys (community_id, prefix, key_hash, scopes) values ($1, 'bk_s', $2, '{plans:read}') returning id`, [c, `${secret}-hash`]);
   await q(`insert into billing_private.payment_secrets (community_id, provider, name, ciphertext) values ($1, 'stripe', 'secret_key', $2)`, [c, `v1:${secret}-pay`]);
   await q(`update billing_private.payment_secrets set ciphertext = $2 where community_id = $1`, [c, `v1:${secret}-pay2`]);
@@ -99,17 +100,22 @@ test('credentials and personal data never enter the log: hidden columns are name
     await client.query(`select set_config('app.actor', 'test', true)`);
     const { rows: [m] } = await client.query(`insert into billing.members (community_id, email) values ($1, $2) returning id`, [c, `${secret.toLowerCase()}@example.com`]);
     await client.query(`update billing.members set email = $3 where community_id = $1 and id = $2`, [c, m.id, `new-${secret.toLowerCase()}@example.com`]);
+    // what operators write about a member, and the billing details a checkout gave
+    await client.query(`update billing.members set note = $3, tags = $4, billing_name = $5, billing_tax_id = $6 where community_id = $1 and id = $2`,
+      [c, m.id, `${secret} owes us`, [tag], `${secret} Ltd`, `${secret}-vat`]);
     await client.query('commit');
   } finally {
     client.release();
   }
   const log = await q(`select * from billing.audit_log where community_id = $1`, [c]);
   expect(JSON.stringify(log).toLowerCase()).not.toContain(secret.toLowerCase());
+  expect(JSON.stringify(log)).not.toContain(tag);
   const changedOf = (table: string) => log.filter((l) => l.table_name === table && l.operation === 'update').map((l) => l.changed);
   expect(changedOf('payment_secrets')).toEqual([['ciphertext']]);
   expect(changedOf('operator_users')).toEqual([['password_hash']]);
   expect(changedOf('webhook_secrets')).toEqual([['previous_ciphertext', 'previous_expires_at', 'secret_ciphertext']]);
-  expect(changedOf('members')).toEqual([['email']]);
+  // the email, and the display name and search text it is in; then the note, tags and billing details
+  expect(changedOf('members')).toEqual([['display_name', 'email', 'search_text'], ['billing_name', 'billing_tax_id', 'note', 'tags']]);
   expect(log.find((l) => l.table_name === 'api_keys' && l.row_id === key.id)?.after).toEqual(expect.objectContaining({ prefix: 'bk_s', scopes: ['plans:read'] }));
 });
 
@@ -129,6 +135,17 @@ test('every audited table has its three triggers, lifecycle ones only with an ac
       and a.attnum > 0 and not a.attisdropped and a.attname ~ '(hash|cipher|secret|token|password)'`, [[...AUDITED_TABLES]]);
   expect(cols.length).toBeGreaterThanOrEqual(6);
   for (const { table, col } of cols) {
+    const hidden = (triggers.find((t) => t.table === table)!.args[1] ?? '').split(',');
+    expect([table, col, hidden.includes(col)]).toEqual([table, col, true]);
+  }
+  // And a member's personal data (an erased member's must not outlive it here): the
+  // member's and the buyer's on an invoice, never the seller's.
+  const personal = await q(`select c.relname as table, a.attname as col from pg_attribute a join pg_class c on c.oid = a.attrelid
+    where c.relname in ('members', 'invoices') and c.relnamespace = 'billing'::regnamespace
+      and a.attnum > 0 and not a.attisdropped
+      and a.attname ~ '^(email|display_name|search_text|note|tags|billing_(name|address_lines|country|tax_id)|buyer_(name|address_lines|tax_id))$'`);
+  expect(personal.length).toBeGreaterThanOrEqual(12);
+  for (const { table, col } of personal) {
     const hidden = (triggers.find((t) => t.table === table)!.args[1] ?? '').split(',');
     expect([table, col, hidden.includes(col)]).toEqual([table, col, true]);
   }

@@ -3,7 +3,7 @@
 -- that keep an erased member empty; invoices that drop a consumer's name and address
 -- once their member is erased; the signed links of mail closed to an erased member; the
 -- member.erased event type; the scopes members:export and members:erase; the audit
--- log's triggers on members, grants and invoices hiding what erasure removes;
+-- log's triggers on grants hiding their note, which erasure removes;
 -- GET /v1/members/{id}/export (billing_api.member_export) and POST
 -- /v1/members/{id}/erase (billing_api.member_erase). Fixtures: functions/30-member-privacy.sql
 -- and the tables beside which each trigger stands.
@@ -417,28 +417,7 @@ drop trigger if exists _050_not_erased on billing.link_codes;
 create trigger _050_not_erased before insert on billing.link_codes
   for each row execute function billing.tg_member_rows__not_erased();
 
--- ---- the audit log hides what erasure removes (tables/30-members.sql, 47-grants.sql, 46-invoices.sql) ----
-drop trigger if exists _950_audit_insert on billing.members;
-create trigger _950_audit_insert after insert on billing.members
-  referencing new table as new_rows for each statement
-  when (pg_catalog.current_setting('app.key_id', true) <> '' or pg_catalog.current_setting('app.actor', true) <> ''
-    or (pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
-        and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')))
-  execute function billing_private.tg_audit('id', 'email,billing_name,billing_address_lines,billing_country,billing_tax_id,display_name,search_text,note,tags');
-drop trigger if exists _950_audit_update on billing.members;
-create trigger _950_audit_update after update on billing.members
-  referencing old table as old_rows new table as new_rows for each statement
-  when (pg_catalog.current_setting('app.key_id', true) <> '' or pg_catalog.current_setting('app.actor', true) <> ''
-    or (pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
-        and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')))
-  execute function billing_private.tg_audit('id', 'email,billing_name,billing_address_lines,billing_country,billing_tax_id,display_name,search_text,note,tags');
-drop trigger if exists _950_audit_delete on billing.members;
-create trigger _950_audit_delete after delete on billing.members
-  referencing old table as old_rows for each statement
-  when (pg_catalog.current_setting('app.key_id', true) <> '' or pg_catalog.current_setting('app.actor', true) <> ''
-    or (pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
-        and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')))
-  execute function billing_private.tg_audit('id', 'email,billing_name,billing_address_lines,billing_country,billing_tax_id,display_name,search_text,note,tags');
+-- ---- the audit log hides a grant note, which erasure removes (tables/47-grants.sql) ----
 drop trigger if exists _950_audit_insert on billing.grants;
 create trigger _950_audit_insert after insert on billing.grants
   referencing new table as new_rows for each statement
@@ -460,27 +439,6 @@ create trigger _950_audit_delete after delete on billing.grants
     or (pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
         and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')))
   execute function billing_private.tg_audit('id', 'note');
-drop trigger if exists _950_audit_insert on billing.invoices;
-create trigger _950_audit_insert after insert on billing.invoices
-  referencing new table as new_rows for each statement
-  when (pg_catalog.current_setting('app.key_id', true) <> '' or pg_catalog.current_setting('app.actor', true) <> ''
-    or (pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
-        and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')))
-  execute function billing_private.tg_audit('id', 'buyer_name,buyer_address_lines');
-drop trigger if exists _950_audit_update on billing.invoices;
-create trigger _950_audit_update after update on billing.invoices
-  referencing old table as old_rows new table as new_rows for each statement
-  when (pg_catalog.current_setting('app.key_id', true) <> '' or pg_catalog.current_setting('app.actor', true) <> ''
-    or (pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
-        and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')))
-  execute function billing_private.tg_audit('id', 'buyer_name,buyer_address_lines');
-drop trigger if exists _950_audit_delete on billing.invoices;
-create trigger _950_audit_delete after delete on billing.invoices
-  referencing old table as old_rows for each statement
-  when (pg_catalog.current_setting('app.key_id', true) <> '' or pg_catalog.current_setting('app.actor', true) <> ''
-    or (pg_catalog.pg_has_role(session_user, 'billing_operator', 'MEMBER')
-        and not pg_catalog.pg_has_role(session_user, 'billing_owner_probe', 'MEMBER')))
-  execute function billing_private.tg_audit('id', 'buyer_name,buyer_address_lines');
 
 -- ---- the event type (tables/60-events.sql) ----
 insert into billing_private.event_types (type, description) values
