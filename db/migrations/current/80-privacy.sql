@@ -28,7 +28,8 @@ declare
   v_c text := billing.current_community_id();
   v_id text := p_args->>'id';
   v_m billing.members;
-  v_named text := '%"' || replace(replace(replace(p_args->>'id', '\', '\\'), '%', '\%'), '_', '\_') || '"%';
+  -- how a JSON text names the member: its id as a string value
+  v_named text := '"' || (p_args->>'id') || '"';
 begin
   select * into v_m from billing.members m where m.community_id = v_c and m.id = v_id;
   if v_m.id is null then
@@ -93,7 +94,7 @@ begin
         'checkout_id', r.checkout_id, 'status', r.status, 'created_at', billing.iso(r.created_at)) order by r.created_at, r.checkout_id)
       from billing.discount_redemptions r where r.community_id = v_c and r.member_id = v_id), '[]'),
     'events', coalesce((select jsonb_agg(billing.event_json(e) order by e.id)
-      from billing.events e where e.community_id = v_c and e.data::text like v_named), '[]'));
+      from billing.events e where e.community_id = v_c and strpos(e.data::text, v_named) > 0), '[]'));
 end
 $$;
 
@@ -194,7 +195,7 @@ declare
   v_m billing.members;
   v_now timestamptz;
   v_secrets text[];
-  v_named text := '%"' || replace(replace(replace(p_member_id, '\', '\\'), '%', '\%'), '_', '\_') || '"%';
+  v_named text := '"' || p_member_id || '"';
   v_sub billing.subscriptions;
   v_provider jsonb := '[]';
   v_subs integer := 0;
@@ -286,8 +287,10 @@ begin
   -- drops them from its snapshots).
   delete from billing.member_identities i where i.community_id = v_c and i.member_id = p_member_id;
   delete from billing.external_subjects x where x.community_id = v_c and x.member_id = p_member_id;
-  update billing.member_entitlements me set identities = '[]'
-  where me.community_id = v_c and me.member_id = p_member_id and me.identities <> '[]';
+  -- the ledger rows' snapshots ({identities, external_subjects}) of who they were
+  update billing.member_entitlements me set identities = billing_private.json_redact(me.identities, v_secrets, p_member_id)
+  where me.community_id = v_c and me.member_id = p_member_id
+    and me.identities is distinct from billing_private.json_redact(me.identities, v_secrets, p_member_id);
   update billing.grants g set note = null
   where g.community_id = v_c and g.member_id = p_member_id and g.note is not null;
   update billing.checkout_sessions cs set customer_email = null, customer_name = null, customer_address_lines = null,
@@ -322,7 +325,7 @@ begin
   -- the answers kept for Idempotency-Key replays.
   with named as (
     select e.id, billing_private.json_redact(e.data, v_secrets, p_member_id) as data from billing.events e
-    where e.community_id = v_c and e.data::text like v_named
+    where e.community_id = v_c and strpos(e.data::text, v_named) > 0
   ), changed as (
     update billing.events e set data = n.data from named n
     where e.community_id = v_c and e.id = n.id and e.data is distinct from n.data
@@ -330,10 +333,10 @@ begin
   )
   select count(*) into v_redacted from changed;
   update billing.idempotency_keys k set response_body = billing_private.json_redact(k.response_body, v_secrets, p_member_id)
-  where k.community_id = v_c and k.response_body::text like v_named
+  where k.community_id = v_c and strpos(k.response_body::text, v_named) > 0
     and k.response_body is distinct from billing_private.json_redact(k.response_body, v_secrets, p_member_id);
   select coalesce(array_agg(e.id), '{}') into v_events from billing.events e
-  where e.community_id = v_c and e.data::text like v_named;
+  where e.community_id = v_c and strpos(e.data::text, v_named) > 0;
   update billing.webhook_attempts a set response_excerpt = null
   from billing.webhook_deliveries d
   where d.community_id = v_c and d.event_id = any (v_events) and a.community_id = v_c and a.delivery_id = d.id

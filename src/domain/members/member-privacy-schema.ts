@@ -56,7 +56,7 @@ export const memberExport = z.object({
     failure_message: z.string().nullable(), provider: z.string(), attempted_at: timestamp,
   })),
   entitlements: z.array(memberEntitlement.extend({
-    identities: z.array(z.looseObject({})).describe('the identities the ledger row last carried (its events\' snapshot)'),
+    identities: z.looseObject({}).describe('the identities and external subjects the ledger row last carried ({identities, external_subjects}: its events\' snapshot)'),
     updated_at: timestamp,
   })).describe('every ledger row of the member, active and inactive'),
   benefit_deliveries: z.array(z.object({
