@@ -46,8 +46,10 @@ begin
       from billing.purchases p where p.community_id = v_c and p.member_id = v_id), '[]'),
     'grants', coalesce((select jsonb_agg(billing.grant_json(g) order by g.id)
       from billing.grants g where g.community_id = v_c and g.member_id = v_id), '[]'),
-    -- the invoice as the API shows it, with the buyer's name and address it was made out to
-    'invoices', coalesce((select jsonb_agg(billing.invoice_json(i) || jsonb_build_object('buyer_name', i.buyer_name,
+    'invoices', coalesce((select jsonb_agg(billing.invoice_json(i) order by i.id)
+      from billing.invoices i where i.community_id = v_c and i.member_id = v_id), '[]'),
+    -- the buyer's name and address each invoice was made out to (the PDF prints them)
+    'invoice_buyers', coalesce((select jsonb_agg(jsonb_build_object('invoice_id', i.id, 'buyer_name', i.buyer_name,
         'buyer_address_lines', to_jsonb(coalesce(i.buyer_address_lines, '{}'::text[]))) order by i.id)
       from billing.invoices i where i.community_id = v_c and i.member_id = v_id), '[]'),
     'credit_notes', coalesce((select jsonb_agg(billing.credit_note_json(cn) order by cn.id)

@@ -46,10 +46,12 @@ export const memberExport = z.object({
   subscriptions: z.array(subscription),
   purchases: z.array(purchase),
   grants: z.array(grant),
-  invoices: z.array(invoice.extend({
+  invoices: z.array(invoice),
+  invoice_buyers: z.array(z.object({
+    invoice_id: z.string(),
     buyer_name: z.string().nullable().describe('the buyer\'s name the invoice was made out to'),
     buyer_address_lines: z.array(z.string()).describe('the buyer\'s address the invoice was made out to'),
-  })),
+  })).describe('the name and address each invoice was made out to (the invoice JSON shows the buyer\'s country and tax id only; the PDF prints these)'),
   credit_notes: z.array(invoiceCreditNote),
   payment_attempts: z.array(z.object({
     id: z.string(), invoice_id: z.string(), status: z.string(), amount_cents: z.number().int(),
