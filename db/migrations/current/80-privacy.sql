@@ -272,11 +272,11 @@ begin
   end loop;
   update billing.grants g set revoked_at = v_now
   where g.community_id = v_c and g.member_id = p_member_id and g.revoked_at is null
-    and (g.expires_at is null or g.expires_at > v_now);
+    and billing.source_grants_access('grant', g.community_id, g.id, 'active', g.expires_at, v_now);
   get diagnostics v_grants = row_count;
   update billing.purchases p set access_expires_at = v_now
-  where p.community_id = v_c and p.member_id = p_member_id and p.status = 'completed'
-    and (p.access_expires_at is null or p.access_expires_at > v_now);
+  where p.community_id = v_c and p.member_id = p_member_id
+    and billing.source_grants_access('purchase', p.community_id, p.id, p.status, p.access_expires_at, v_now);
   get diagnostics v_purchases = row_count;
   for v_id in select cs.id from billing.checkout_sessions cs
       where cs.community_id = v_c and cs.member_id = p_member_id and cs.status = 'open' order by cs.id loop
@@ -289,7 +289,10 @@ begin
   -- drops them from its snapshots).
   delete from billing.member_identities i where i.community_id = v_c and i.member_id = p_member_id;
   delete from billing.external_subjects x where x.community_id = v_c and x.member_id = p_member_id;
-  -- the ledger rows' snapshots ({identities, external_subjects}) of who they were
+  -- The ledger rows' snapshots ({identities, external_subjects}) of who they were: the
+  -- refresh updates an active row's, never an inactive one's, so the erasure rewrites
+  -- them itself, as it rewrites the events (the one write of the ledger outside
+  -- billing.ledger_refresh_each: no status, source or benefit changes).
   update billing.member_entitlements me set identities = billing_private.json_redact(me.identities, v_secrets, p_member_id)
   where me.community_id = v_c and me.member_id = p_member_id
     and me.identities is distinct from billing_private.json_redact(me.identities, v_secrets, p_member_id);
