@@ -16,7 +16,7 @@ import { call, createTenant, startApp, TEST_DB, TestApp } from '../support/app';
 import { cli } from '../support/cli';
 import { startDiscordServer, type DiscordServer } from '../support/discord-server';
 import { checkout, createShop, pay, Shop } from '../support/shop';
-import { ENCRYPTION_KEY, waitFor, worker } from '../support/webhooks';
+import { createEndpoint, ENCRYPTION_KEY, startReceiver, verify, waitFor, worker } from '../support/webhooks';
 import type { WorkerHandle } from '../../worker';
 
 let app: TestApp;
@@ -24,7 +24,7 @@ let discord: DiscordServer;
 let handle: WorkerHandle;
 
 beforeAll(async () => {
-  app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY });
+  app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true });
   process.env.DATABASE_URL = TEST_DB();
   discord = await startDiscordServer();
   // The delivery worker removes what the platform holds once access ends. No deployment
@@ -198,6 +198,26 @@ test('erasure removes every personal field from every row, ends access, has Disc
   expect(erased.rows).toHaveLength(1);
   expect(eventDataSchema('member.erased').safeParse(erased.rows[0].data).success).toBe(true);
   expect(erased.rows[0].data).toMatchObject({ member: { id: p.memberId, identities: [], external_subjects: [] }, erased_at: res.body.erased_at });
+});
+
+test('webhooks get member.erased, and the erasure\'s other events without anything personal', async () => {
+  const p = await person();
+  const receiver = await startReceiver();
+  try {
+    const endpoint = await createEndpoint(app.url, p.shop.key, { url: receiver.url,
+      event_types: ['member.erased', 'member.updated', 'member.entitlement.revoked', 'subscription.cancelled'] });
+    expect((await erase(p)).status).toBe(200);
+    await waitFor('member.erased delivered', () => receiver.received.some((r) => verify(endpoint.secret, r).type === 'member.erased') || null);
+    await waitFor('the revocations delivered', () => receiver.received.some((r) => verify(endpoint.secret, r).type === 'member.entitlement.revoked') || null);
+    const bodies = receiver.received.map((r) => verify(endpoint.secret, r));
+    expect(new Set(bodies.map((b) => b.type))).toEqual(new Set(['member.erased', 'member.updated', 'member.entitlement.revoked', 'subscription.cancelled']));
+    const text = JSON.stringify(bodies).toLowerCase();
+    for (const secret of p.secrets) expect([secret, text.includes(secret.toLowerCase())]).toEqual([secret, false]);
+    expect(bodies.find((b) => b.type === 'member.erased')!.data).toEqual({
+      member: { id: p.memberId, created_at: expect.any(String), identities: [], external_subjects: [] }, erased_at: expect.any(String) });
+  } finally {
+    await receiver.close();
+  }
 });
 
 test('a second erasure does nothing; the same Idempotency-Key replays the first answer', async () => {
