@@ -30,7 +30,7 @@ ${s.info.has_password ? html`<p><label for="current">Current password</label><in
 <h2>Your sessions</h2>
 ${table(['Signed in', 'Last seen', 'Address', 'Browser', ''], sessionRows(sessions, (row) => row.current ? html`this session`
       : actionForm(s, `/dashboard/account/sessions/${encodeURIComponent(row.id)}/end`, `End the session from ${row.address ?? 'an unknown address'}`)), 'No sessions.')}
-${actionForm(s, '/dashboard/account/sign-out-everywhere', 'Sign out everywhere (this session too)', { danger: true })}
+<p>Sign out everywhere: ${actionForm(s, '/dashboard/account/sign-out-everywhere', 'End all my sessions, this one too', { danger: true })}</p>
 <p><a href="/dashboard">Go to the overview</a></p>`, { signed: s }));
   };
   router.get('/account', (req, res) => accountPage(req, res, 200));

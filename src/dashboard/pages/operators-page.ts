@@ -28,7 +28,7 @@ ${table(['Email', 'Role', 'Password', 'Second factor', 'Since', 'Status', ''], p
       html`${u.disabled_at ? `disabled ${day(u.disabled_at)}` : 'active'}`,
       html`<form class="inline" method="post" action="${userPath(u)}">${csrfField(s)}${roleSelect(`role-${u.id}`, u.role)} <button class="secondary" type="submit">Save role of ${u.email}</button></form>
 ${actionForm(s, userPath(u), u.disabled_at ? `Enable ${u.email}` : `Disable ${u.email}`, { danger: !u.disabled_at, fields: html`<input type="hidden" name="disabled" value="${u.disabled_at ? 'false' : 'true'}">` })}
-${actionForm(s, `${userPath(u)}/sign-out`, `Sign out ${u.email} everywhere`)}
+${actionForm(s, `${userPath(u)}/sign-out`, `End every session of ${u.email}`)}
 ${u.second_factor ? actionForm(s, `${userPath(u)}/reset-second-factor`, `Remove the second factor of ${u.email}`, { danger: true }) : ''}
 ${actionForm(s, `${userPath(u)}/remove`, `Remove ${u.email}`, { danger: true })}`]), 'No operators.')}
 ${nextLink(req, page.next_cursor)}
