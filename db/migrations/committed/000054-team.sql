@@ -1,3 +1,11 @@
+--! Previous: sha1:7f658e3d4ac13b59be52ff80d71c50ce2aed30d3
+--! Hash: sha1:74edfbc67cef99c22ac58375e5ba6c7f4a7afbc6
+--! Message: team
+
+--! split: 1-current.sql
+-- Enter migration here
+
+--! split: 90-team.sql
 -- Issue 31 item 6 (team): removing operators, the sessions list and sign-out
 -- everywhere, a second factor (TOTP) an owner can require. Fixtures:
 -- tables/15-operators.sql, functions/15-operators.sql.
@@ -28,6 +36,19 @@ alter table billing_private.operator_second_factors enable row level security;
 alter table billing_private.operator_second_factors force row level security;
 drop policy if exists owner_only on billing_private.operator_second_factors;
 create policy owner_only on billing_private.operator_second_factors using (true);
+-- (from 12-audit.sql) Every change is recorded in the audit log (billing_private.tg_audit).
+drop trigger if exists _950_audit_insert on billing_private.operator_second_factors;
+create trigger _950_audit_insert after insert on billing_private.operator_second_factors
+  referencing new table as new_rows for each statement
+  execute function billing_private.tg_audit('user_id', 'secret_ciphertext', 'last_step');
+drop trigger if exists _950_audit_update on billing_private.operator_second_factors;
+create trigger _950_audit_update after update on billing_private.operator_second_factors
+  referencing old table as old_rows new table as new_rows for each statement
+  execute function billing_private.tg_audit('user_id', 'secret_ciphertext', 'last_step');
+drop trigger if exists _950_audit_delete on billing_private.operator_second_factors;
+create trigger _950_audit_delete after delete on billing_private.operator_second_factors
+  referencing old table as old_rows for each statement
+  execute function billing_private.tg_audit('user_id', 'secret_ciphertext', 'last_step');
 
 -- Recovery codes: only their sha256 is kept; each signs in once (used_at).
 create table if not exists billing_private.operator_recovery_codes (
@@ -43,6 +64,19 @@ alter table billing_private.operator_recovery_codes enable row level security;
 alter table billing_private.operator_recovery_codes force row level security;
 drop policy if exists owner_only on billing_private.operator_recovery_codes;
 create policy owner_only on billing_private.operator_recovery_codes using (true);
+-- (from 12-audit.sql) Every change is recorded in the audit log (billing_private.tg_audit).
+drop trigger if exists _950_audit_insert on billing_private.operator_recovery_codes;
+create trigger _950_audit_insert after insert on billing_private.operator_recovery_codes
+  referencing new table as new_rows for each statement
+  execute function billing_private.tg_audit('user_id', 'code_sha256', 'used_at');
+drop trigger if exists _950_audit_update on billing_private.operator_recovery_codes;
+create trigger _950_audit_update after update on billing_private.operator_recovery_codes
+  referencing old table as old_rows new table as new_rows for each statement
+  execute function billing_private.tg_audit('user_id', 'code_sha256', 'used_at');
+drop trigger if exists _950_audit_delete on billing_private.operator_recovery_codes;
+create trigger _950_audit_delete after delete on billing_private.operator_recovery_codes
+  referencing old table as old_rows for each statement
+  execute function billing_private.tg_audit('user_id', 'code_sha256', 'used_at');
 
 -- What a community's owners require of its operators: a second factor (operators without
 -- one can only enrol once their password is right).
@@ -56,6 +90,19 @@ alter table billing_private.operator_policies enable row level security;
 alter table billing_private.operator_policies force row level security;
 drop policy if exists owner_only on billing_private.operator_policies;
 create policy owner_only on billing_private.operator_policies using (true);
+-- (from 12-audit.sql) Every change is recorded in the audit log (billing_private.tg_audit).
+drop trigger if exists _950_audit_insert on billing_private.operator_policies;
+create trigger _950_audit_insert after insert on billing_private.operator_policies
+  referencing new table as new_rows for each statement
+  execute function billing_private.tg_audit('community_id');
+drop trigger if exists _950_audit_update on billing_private.operator_policies;
+create trigger _950_audit_update after update on billing_private.operator_policies
+  referencing old table as old_rows new table as new_rows for each statement
+  execute function billing_private.tg_audit('community_id');
+drop trigger if exists _950_audit_delete on billing_private.operator_policies;
+create trigger _950_audit_delete after delete on billing_private.operator_policies
+  referencing old table as old_rows for each statement
+  execute function billing_private.tg_audit('community_id');
 
 create or replace function billing_private.operator_session_needs(p_community_id text, p_user_id text, p_code_pending boolean)
   returns text language sql stable
@@ -798,4 +845,64 @@ grant execute on function billing_api.operator_policy_get(jsonb) to billing_api;
 grant execute on function billing_api.operator_policy_update(jsonb) to billing_api;
 grant execute on function billing_private.operator_second_factor_pending(text) to billing_api;
 
---!include 98-dispatch.sql
+--! Included 98-dispatch.sql
+-- Operations run by name without dynamic SQL. billing.api_call (the request gate,
+-- 10-tenancy.sql) runs billing_private.op_dispatch(op, args): a CASE
+-- over every billing_api function taking (p_args jsonb) and returning jsonb, written by
+-- the block below from the catalog when this file is applied. It is the last fixture,
+-- so every operation exists then. A static call is planned once per session, where
+-- EXECUTE parsed and planned 'select billing_api.x($1)' on every request: about 40 us
+-- of the entitlement check's 220 us in the database (bench/RESULTS.md, issue 17).
+--
+-- An operation this CASE does not name yet (added or changed by a later migration
+-- that did not include this file again) still runs, through op_dispatch_dynamic's
+-- EXECUTE. test/db/op-dispatch.test.ts fails until this file is included again, so
+-- a migration that adds an operation includes `--!include 98-dispatch.sql` too.
+-- Invoker rights: the operation runs as the caller (billing_api), as before.
+--
+-- A list's input carries cursor_list and cursor_filters (src/operations/executor.ts
+-- bindCursor): set for the transaction, billing.encode_cursor binds next_cursor to them.
+
+create or replace function billing_private.op_dispatch_dynamic(p_op text, p_args jsonb) returns jsonb
+  language plpgsql volatile
+as $$
+declare
+  v_out jsonb;
+begin
+  execute format('select billing_api.%I($1)', p_op) into v_out using p_args;
+  return v_out;
+end
+$$;
+
+do $do$
+declare
+  v_cases text;
+begin
+  select string_agg(format('    when %L then return billing_api.%I(p_args);', p.proname, p.proname), E'\n' order by p.proname)
+  into v_cases
+  from pg_proc p
+  join pg_namespace n on n.oid = p.pronamespace
+  where n.nspname = 'billing_api' and p.prorettype = 'jsonb'::regtype
+    and pg_get_function_identity_arguments(p.oid) = 'p_args jsonb';
+  execute format($f$
+create or replace function billing_private.op_dispatch(p_op text, p_args jsonb) returns jsonb
+  language plpgsql volatile
+as $b$
+begin
+  if p_args ? 'cursor_list' then
+    perform set_config('app.cursor_list', p_args->>'cursor_list', true),
+      set_config('app.cursor_filters', p_args->>'cursor_filters', true);
+  end if;
+  case p_op
+%s
+    else
+      return billing_private.op_dispatch_dynamic(p_op, p_args);
+  end case;
+end
+$b$$f$, coalesce(v_cases, '    when null then return null;'));
+end
+$do$;
+
+grant execute on function billing_private.op_dispatch_dynamic(text, jsonb) to billing_api;
+grant execute on function billing_private.op_dispatch(text, jsonb) to billing_api;
+--! EndIncluded 98-dispatch.sql
