@@ -1,4 +1,4 @@
--- db/migrations sha256:ef9ba0ab6db040872db53c44cba83aa0a050b9940ab5ce142ca8153d070383f4 (regenerate with npm run db:schema)
+-- db/migrations sha256:35141d1c0946da60f2a17bd9100eac6978051221806b0dd6df9082eb9e2948d1 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -6576,6 +6576,58 @@ $$;
 
 
 --
+-- Name: operator_policy_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operator_policy_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  return billing_private.operator_policy_here();
+end
+$$;
+
+
+--
+-- Name: operator_policy_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operator_policy_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  return billing_private.operator_policy_set((p_args->>'second_factor_required')::boolean);
+end
+$$;
+
+
+--
+-- Name: operator_sessions_end(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operator_sessions_end(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  return billing_private.operator_sessions_end_here(p_args->>'session_id', null);
+end
+$$;
+
+
+--
+-- Name: operator_sessions_list(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operator_sessions_list(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  return billing_private.operator_sessions_here(p_args->>'user_id');
+end
+$$;
+
+
+--
 -- Name: operators_invite(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -6597,6 +6649,45 @@ CREATE FUNCTION billing_api.operators_list(p_args jsonb) RETURNS jsonb
     AS $$
 begin
   return billing_private.operator_users_page(p_args->>'cursor', coalesce((p_args->>'limit')::integer, 25));
+end
+$$;
+
+
+--
+-- Name: operators_remove(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operators_remove(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  return billing_private.operator_user_remove(p_args->>'id');
+end
+$$;
+
+
+--
+-- Name: operators_reset_second_factor(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operators_reset_second_factor(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  return billing_private.operator_second_factor_reset_here(p_args->>'id');
+end
+$$;
+
+
+--
+-- Name: operators_sign_out(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.operators_sign_out(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  return billing_private.operator_sessions_end_here(null, p_args->>'id');
 end
 $$;
 
@@ -8055,6 +8146,19 @@ $$;
 
 
 --
+-- Name: current_operator_user_id(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.current_operator_user_id() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select s.user_id from billing_private.operator_sessions s
+  where s.community_id = billing.current_community_id() and s.id = nullif(current_setting('app.key_id', true), '')
+$$;
+
+
+--
 -- Name: enqueue_connection_deliveries(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8734,8 +8838,15 @@ begin
     when 'members_list' then return billing_api.members_list(p_args);
     when 'members_lookup' then return billing_api.members_lookup(p_args);
     when 'members_update' then return billing_api.members_update(p_args);
+    when 'operator_policy_get' then return billing_api.operator_policy_get(p_args);
+    when 'operator_policy_update' then return billing_api.operator_policy_update(p_args);
+    when 'operator_sessions_end' then return billing_api.operator_sessions_end(p_args);
+    when 'operator_sessions_list' then return billing_api.operator_sessions_list(p_args);
     when 'operators_invite' then return billing_api.operators_invite(p_args);
     when 'operators_list' then return billing_api.operators_list(p_args);
+    when 'operators_remove' then return billing_api.operators_remove(p_args);
+    when 'operators_reset_second_factor' then return billing_api.operators_reset_second_factor(p_args);
+    when 'operators_sign_out' then return billing_api.operators_sign_out(p_args);
     when 'operators_update' then return billing_api.operators_update(p_args);
     when 'plans_get' then return billing_api.plans_get(p_args);
     when 'plans_list' then return billing_api.plans_list(p_args);
@@ -8791,6 +8902,31 @@ $_$;
 
 
 --
+-- Name: operator_address_shown(text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_address_shown(p_ip text, p_full boolean) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v text := regexp_replace(p_ip, '^::ffff:(\d+\.\d+\.\d+\.\d+)$', '\1');
+begin
+  if p_ip is null then
+    return null;
+  elsif p_full then
+    return v;
+  elsif v ~ '^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$' then
+    return regexp_replace(v, '\.\d+$', '.x');
+  end if;
+  return network(set_masklen(v::inet, 48))::text;
+exception when others then
+  return 'hidden';
+end
+$_$;
+
+
+--
 -- Name: operator_change_password(text, text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8835,6 +8971,71 @@ $_$;
 
 
 --
+-- Name: operator_code_begin(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_code_begin(p_token_sha256 text, p_ip text, p_purpose text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_s billing_private.operator_sessions;
+  v_f billing_private.operator_second_factors;
+  v_r jsonb;
+  v_pair text;
+begin
+  select s.* into v_s from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and u.disabled_at is null;
+  if v_s.id is null or v_s.code_pending <> (p_purpose = 'sign_in') then
+    return jsonb_build_object('allowed', false, 'reason', 'signed_out');
+  end if;
+  select f.* into v_f from billing_private.operator_second_factors f
+  where f.community_id = v_s.community_id and f.user_id = v_s.user_id and (f.confirmed_at is null) = (p_purpose = 'confirm');
+  if v_f.user_id is null then
+    return jsonb_build_object('allowed', false, 'reason', 'no_factor');
+  end if;
+  v_r := billing_private.take_token('signin-ip:' || coalesce(p_ip, '?'), 10, 10);
+  if (v_r->>'allowed')::boolean then
+    v_pair := 'code-fail:' || v_s.user_id || ' ' || coalesce(p_ip, '?');
+    v_r := billing_private.take_token(v_pair, 0.2, 5);
+  end if;
+  if (v_r->>'allowed')::boolean then
+    v_r := billing_private.take_token('code-fail:' || v_s.user_id, 0.2, 10);
+    if not (v_r->>'allowed')::boolean and exists (select 1 from billing_private.operator_known_addresses k
+        where k.user_id = v_s.user_id and k.ip = p_ip and k.last_seen_at > now() - interval '90 days') then
+      v_r := jsonb_build_object('allowed', true);
+    elsif not (v_r->>'allowed')::boolean then
+      perform billing_private.take_tokens(v_pair, 0.2, 5, 0, 1);
+    end if;
+  end if;
+  if not (v_r->>'allowed')::boolean then
+    return jsonb_build_object('allowed', false, 'reason', 'rate_limited', 'retry_after', (v_r->>'retry_after')::bigint);
+  end if;
+  return (select jsonb_build_object('allowed', true, 'community_id', v_s.community_id, 'user_id', v_s.user_id,
+    'ciphertext', v_f.secret_ciphertext, 'email', u.email, 'community_name', c.name)
+  from billing_private.operator_users u join billing.communities c on c.id = u.community_id
+  where u.community_id = v_s.community_id and u.id = v_s.user_id);
+end
+$$;
+
+
+--
+-- Name: operator_code_succeeded(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_code_succeeded(p_user_id text, p_ip text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  delete from billing_private.rate_buckets b where b.bucket = 'code-fail:' || p_user_id || ' ' || coalesce(p_ip, '?');
+  perform billing_private.take_tokens('code-fail:' || p_user_id, 0.2, 10, 0, 1);
+end
+$$;
+
+
+--
 -- Name: operator_community_id(); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8842,6 +9043,32 @@ CREATE FUNCTION billing_private.operator_community_id() RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ select o.community_id::text from billing_private.operator_roles o where o.role_name = session_user $$;
+
+
+--
+-- Name: operator_end_own_sessions(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_end_own_sessions(p_token_sha256 text, p_session_id text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_me billing_private.operator_sessions;
+  v_ended integer;
+begin
+  select s.* into v_me from billing_private.operator_sessions s
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and not s.code_pending;
+  if v_me.id is null then
+    return 0;
+  end if;
+  update billing_private.operator_sessions s set revoked_at = now()
+  where s.community_id = v_me.community_id and s.user_id = v_me.user_id and s.revoked_at is null
+    and (p_session_id is null or s.id = p_session_id);
+  get diagnostics v_ended = row_count;
+  return v_ended;
+end
+$$;
 
 
 --
@@ -9059,6 +9286,23 @@ $_$;
 
 
 --
+-- Name: operator_own_sessions(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_own_sessions(p_token_sha256 text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select coalesce(jsonb_agg(billing_private.operator_session_json(o, null, true, me.id)
+      order by coalesce(o.last_seen_at, o.created_at) desc, o.id), '[]')
+  from billing_private.operator_sessions me
+  join billing_private.operator_sessions o on o.community_id = me.community_id and o.user_id = me.user_id
+    and o.revoked_at is null and o.expires_at > now()
+  where me.token_sha256 = p_token_sha256 and me.revoked_at is null and me.expires_at > now() and not me.code_pending
+$$;
+
+
+--
 -- Name: operator_password_candidates(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -9096,6 +9340,86 @@ $_$;
 
 
 --
+-- Name: operator_policy_here(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_policy_here() RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('second_factor_required', coalesce(p.second_factor_required, false),
+    'updated_at', billing.iso(p.updated_at),
+    'operators_without_second_factor', (select count(*) from billing_private.operator_users u
+      where u.community_id = billing.current_community_id() and u.disabled_at is null
+        and not exists (select 1 from billing_private.operator_second_factors f
+                        where f.community_id = u.community_id and f.user_id = u.id and f.confirmed_at is not null)))
+  from (select 1) one
+  left join billing_private.operator_policies p on p.community_id = billing.current_community_id()
+$$;
+
+
+--
+-- Name: operator_policy_set(boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_policy_set(p_second_factor_required boolean) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_me text := billing_private.current_operator_user_id();
+begin
+  if p_second_factor_required is null then
+    perform billing.raise('BL422', 'second_factor_required: expected true or false.', 'second_factor_required');
+  elsif p_second_factor_required and not exists (select 1 from billing_private.operator_second_factors f
+      where f.community_id = billing.current_community_id() and f.user_id = v_me and f.confirmed_at is not null) then
+    perform billing.raise('BL409', 'Turn on your own second factor first (Account page), then require one of every operator.');
+  end if;
+  insert into billing_private.operator_policies as p (community_id, second_factor_required, updated_at, updated_by)
+  values (billing.current_community_id(), p_second_factor_required, now(), v_me)
+  on conflict (community_id) do update set second_factor_required = excluded.second_factor_required,
+    updated_at = excluded.updated_at, updated_by = excluded.updated_by;
+  return billing_private.operator_policy_here();
+end
+$$;
+
+
+--
+-- Name: operator_recovery_replace(text, text, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_recovery_replace(p_community_id text, p_user_id text, p_hashes text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if coalesce(cardinality(p_hashes), 0) not between 1 and 20 then
+    perform billing.raise('BL422', 'recovery codes: expected 1 to 20.');
+  end if;
+  delete from billing_private.operator_recovery_codes r where r.community_id = p_community_id and r.user_id = p_user_id;
+  insert into billing_private.operator_recovery_codes (community_id, user_id, code_sha256)
+  select p_community_id, p_user_id, h from unnest(p_hashes) h on conflict do nothing;
+end
+$$;
+
+
+--
+-- Name: operator_recovery_spend(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_recovery_spend(p_community_id text, p_user_id text, p_code_sha256 text) RETURNS boolean
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with spent as (
+    update billing_private.operator_recovery_codes r set used_at = now()
+    where r.community_id = p_community_id and r.user_id = p_user_id and r.code_sha256 = p_code_sha256 and r.used_at is null
+    returning 1)
+  select exists (select 1 from spent)
+$$;
+
+
+--
 -- Name: operator_role_scopes(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -9108,6 +9432,153 @@ CREATE FUNCTION billing_private.operator_role_scopes(p_role text) RETURNS text[]
     when 'admin' then billing_private.api_key_scopes() || array['keys:read', 'keys:write']
     when 'owner' then billing_private.api_key_scopes() || array['keys:read', 'keys:write', 'operators:read', 'operators:write']
   end
+$$;
+
+
+--
+-- Name: operator_second_factor_confirm(text, text, bigint, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_second_factor_confirm(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_hashes text[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_s billing_private.operator_sessions;
+  v_ended integer;
+begin
+  select s.* into v_s from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and not s.code_pending
+    and u.disabled_at is null;
+  if v_s.id is null then
+    return jsonb_build_object('ok', false, 'reason', 'signed_out');
+  elsif not billing_private.operator_step_accept(v_s.community_id, v_s.user_id, p_step, false) then
+    return jsonb_build_object('ok', false, 'reason', 'replayed');
+  end if;
+  update billing_private.operator_second_factors f set confirmed_at = now()
+  where f.community_id = v_s.community_id and f.user_id = v_s.user_id;
+  perform billing_private.operator_recovery_replace(v_s.community_id, v_s.user_id, p_recovery_hashes);
+  perform billing_private.operator_code_succeeded(v_s.user_id, p_ip);
+  update billing_private.operator_sessions s set revoked_at = now()
+  where s.community_id = v_s.community_id and s.user_id = v_s.user_id and s.id <> v_s.id and s.revoked_at is null;
+  get diagnostics v_ended = row_count;
+  return jsonb_build_object('ok', true, 'ended', v_ended);
+end
+$$;
+
+
+--
+-- Name: operator_second_factor_manage(text, text, bigint, text, text, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_second_factor_manage(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_action text, p_recovery_hashes text[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_s billing_private.operator_sessions;
+begin
+  select s.* into v_s from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and not s.code_pending
+    and u.disabled_at is null;
+  if v_s.id is null or p_action not in ('off', 'recovery_codes') then
+    return jsonb_build_object('ok', false, 'reason', 'signed_out');
+  elsif p_action = 'off' and exists (select 1 from billing_private.operator_policies p
+      where p.community_id = v_s.community_id and p.second_factor_required) then
+    return jsonb_build_object('ok', false, 'reason', 'required');
+  elsif p_step is not null then
+    if not billing_private.operator_step_accept(v_s.community_id, v_s.user_id, p_step, true) then
+      return jsonb_build_object('ok', false, 'reason', 'replayed');
+    end if;
+  elsif p_recovery_sha256 is null
+     or not billing_private.operator_recovery_spend(v_s.community_id, v_s.user_id, p_recovery_sha256) then
+    return jsonb_build_object('ok', false, 'reason', 'wrong');
+  end if;
+  perform billing_private.operator_code_succeeded(v_s.user_id, p_ip);
+  if p_action = 'off' then
+    delete from billing_private.operator_second_factors f where f.community_id = v_s.community_id and f.user_id = v_s.user_id;
+    delete from billing_private.operator_recovery_codes r where r.community_id = v_s.community_id and r.user_id = v_s.user_id;
+  else
+    perform billing_private.operator_recovery_replace(v_s.community_id, v_s.user_id, p_recovery_hashes);
+  end if;
+  return jsonb_build_object('ok', true);
+end
+$$;
+
+
+--
+-- Name: operator_second_factor_pending(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_second_factor_pending(p_token_sha256 text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('community_id', s.community_id, 'user_id', s.user_id, 'ciphertext', f.secret_ciphertext,
+    'email', u.email, 'community_name', c.name)
+  from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  join billing.communities c on c.id = s.community_id
+  join billing_private.operator_second_factors f on f.community_id = s.community_id and f.user_id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and not s.code_pending
+    and u.disabled_at is null and f.confirmed_at is null
+$$;
+
+
+--
+-- Name: operator_second_factor_reset_here(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_second_factor_reset_here(p_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_user billing_private.operator_users;
+begin
+  select u.* into v_user from billing_private.operator_users u
+  where u.community_id = billing.current_community_id() and u.id = p_id;
+  if v_user.id is null then
+    perform billing.raise('BL404', 'No operator ' || coalesce(p_id, '') || '.');
+  end if;
+  delete from billing_private.operator_second_factors f where f.community_id = v_user.community_id and f.user_id = v_user.id;
+  delete from billing_private.operator_recovery_codes r where r.community_id = v_user.community_id and r.user_id = v_user.id;
+  update billing_private.operator_sessions s set revoked_at = now()
+  where s.community_id = v_user.community_id and s.user_id = v_user.id and s.revoked_at is null;
+  return billing_private.operator_user_json(v_user);
+end
+$$;
+
+
+--
+-- Name: operator_second_factor_start(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_second_factor_start(p_token_sha256 text, p_ciphertext text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_s billing_private.operator_sessions;
+begin
+  select s.* into v_s from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and not s.code_pending
+    and u.disabled_at is null;
+  if v_s.id is null then
+    return jsonb_build_object('ok', false, 'reason', 'signed_out');
+  elsif exists (select 1 from billing_private.operator_second_factors f
+                where f.community_id = v_s.community_id and f.user_id = v_s.user_id and f.confirmed_at is not null) then
+    return jsonb_build_object('ok', false, 'reason', 'already_on');
+  end if;
+  insert into billing_private.operator_second_factors as f (community_id, user_id, secret_ciphertext)
+  values (v_s.community_id, v_s.user_id, p_ciphertext)
+  on conflict (community_id, user_id) do update set secret_ciphertext = excluded.secret_ciphertext, created_at = now(), last_step = null
+  where f.confirmed_at is null;
+  return jsonb_build_object('ok', true, 'community_id', v_s.community_id, 'user_id', v_s.user_id);
+end
 $$;
 
 
@@ -9125,21 +9596,95 @@ $$;
 
 
 --
--- Name: operator_session_info(text); Type: FUNCTION; Schema: billing_private; Owner: -
+-- Name: operator_session_info(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
-CREATE FUNCTION billing_private.operator_session_info(p_token_sha256 text) RETURNS jsonb
-    LANGUAGE sql STABLE SECURITY DEFINER
+CREATE FUNCTION billing_private.operator_session_info(p_token_sha256 text, p_ip text DEFAULT NULL::text, p_user_agent text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-  select jsonb_build_object('session_id', s.id, 'community_id', s.community_id, 'community_name', c.name,
-    'user_id', u.id, 'email', u.email, 'role', u.role, 'has_password', u.password_hash is not null,
-    'scopes', to_jsonb(billing_private.operator_role_scopes(u.role)), 'expires_at', billing.iso(s.expires_at))
-  from billing_private.operator_sessions s
+declare
+  v_s billing_private.operator_sessions;
+begin
+  select s.* into v_s from billing_private.operator_sessions s
   join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
-  join billing.communities c on c.id = s.community_id
   where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now()
-    and u.disabled_at is null
+    and u.disabled_at is null;
+  if v_s.id is null then
+    return null;
+  end if;
+  if p_ip is not null and (v_s.last_seen_at is null or v_s.last_seen_at < now() - interval '1 minute'
+                           or v_s.ip is distinct from p_ip) then
+    update billing_private.operator_sessions s set last_seen_at = now(), ip = p_ip,
+      user_agent = coalesce(left(p_user_agent, 256), s.user_agent)
+    where s.community_id = v_s.community_id and s.id = v_s.id;
+  end if;
+  return (select jsonb_build_object('session_id', v_s.id, 'community_id', v_s.community_id, 'community_name', c.name,
+    'user_id', u.id, 'email', u.email, 'role', u.role, 'has_password', u.password_hash is not null,
+    'scopes', to_jsonb(billing_private.operator_role_scopes(u.role)), 'expires_at', billing.iso(v_s.expires_at),
+    'second_factor', exists (select 1 from billing_private.operator_second_factors f
+                             where f.community_id = u.community_id and f.user_id = u.id and f.confirmed_at is not null),
+    'needs', billing_private.operator_session_needs(v_s.community_id, v_s.user_id, v_s.code_pending))
+  from billing_private.operator_users u
+  join billing.communities c on c.id = u.community_id
+  where u.community_id = v_s.community_id and u.id = v_s.user_id);
+end
+$$;
+
+
+--
+-- Name: operator_sessions; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_sessions (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('ops'::text) NOT NULL COLLATE pg_catalog."C",
+    token_sha256 text NOT NULL,
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone,
+    last_seen_at timestamp with time zone,
+    ip text,
+    user_agent text,
+    code_pending boolean DEFAULT false NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.operator_sessions FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: operator_session_json(billing_private.operator_sessions, text, boolean, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_session_json(s billing_private.operator_sessions, p_email text, p_full boolean, p_current_id text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('id', s.id, 'user_id', s.user_id, 'email', p_email,
+    'current', coalesce(s.id = p_current_id, false), 'code_pending', s.code_pending,
+    'created_at', billing.iso(s.created_at), 'last_seen_at', billing.iso(coalesce(s.last_seen_at, s.created_at)),
+    'expires_at', billing.iso(s.expires_at), 'address', billing_private.operator_address_shown(s.ip, p_full),
+    'browser', billing_private.user_agent_summary(s.user_agent))
+$$;
+
+
+--
+-- Name: operator_session_needs(text, text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_session_needs(p_community_id text, p_user_id text, p_code_pending boolean) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case
+    when p_code_pending then 'code'
+    when exists (select 1 from billing_private.operator_policies p
+                 where p.community_id = p_community_id and p.second_factor_required)
+     and not exists (select 1 from billing_private.operator_second_factors f
+                     where f.community_id = p_community_id and f.user_id = p_user_id and f.confirmed_at is not null)
+      then 'enrolment'
+  end
 $$;
 
 
@@ -9154,15 +9699,21 @@ CREATE FUNCTION billing_private.operator_session_open(p_user_id text, p_token_sh
 declare
   v_session billing_private.operator_sessions;
 begin
-  insert into billing_private.operator_sessions (community_id, token_sha256, user_id, expires_at)
-  select u.community_id, p_token_sha256, u.id, now() + p_ttl
-  from billing_private.operator_users u where u.id = p_user_id and u.disabled_at is null
+  -- A user with a second factor gets a session that owes its code (10 minutes to give
+  -- it: billing_private.operator_sign_in_code), which is no credential until then.
+  insert into billing_private.operator_sessions (community_id, token_sha256, user_id, expires_at, code_pending)
+  select u.community_id, p_token_sha256, u.id,
+    now() + case when f.user_id is null then p_ttl else least(p_ttl, interval '10 minutes') end, f.user_id is not null
+  from billing_private.operator_users u
+  left join billing_private.operator_second_factors f
+    on f.community_id = u.community_id and f.user_id = u.id and f.confirmed_at is not null
+  where u.id = p_user_id and u.disabled_at is null
   returning * into v_session;
   if v_session.id is null then
     return null;
   end if;
   return jsonb_build_object('session_id', v_session.id, 'community_id', v_session.community_id,
-    'expires_at', billing.iso(v_session.expires_at));
+    'expires_at', billing.iso(v_session.expires_at), 'code_pending', v_session.code_pending);
 end
 $$;
 
@@ -9183,6 +9734,100 @@ $_$;
 
 
 --
+-- Name: operator_sessions_end_here(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_sessions_end_here(p_session_id text, p_user_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_ended integer;
+begin
+  if p_user_id is not null and not exists (select 1 from billing_private.operator_users u
+      where u.community_id = billing.current_community_id() and u.id = p_user_id) then
+    perform billing.raise('BL404', 'No operator ' || p_user_id || '.');
+  elsif p_session_id is null and p_user_id is null then
+    perform billing.raise('BL422', 'session_id: name a session or an operator.', 'session_id');
+  end if;
+  update billing_private.operator_sessions s set revoked_at = now()
+  where s.community_id = billing.current_community_id() and s.revoked_at is null and s.expires_at > now()
+    and (p_session_id is null or s.id = p_session_id) and (p_user_id is null or s.user_id = p_user_id);
+  get diagnostics v_ended = row_count;
+  if p_session_id is not null and v_ended = 0 then
+    perform billing.raise('BL404', 'No live session ' || p_session_id || '.');
+  end if;
+  return jsonb_build_object('ended', v_ended);
+end
+$$;
+
+
+--
+-- Name: operator_sessions_here(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_sessions_here(p_user_id text) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with me as (
+    select s.id, s.user_id from billing_private.operator_sessions s
+    where s.community_id = billing.current_community_id() and s.id = nullif(current_setting('app.key_id', true), ''))
+  select jsonb_build_object('data', coalesce(jsonb_agg(billing_private.operator_session_json(x.s, x.email,
+      coalesce(x.user_id = (select me.user_id from me), false), (select me.id from me))
+      order by x.seen desc, x.id), '[]'))
+  from (select s, u.email, s.user_id, s.id, coalesce(s.last_seen_at, s.created_at) as seen
+        from billing_private.operator_sessions s
+        join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+        where s.community_id = billing.current_community_id() and s.revoked_at is null and s.expires_at > now()
+          and (p_user_id is null or s.user_id = p_user_id)
+        order by coalesce(s.last_seen_at, s.created_at) desc limit 500) x
+$$;
+
+
+--
+-- Name: operator_sign_in_code(text, text, bigint, text, text, interval); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_sign_in_code(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_new_token_sha256 text, p_ttl interval) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_s billing_private.operator_sessions;
+begin
+  select s.* into v_s from billing_private.operator_sessions s
+  join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
+  where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now() and s.code_pending
+    and u.disabled_at is null
+  for update of s;
+  if v_s.id is null or p_new_token_sha256 is null then
+    return jsonb_build_object('ok', false, 'reason', 'signed_out');
+  elsif p_step is not null then
+    if not billing_private.operator_step_accept(v_s.community_id, v_s.user_id, p_step, true) then
+      return jsonb_build_object('ok', false, 'reason', 'replayed');
+    end if;
+  elsif p_recovery_sha256 is null
+     or not billing_private.operator_recovery_spend(v_s.community_id, v_s.user_id, p_recovery_sha256) then
+    return jsonb_build_object('ok', false, 'reason', 'wrong');
+  end if;
+  update billing_private.operator_sessions s set code_pending = false, token_sha256 = p_new_token_sha256,
+    expires_at = now() + p_ttl, ip = coalesce(p_ip, s.ip), last_seen_at = now()
+  where s.community_id = v_s.community_id and s.id = v_s.id;
+  perform billing_private.operator_code_succeeded(v_s.user_id, p_ip);
+  if p_ip is not null then
+    insert into billing_private.operator_known_addresses as k (user_id, ip) values (v_s.user_id, p_ip)
+    on conflict (user_id, ip) do update set last_seen_at = now();
+  end if;
+  return jsonb_build_object('ok', true, 'session_id', v_s.id, 'community_id', v_s.community_id,
+    'expires_at', billing.iso(now() + p_ttl),
+    'recovery_left', (select count(*) from billing_private.operator_recovery_codes r
+                      where r.community_id = v_s.community_id and r.user_id = v_s.user_id and r.used_at is null));
+end
+$$;
+
+
+--
 -- Name: operator_sign_in_succeeded(text, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -9192,15 +9837,24 @@ CREATE FUNCTION billing_private.operator_sign_in_succeeded(p_session_id text, p_
     AS $$
 declare
   v_user billing_private.operator_users;
+  v_pending boolean;
 begin
   select u.* into v_user from billing_private.operator_sessions s
   join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
   where s.id = p_session_id and s.revoked_at is null and s.created_at > now() - interval '1 minute';
+  select s.code_pending into v_pending from billing_private.operator_sessions s
+  where s.community_id = v_user.community_id and s.id = p_session_id;
   if v_user.id is null or p_ip is null then
     return;
   end if;
-  insert into billing_private.operator_known_addresses as k (user_id, ip) values (v_user.id, p_ip)
-  on conflict (user_id, ip) do update set last_seen_at = now();
+  update billing_private.operator_sessions s set ip = p_ip
+  where s.community_id = v_user.community_id and s.id = p_session_id;
+  -- An address becomes known once the whole sign-in succeeded: with a second factor,
+  -- when its code was right (operator_sign_in_code).
+  if not v_pending then
+    insert into billing_private.operator_known_addresses as k (user_id, ip) values (v_user.id, p_ip)
+    on conflict (user_id, ip) do update set last_seen_at = now();
+  end if;
   delete from billing_private.operator_known_addresses k
   where k.user_id = v_user.id and k.last_seen_at < now() - interval '90 days';
   if p_email is not null and lower(trim(p_email)) = v_user.email then
@@ -9250,6 +9904,23 @@ $$;
 
 
 --
+-- Name: operator_step_accept(text, text, bigint, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_step_accept(p_community_id text, p_user_id text, p_step bigint, p_confirmed boolean) RETURNS boolean
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with accepted as (
+    update billing_private.operator_second_factors f set last_step = p_step
+    where f.community_id = p_community_id and f.user_id = p_user_id and (f.confirmed_at is not null) = p_confirmed
+      and p_step is not null and (f.last_step is null or f.last_step < p_step)
+    returning 1)
+  select exists (select 1 from accepted)
+$$;
+
+
+--
 -- Name: operator_users; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -9277,7 +9948,36 @@ CREATE FUNCTION billing_private.operator_user_json(u billing_private.operator_us
     LANGUAGE sql STABLE
     AS $$
   select jsonb_build_object('id', u.id, 'email', u.email, 'role', u.role, 'has_password', u.password_hash is not null,
+    'second_factor', exists (select 1 from billing_private.operator_second_factors f
+                             where f.community_id = u.community_id and f.user_id = u.id and f.confirmed_at is not null),
     'created_at', billing.iso(u.created_at), 'disabled_at', billing.iso(u.disabled_at))
+$$;
+
+
+--
+-- Name: operator_user_remove(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.operator_user_remove(p_id text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_user billing_private.operator_users;
+begin
+  perform pg_advisory_xact_lock(hashtext(billing.current_community_id() || ' operators'));
+  delete from billing_private.operator_users u
+  where u.community_id = billing.current_community_id() and u.id = p_id
+  returning * into v_user;
+  if v_user.id is null then
+    perform billing.raise('BL404', 'No operator ' || coalesce(p_id, '') || '.');
+  end if;
+  if not exists (select 1 from billing_private.operator_users u
+                 where u.community_id = v_user.community_id and u.role = 'owner' and u.disabled_at is null) then
+    perform billing.raise('BL409', 'A community keeps at least one enabled owner: make someone else owner before removing this one.');
+  end if;
+  return jsonb_build_object('id', v_user.id, 'email', v_user.email, 'role', v_user.role, 'removed', true);
+end
 $$;
 
 
@@ -9803,7 +10503,8 @@ begin
   from billing_private.operator_sessions s
   join billing_private.operator_users u on u.community_id = s.community_id and u.id = s.user_id
   where s.token_sha256 = p_token_sha256 and s.revoked_at is null and s.expires_at > now()
-    and u.disabled_at is null;
+    and u.disabled_at is null
+    and billing_private.operator_session_needs(s.community_id, s.user_id, s.code_pending) is null;
   if v_out is null then
     select jsonb_build_object('key_id', m.id, 'community_id', m.community_id,
       'scopes', to_jsonb(billing_private.member_portal_scopes()), 'member_id', m.member_id)
@@ -10363,6 +11064,30 @@ begin
   end if;
   return new;
 end
+$$;
+
+
+--
+-- Name: user_agent_summary(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.user_agent_summary(p_ua text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select case when coalesce(p_ua, '') = '' then null else
+    coalesce(
+      case when p_ua ~ 'Edg/\d' then 'Edge ' || substring(p_ua from 'Edg/(\d+)')
+           when p_ua ~ 'OPR/\d' then 'Opera ' || substring(p_ua from 'OPR/(\d+)')
+           when p_ua ~ 'Firefox/\d' then 'Firefox ' || substring(p_ua from 'Firefox/(\d+)')
+           when p_ua ~ 'Chrome/\d' then 'Chrome ' || substring(p_ua from 'Chrome/(\d+)')
+           when p_ua ~ 'Version/\d+.*Safari/' then 'Safari ' || substring(p_ua from 'Version/(\d+)')
+           when p_ua ~* '^curl/' then 'curl'
+      end, 'Another browser')
+    || coalesce(' on ' || case when p_ua ~ 'Windows' then 'Windows' when p_ua ~ 'Android' then 'Android'
+         when p_ua ~ 'iPhone|iPad' then 'iOS' when p_ua ~ 'CrOS' then 'ChromeOS'
+         when p_ua ~ 'Mac OS X|Macintosh' then 'macOS' when p_ua ~ 'Linux' then 'Linux' end, '')
+  end
 $$;
 
 
@@ -13012,6 +13737,35 @@ ALTER TABLE ONLY billing_private.operator_links FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: operator_policies; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_policies (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    second_factor_required boolean DEFAULT false NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_by text COLLATE pg_catalog."C"
+);
+
+ALTER TABLE ONLY billing_private.operator_policies FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: operator_recovery_codes; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE TABLE billing_private.operator_recovery_codes (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    code_sha256 text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    used_at timestamp with time zone
+);
+
+ALTER TABLE ONLY billing_private.operator_recovery_codes FORCE ROW LEVEL SECURITY;
+
+
+--
 -- Name: operator_roles; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -13025,20 +13779,20 @@ ALTER TABLE ONLY billing_private.operator_roles FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: operator_sessions; Type: TABLE; Schema: billing_private; Owner: -
+-- Name: operator_second_factors; Type: TABLE; Schema: billing_private; Owner: -
 --
 
-CREATE TABLE billing_private.operator_sessions (
+CREATE TABLE billing_private.operator_second_factors (
     community_id text NOT NULL COLLATE pg_catalog."C",
-    id text DEFAULT billing.gen_id('ops'::text) NOT NULL COLLATE pg_catalog."C",
-    token_sha256 text NOT NULL,
     user_id text NOT NULL COLLATE pg_catalog."C",
+    secret_ciphertext text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    expires_at timestamp with time zone NOT NULL,
-    revoked_at timestamp with time zone
+    confirmed_at timestamp with time zone,
+    last_step bigint,
+    CONSTRAINT operator_second_factors_secret_ciphertext_check CHECK ((secret_ciphertext ~~ 'v1:%'::text))
 );
 
-ALTER TABLE ONLY billing_private.operator_sessions FORCE ROW LEVEL SECURITY;
+ALTER TABLE ONLY billing_private.operator_second_factors FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -13613,11 +14367,35 @@ ALTER TABLE ONLY billing_private.operator_links
 
 
 --
+-- Name: operator_policies operator_policies_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_policies
+    ADD CONSTRAINT operator_policies_pkey PRIMARY KEY (community_id);
+
+
+--
+-- Name: operator_recovery_codes operator_recovery_codes_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_recovery_codes
+    ADD CONSTRAINT operator_recovery_codes_pkey PRIMARY KEY (community_id, user_id, code_sha256);
+
+
+--
 -- Name: operator_roles operator_roles_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
 --
 
 ALTER TABLE ONLY billing_private.operator_roles
     ADD CONSTRAINT operator_roles_pkey PRIMARY KEY (role_name);
+
+
+--
+-- Name: operator_second_factors operator_second_factors_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_second_factors
+    ADD CONSTRAINT operator_second_factors_pkey PRIMARY KEY (community_id, user_id);
 
 
 --
@@ -14840,10 +15618,31 @@ CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.api_keys REFERE
 
 
 --
+-- Name: operator_policies _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.operator_policies REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('community_id');
+
+
+--
+-- Name: operator_recovery_codes _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.operator_recovery_codes REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('user_id', 'code_sha256', 'used_at');
+
+
+--
 -- Name: operator_roles _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
 --
 
 CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.operator_roles REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('role_name');
+
+
+--
+-- Name: operator_second_factors _950_audit_delete; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing_private.operator_second_factors REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('user_id', 'secret_ciphertext', 'last_step');
 
 
 --
@@ -14882,10 +15681,31 @@ CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.api_keys REFERE
 
 
 --
+-- Name: operator_policies _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.operator_policies REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('community_id');
+
+
+--
+-- Name: operator_recovery_codes _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.operator_recovery_codes REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('user_id', 'code_sha256', 'used_at');
+
+
+--
 -- Name: operator_roles _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
 --
 
 CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.operator_roles REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('role_name');
+
+
+--
+-- Name: operator_second_factors _950_audit_insert; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing_private.operator_second_factors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('user_id', 'secret_ciphertext', 'last_step');
 
 
 --
@@ -14924,10 +15744,31 @@ CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.api_keys REFERE
 
 
 --
+-- Name: operator_policies _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.operator_policies REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('community_id');
+
+
+--
+-- Name: operator_recovery_codes _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.operator_recovery_codes REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('user_id', 'code_sha256', 'used_at');
+
+
+--
 -- Name: operator_roles _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
 --
 
 CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.operator_roles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('role_name');
+
+
+--
+-- Name: operator_second_factors _950_audit_update; Type: TRIGGER; Schema: billing_private; Owner: -
+--
+
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing_private.operator_second_factors REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_audit('user_id', 'secret_ciphertext', 'last_step');
 
 
 --
@@ -15487,11 +16328,35 @@ ALTER TABLE ONLY billing_private.operator_links
 
 
 --
+-- Name: operator_policies operator_policies_community_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_policies
+    ADD CONSTRAINT operator_policies_community_id_fkey FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_recovery_codes operator_recovery_codes_community_id_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_recovery_codes
+    ADD CONSTRAINT operator_recovery_codes_community_id_user_id_fkey FOREIGN KEY (community_id, user_id) REFERENCES billing_private.operator_users(community_id, id) ON DELETE CASCADE;
+
+
+--
 -- Name: operator_roles operator_roles_community_fk; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
 --
 
 ALTER TABLE ONLY billing_private.operator_roles
     ADD CONSTRAINT operator_roles_community_fk FOREIGN KEY (community_id) REFERENCES billing.communities(id) ON DELETE CASCADE;
+
+
+--
+-- Name: operator_second_factors operator_second_factors_community_id_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.operator_second_factors
+    ADD CONSTRAINT operator_second_factors_community_id_user_id_fkey FOREIGN KEY (community_id, user_id) REFERENCES billing_private.operator_users(community_id, id) ON DELETE CASCADE;
 
 
 --
@@ -16503,10 +17368,28 @@ ALTER TABLE billing_private.operator_known_addresses ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_private.operator_links ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: operator_policies; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_policies ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_recovery_codes; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_recovery_codes ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: operator_roles; Type: ROW SECURITY; Schema: billing_private; Owner: -
 --
 
 ALTER TABLE billing_private.operator_roles ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_second_factors; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.operator_second_factors ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: operator_sessions; Type: ROW SECURITY; Schema: billing_private; Owner: -
@@ -16577,10 +17460,31 @@ CREATE POLICY owner_only ON billing_private.operator_links USING (true);
 
 
 --
+-- Name: operator_policies owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_policies USING (true);
+
+
+--
+-- Name: operator_recovery_codes owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_recovery_codes USING (true);
+
+
+--
 -- Name: operator_roles owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
 CREATE POLICY owner_only ON billing_private.operator_roles USING (true);
+
+
+--
+-- Name: operator_second_factors owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.operator_second_factors USING (true);
 
 
 --
@@ -18842,6 +19746,38 @@ GRANT ALL ON FUNCTION billing_api.members_update(p_args jsonb) TO billing_api;
 
 
 --
+-- Name: FUNCTION operator_policy_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operator_policy_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operator_policy_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_policy_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operator_policy_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operator_policy_update(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_sessions_end(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operator_sessions_end(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operator_sessions_end(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_sessions_list(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operator_sessions_list(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operator_sessions_list(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION operators_invite(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
@@ -18855,6 +19791,30 @@ GRANT ALL ON FUNCTION billing_api.operators_invite(p_args jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing_api.operators_list(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.operators_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operators_remove(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operators_remove(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operators_remove(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operators_reset_second_factor(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operators_reset_second_factor(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operators_reset_second_factor(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION operators_sign_out(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.operators_sign_out(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.operators_sign_out(p_args jsonb) TO billing_api;
 
 
 --
@@ -19219,6 +20179,13 @@ GRANT ALL ON FUNCTION billing_private.charge_key_tokens(p_key_id text, p_n integ
 
 
 --
+-- Name: FUNCTION current_operator_user_id(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.current_operator_user_id() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION enqueue_connection_deliveries(p_community_id text, p_platform_config_id text, p_platform text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -19402,11 +20369,33 @@ GRANT ALL ON FUNCTION billing_private.op_dispatch_dynamic(p_op text, p_args json
 
 
 --
+-- Name: FUNCTION operator_address_shown(p_ip text, p_full boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_address_shown(p_ip text, p_full boolean) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION operator_change_password(p_token_sha256 text, p_current_derived text, p_password_hash text, p_ip text); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.operator_change_password(p_token_sha256 text, p_current_derived text, p_password_hash text, p_ip text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.operator_change_password(p_token_sha256 text, p_current_derived text, p_password_hash text, p_ip text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_code_begin(p_token_sha256 text, p_ip text, p_purpose text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_code_begin(p_token_sha256 text, p_ip text, p_purpose text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_code_begin(p_token_sha256 text, p_ip text, p_purpose text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_code_succeeded(p_user_id text, p_ip text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_code_succeeded(p_user_id text, p_ip text) FROM PUBLIC;
 
 
 --
@@ -19416,6 +20405,14 @@ GRANT ALL ON FUNCTION billing_private.operator_change_password(p_token_sha256 te
 REVOKE ALL ON FUNCTION billing_private.operator_community_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_api;
 GRANT ALL ON FUNCTION billing_private.operator_community_id() TO billing_operator;
+
+
+--
+-- Name: FUNCTION operator_end_own_sessions(p_token_sha256 text, p_session_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_end_own_sessions(p_token_sha256 text, p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_end_own_sessions(p_token_sha256 text, p_session_id text) TO billing_api;
 
 
 --
@@ -19478,6 +20475,14 @@ GRANT ALL ON FUNCTION billing_private.operator_mailed_link(p_user_id text, p_der
 
 
 --
+-- Name: FUNCTION operator_own_sessions(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_own_sessions(p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_own_sessions(p_token_sha256 text) TO billing_api;
+
+
+--
 -- Name: FUNCTION operator_password_candidates(p_email text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -19494,10 +20499,80 @@ GRANT ALL ON FUNCTION billing_private.operator_password_sign_in(p_user_id text, 
 
 
 --
+-- Name: FUNCTION operator_policy_here(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_policy_here() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_policy_here() TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_policy_set(p_second_factor_required boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_policy_set(p_second_factor_required boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_policy_set(p_second_factor_required boolean) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_recovery_replace(p_community_id text, p_user_id text, p_hashes text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_recovery_replace(p_community_id text, p_user_id text, p_hashes text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_recovery_spend(p_community_id text, p_user_id text, p_code_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_recovery_spend(p_community_id text, p_user_id text, p_code_sha256 text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION operator_role_scopes(p_role text); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.operator_role_scopes(p_role text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_second_factor_confirm(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_hashes text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_second_factor_confirm(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_hashes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_second_factor_confirm(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_hashes text[]) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_second_factor_manage(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_action text, p_recovery_hashes text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_second_factor_manage(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_action text, p_recovery_hashes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_second_factor_manage(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_action text, p_recovery_hashes text[]) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_second_factor_pending(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_second_factor_pending(p_token_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_second_factor_pending(p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_second_factor_reset_here(p_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_second_factor_reset_here(p_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_second_factor_reset_here(p_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_second_factor_start(p_token_sha256 text, p_ciphertext text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_second_factor_start(p_token_sha256 text, p_ciphertext text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_second_factor_start(p_token_sha256 text, p_ciphertext text) TO billing_api;
 
 
 --
@@ -19509,11 +20584,25 @@ GRANT ALL ON FUNCTION billing_private.operator_session_close(p_token_sha256 text
 
 
 --
--- Name: FUNCTION operator_session_info(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
+-- Name: FUNCTION operator_session_info(p_token_sha256 text, p_ip text, p_user_agent text); Type: ACL; Schema: billing_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing_private.operator_session_info(p_token_sha256 text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.operator_session_info(p_token_sha256 text) TO billing_api;
+REVOKE ALL ON FUNCTION billing_private.operator_session_info(p_token_sha256 text, p_ip text, p_user_agent text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_session_info(p_token_sha256 text, p_ip text, p_user_agent text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_session_json(s billing_private.operator_sessions, p_email text, p_full boolean, p_current_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_session_json(s billing_private.operator_sessions, p_email text, p_full boolean, p_current_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_session_needs(p_community_id text, p_user_id text, p_code_pending boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_session_needs(p_community_id text, p_user_id text, p_code_pending boolean) FROM PUBLIC;
 
 
 --
@@ -19529,6 +20618,30 @@ REVOKE ALL ON FUNCTION billing_private.operator_session_open(p_user_id text, p_t
 
 REVOKE ALL ON FUNCTION billing_private.operator_session_password_params(p_token_sha256 text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.operator_session_password_params(p_token_sha256 text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_sessions_end_here(p_session_id text, p_user_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_sessions_end_here(p_session_id text, p_user_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_sessions_end_here(p_session_id text, p_user_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_sessions_here(p_user_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_sessions_here(p_user_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_sessions_here(p_user_id text) TO billing_api;
+
+
+--
+-- Name: FUNCTION operator_sign_in_code(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_new_token_sha256 text, p_ttl interval); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_sign_in_code(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_new_token_sha256 text, p_ttl interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_sign_in_code(p_token_sha256 text, p_ip text, p_step bigint, p_recovery_sha256 text, p_new_token_sha256 text, p_ttl interval) TO billing_api;
 
 
 --
@@ -19548,10 +20661,25 @@ GRANT ALL ON FUNCTION billing_private.operator_sign_in_throttle(p_ip text, p_ema
 
 
 --
+-- Name: FUNCTION operator_step_accept(p_community_id text, p_user_id text, p_step bigint, p_confirmed boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_step_accept(p_community_id text, p_user_id text, p_step bigint, p_confirmed boolean) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION operator_user_json(u billing_private.operator_users); Type: ACL; Schema: billing_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_private.operator_user_json(u billing_private.operator_users) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION operator_user_remove(p_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.operator_user_remove(p_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.operator_user_remove(p_id text) TO billing_api;
 
 
 --
@@ -19848,6 +20976,13 @@ REVOKE ALL ON FUNCTION billing_private.tg_webhook_endpoints__check_event_types()
 --
 
 REVOKE ALL ON FUNCTION billing_private.tg_webhook_endpoints__limit() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION user_agent_summary(p_ua text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.user_agent_summary(p_ua text) FROM PUBLIC;
 
 
 --

@@ -1,8 +1,10 @@
 // billing operators invite --community ID --email E --role owner|admin|viewer
+// billing operators reset-second-factor --community ID --email E
 import { baseUrlFor, Config } from '../core/config';
 import { recordedServerUrl } from '../db/server-url';
 import { OPERATOR_ROLES, OperatorRole } from '../core/scopes';
 import { Invitation, inviteOperator, signInLink } from '../domain/operators/operator-accounts';
+import { resetSecondFactor } from '../domain/operators/second-factor';
 import { defineCommand, defineGroup, requireString, UsageError } from './command';
 
 /**
@@ -36,6 +38,23 @@ export default defineGroup({
       },
       print: (r: Invitation & { url: string }) =>
         `Invited ${r.email} as ${r.role} of ${r.community_id}. One-time sign-in link (until ${r.expires_at}):\n\n  ${r.url}\n`,
+    }),
+    defineCommand({
+      name: 'reset-second-factor',
+      summary: 'removes a dashboard user\'s second factor and recovery codes (a lost phone) and ends their sessions',
+      options: {
+        community: { type: 'string', required: true, value: 'ID', description: 'community id' },
+        email: { type: 'string', required: true, value: 'EMAIL', description: 'the operator\'s email' },
+      },
+      async run(ctx, input) {
+        const community = requireString(input, 'community');
+        const email = requireString(input, 'email');
+        const r = await resetSecondFactor(await ctx.ownerPool(), community, email);
+        if (!r) throw new UsageError(`--email: no operator ${email} in ${community}`);
+        return r;
+      },
+      print: (r: { email: string; had_second_factor: boolean; sessions_ended: number }) =>
+        `${r.had_second_factor ? `Removed the second factor of ${r.email}` : `${r.email} had no second factor`}; ${r.sessions_ended} session(s) ended. They sign in with their password (or a link) and can set up a new one.\n`,
     }),
   ],
 });

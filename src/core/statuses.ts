@@ -39,6 +39,7 @@ export const AUDITED_TABLES = [
   'communities', 'api_keys', 'payment_secrets', 'operator_users', 'operator_roles',
   'platform_configs', 'platform_secrets', 'tiers', 'plans', 'entitlements', 'entitlement_benefits',
   'tier_entitlements', 'discount_codes', 'price_migrations', 'tax_rates', 'webhook_endpoints', 'webhook_secrets',
+  'operator_second_factors', 'operator_recovery_codes', 'operator_policies',
   'members', 'subscriptions', 'invoices', 'refunds', 'grants',
 ] as const;
 

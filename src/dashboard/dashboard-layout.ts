@@ -2,6 +2,7 @@
 // a done action, tables, row action forms, list filters and pages, the problem page.
 // Every answer is escaped HTML (src/web/html.ts).
 import type { Request, Response } from 'express';
+import type { SessionRow } from '../domain/operators/operator-accounts';
 import type { Outcome } from '../operations/executor';
 import { esc, Html, html, raw } from '../web/html';
 import type { Signed } from './dashboard-session';
@@ -35,13 +36,22 @@ const NOTICES: Record<string, string> = {
   deleted: 'The endpoint is deleted.',
   password: 'Your password is set: you can now sign in with it. Your other sessions have ended.',
   operator: 'Saved.',
+  removed: 'The operator is removed: their sessions have ended.',
+  ended: 'The session has ended: its cookie now gets the sign-in page.',
+  'signed-out': 'Every session of that operator has ended.',
+  'policy-on': 'Saved: operators without a second factor are sent to set one up before anything else.',
+  'policy-off': 'Saved: a second factor is no longer required.',
+  'second-factor-off': 'Your second factor is off.',
+  reset: 'Their second factor is removed and their sessions have ended: they set up a new one after their password.',
   platform: 'The connection is saved.',
   erased: 'The member is erased: their access ended, the platforms are removing what they granted.',
 };
 
 export function shell(title: string, body: Html, opts: { signed?: Signed; active?: string } = {}): string {
   const s = opts.signed;
-  const nav = s ? html`<nav class="main" aria-label="Dashboard"><ul>${NAV.filter(([href]) => !NAV_SCOPES[href] || s.can(NAV_SCOPES[href])).map(([href, label]) =>
+  const nav = s?.info.needs ? html`<div class="who">${s.info.email} · ${s.info.community_name}
+<form class="inline" method="post" action="/dashboard/sign-out"><input type="hidden" name="csrf" value="${s.csrf}"><button class="secondary" type="submit">Sign out</button></form></div>`
+    : s ? html`<nav class="main" aria-label="Dashboard"><ul>${NAV.filter(([href]) => !NAV_SCOPES[href] || s.can(NAV_SCOPES[href])).map(([href, label]) =>
     html`<li><a href="${href}"${raw(href === opts.active ? ' aria-current="page"' : '')}>${label}</a></li>`)}</ul></nav>
 <div class="who">${s.info.email} · ${s.info.role} · ${s.info.community_name}
 <a href="/dashboard/account">Account</a>
@@ -63,6 +73,21 @@ export function table(headers: string[], rows: Html[][], empty: string): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<table><thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
 <tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table>`;
+}
+
+/** A timestamp to the minute, in UTC. */
+export const minute = (ts: string | null | undefined) => (ts ? `${ts.slice(0, 10)} ${ts.slice(11, 16)} UTC` : '');
+
+/** The cells of a sessions table: signed in, last seen, address, browser, and an action. */
+export function sessionRows(rows: SessionRow[], action: (row: SessionRow) => Html, withEmail = false): Html[][] {
+  return rows.map((r) => [
+    ...(withEmail ? [html`${r.email ?? ''}`] : []),
+    html`${minute(r.created_at)}${r.code_pending ? html` <span class="muted">(code not given yet)</span>` : ''}`,
+    html`${minute(r.last_seen_at)}`,
+    html`${r.address ?? 'unknown'}`,
+    html`${r.browser ?? 'unknown'}`,
+    action(r),
+  ]);
 }
 
 export function nextLink(req: Request, cursor: string | null): Html {

@@ -22,6 +22,7 @@ import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
 import { mountPlatforms } from './pages/platforms-page';
 import { mountPurchases } from './pages/purchases-page';
+import { mountSecondFactor } from './pages/second-factor-page';
 import { mountSettings } from './pages/settings-page';
 import { mountSignIn } from './pages/sign-in-page';
 import { mountSubscriptions } from './pages/subscriptions-page';
@@ -29,7 +30,7 @@ import { mountWebhooks } from './pages/webhooks-page';
 
 /** The pages behind a session, in the navigation's order. */
 const SIGNED_PAGES: MountPage[] = [
-  mountAccount, mountOverview, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
+  mountSecondFactor, mountAccount, mountOverview, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
   mountMemberPrivacy,
   mountCatalog, mountKeys, mountWebhooks, mountEvents, mountOperators,
   mountPlatforms,

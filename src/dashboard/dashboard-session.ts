@@ -56,6 +56,12 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && crypto.timingSafeEqual(x, y);
 }
 
+/** What a session that owes something may reach: the first is where a GET elsewhere is sent. */
+const STAGE_PATHS: Record<'code' | 'enrolment', string[]> = {
+  code: ['/second-factor', '/sign-out'],
+  enrolment: ['/account/second-factor', '/account/second-factor/start', '/account/second-factor/confirm', '/sign-out'],
+};
+
 export interface Signed {
   token: string;
   info: SessionInfo;
@@ -76,7 +82,8 @@ declare module 'express-serve-static-core' {
 export function requireSession(api: pg.Pool) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const token = cookies(req)[SESSION_COOKIE];
-    const info = token && SESSION_TOKEN_PATTERN.test(token) ? await sessionInfo(api, token) : null;
+    const info = token && SESSION_TOKEN_PATTERN.test(token)
+      ? await sessionInfo(api, token, { ip: req.ip ?? 'unknown', userAgent: req.get('user-agent') }) : null;
     if (!token || !info) {
       if (req.method === 'GET') return void res.redirect(303, `/dashboard/sign-in?next=${encodeURIComponent(req.originalUrl)}`);
       return void res.status(401).type('html').send('<!doctype html><title>Signed out</title><p>Your session has ended. <a href="/dashboard/sign-in">Sign in</a>.</p>');
@@ -86,6 +93,16 @@ export function requireSession(api: pg.Pool) {
       const sent = (req.body as Record<string, unknown> | undefined)?.csrf;
       if (typeof sent !== 'string' || !safeEqual(sent, csrf)) {
         return void res.status(403).type('html').send('<!doctype html><title>Refused</title><p>This form has expired or did not come from this dashboard (CSRF check). <a href="/dashboard">Back</a>.</p>');
+      }
+    }
+    // A session that still owes its sign-in's code, or enrolment in a second factor the
+    // community requires, reaches only those pages (the database refuses it as a
+    // credential meanwhile: billing_private.operator_session_needs).
+    if (info.needs) {
+      const allowed = STAGE_PATHS[info.needs];
+      if (!allowed.includes(req.path)) {
+        if (req.method === 'GET') return void res.redirect(303, `/dashboard${allowed[0]}`);
+        return void res.status(403).type('html').send(`<!doctype html><title>Refused</title><p>${info.needs === 'code' ? 'Give your second factor\'s code first' : 'This community requires a second factor: set yours up first'}. <a href="/dashboard${allowed[0]}">Continue</a>.</p>`);
       }
     }
     req.signed = {

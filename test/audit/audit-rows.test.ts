@@ -91,6 +91,10 @@ test('credentials and personal data never enter the log: hidden columns are name
   await q(`update billing_private.webhook_secrets set previous_ciphertext = secret_ciphertext, secret_ciphertext = $3, previous_expires_at = now() where community_id = $1 and endpoint_id = $2`, [c, we.id, `${secret}-whsec2`]);
   const [user] = await q(`insert into billing_private.operator_users (community_id, email, role) values ($1, 'op@example.com', 'admin') returning id`, [c]);
   await q(`update billing_private.operator_users set password_hash = $2 where id = $1`, [user.id, `scrypt$${secret}-pw`]);
+  // an operator's second factor and recovery codes (the secret encrypted, the codes hashed)
+  await q(`insert into billing_private.operator_second_factors (community_id, user_id, secret_ciphertext) values ($1, $2, $3)`, [c, user.id, `v1:${secret}-totp`]);
+  await q(`update billing_private.operator_second_factors set confirmed_at = now(), last_step = 1 where community_id = $1 and user_id = $2`, [c, user.id]);
+  await q(`insert into billing_private.operator_recovery_codes (community_id, user_id, code_sha256) values ($1, $2, $3)`, [c, user.id, `${secret}-rc`]);
   await q(`insert into billing.discount_codes (community_id, code, value_type, percent_off, members) values ($1, 'VIPONLY', 'percent', 10, $2)`,
     [c, JSON.stringify([{ platform: 'discord', platform_uid: `${secret}-uid`, username: `${secret}-name` }])]);
   // A member's email, changed by an actor (the CLI's setting stands in for any door).
@@ -113,6 +117,8 @@ test('credentials and personal data never enter the log: hidden columns are name
   const changedOf = (table: string) => log.filter((l) => l.table_name === table && l.operation === 'update').map((l) => l.changed);
   expect(changedOf('payment_secrets')).toEqual([['ciphertext']]);
   expect(changedOf('operator_users')).toEqual([['password_hash']]);
+  expect(changedOf('operator_second_factors')).toEqual([['confirmed_at', 'last_step']]);
+  expect(log.filter((l) => l.table_name === 'operator_recovery_codes').map((l) => l.operation)).toEqual(['insert']);
   expect(changedOf('webhook_secrets')).toEqual([['previous_ciphertext', 'previous_expires_at', 'secret_ciphertext']]);
   // the email, and the display name and search text it is in; then the note, tags and billing details
   expect(changedOf('members')).toEqual([['display_name', 'email', 'search_text'], ['billing_name', 'billing_tax_id', 'note', 'tags']]);

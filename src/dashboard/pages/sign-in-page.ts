@@ -43,7 +43,8 @@ export function mountSignIn(router: Router, ctx: DashboardContext): void {
     if (!result.ok) return signInPage(req, res, 401, 'That email and password do not match an operator.');
     setSessionCookie(res, config, result.session.token);
     const next = typeof req.query.next === 'string' && /^\/dashboard(\/|$|\?)/.test(req.query.next) ? req.query.next : '/dashboard';
-    res.redirect(303, next);
+    // With a second factor, the session owes its code first (second-factor-page.ts).
+    res.redirect(303, result.session.code_pending ? `/dashboard/second-factor?next=${encodeURIComponent(next)}` : next);
   });
 
   // A link only shows a button: spending it takes a POST, so a mail scanner's GET
@@ -64,6 +65,6 @@ export function mountSignIn(router: Router, ctx: DashboardContext): void {
         result.reason === 'rate_limited' ? 'Too many attempts: try again in a minute.' : 'This sign-in link is unknown, used or expired: ask for a new one.');
     }
     setSessionCookie(res, config, result.session.token);
-    res.redirect(303, '/dashboard/account');
+    res.redirect(303, result.session.code_pending ? '/dashboard/second-factor?next=%2Fdashboard%2Faccount' : '/dashboard/account');
   });
 }

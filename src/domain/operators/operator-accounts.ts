@@ -107,7 +107,8 @@ export function signInLink(baseUrl: string, token: string): string {
   return `${baseUrl}/dashboard/link?t=${encodeURIComponent(token)}`;
 }
 
-export interface OpenedSession { token: string; session_id: string; community_id: string; expires_at: string }
+/** code_pending: the user has a second factor, and the session is no credential until its code is given (second-factor.ts). */
+export interface OpenedSession { token: string; session_id: string; community_id: string; expires_at: string; code_pending?: boolean }
 
 export type SignInResult = { ok: true; session: OpenedSession } | { ok: false; reason: 'invalid' | 'rate_limited' | 'link_required'; retry_after?: number };
 
@@ -197,11 +198,35 @@ export async function signInWithLink(api: pg.Pool, linkToken: string, ip: string
 export interface SessionInfo {
   session_id: string; community_id: string; community_name: string; user_id: string;
   email: string; role: OperatorRole; has_password: boolean; scopes: string[]; expires_at: string;
+  /** The user's second factor is on. */
+  second_factor: boolean;
+  /** What the session owes before it is a credential: its sign-in's code, or enrolment (the community requires a second factor). */
+  needs: 'code' | 'enrolment' | null;
 }
 
-export async function sessionInfo(api: pg.Pool, token: string): Promise<SessionInfo | null> {
-  const { rows } = await api.query<{ r: SessionInfo | null }>('select billing_private.operator_session_info($1) as r', [hashKey(token)]);
+/** Who a live session is; seen (a page request) records its last use, address and browser. */
+export async function sessionInfo(api: pg.Pool, token: string, seen?: { ip: string; userAgent?: string }): Promise<SessionInfo | null> {
+  const { rows } = await api.query<{ r: SessionInfo | null }>('select billing_private.operator_session_info($1, $2, $3) as r',
+    [hashKey(token), seen?.ip ?? null, seen?.userAgent?.slice(0, 256) ?? null]);
   return rows[0].r;
+}
+
+/** A live session as the sessions lists show it (address cut to its network unless it is the operator's own). */
+export interface SessionRow {
+  id: string; user_id: string; email: string | null; current: boolean; code_pending: boolean;
+  created_at: string; last_seen_at: string; expires_at: string; address: string | null; browser: string | null;
+}
+
+/** The signed-in operator's own live sessions. */
+export async function ownSessions(api: pg.Pool, token: string): Promise<SessionRow[]> {
+  const { rows } = await api.query<{ r: SessionRow[] | null }>('select billing_private.operator_own_sessions($1) as r', [hashKey(token)]);
+  return rows[0].r ?? [];
+}
+
+/** Ends one of the signed-in operator's sessions, or (null) all of them, this one too. The number ended. */
+export async function endOwnSessions(api: pg.Pool, token: string, sessionId: string | null): Promise<number> {
+  const { rows } = await api.query<{ n: number }>('select billing_private.operator_end_own_sessions($1, $2) as n', [hashKey(token), sessionId]);
+  return rows[0].n;
 }
 
 export async function signOut(api: pg.Pool, token: string): Promise<void> {
