@@ -9,3 +9,4 @@ export { default as sandbox } from './sandbox-commands';
 export { default as sqlAccess } from './sql-access-commands';
 export { default as operators } from './operators-commands';
 export { default as platforms } from './platforms-commands';
+export { default as members } from './members-commands';

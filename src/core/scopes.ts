@@ -4,6 +4,9 @@ export const SCOPES = [
   'subscriptions:read', 'subscriptions:write', 'plans:read', 'members:read', 'members:write',
   'purchases:read', 'analytics:read', 'events:read', 'discounts:read', 'checkout:write',
   'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write', 'audit:read',
+  // A member's data exported whole, and erased (issue 31; docs/decisions/member-privacy-scopes.md):
+  // neither is a :read or :write of one resource, so no older key or viewer holds them.
+  'members:export', 'members:erase',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -44,6 +44,7 @@ const NOTICES: Record<string, string> = {
   'second-factor-off': 'Your second factor is off.',
   reset: 'Their second factor is removed and their sessions have ended: they set up a new one after their password.',
   platform: 'The connection is saved.',
+  erased: 'The member is erased: their access ended, the platforms are removing what they granted.',
 };
 
 export function shell(title: string, body: Html, opts: { signed?: Signed; active?: string } = {}): string {

@@ -17,6 +17,7 @@ import { mountKeys } from './pages/keys-page';
 import { mountMail } from './pages/mail-page';
 import { mountAudit } from './pages/audit-page';
 import { mountMembers } from './pages/members-page';
+import { mountMemberPrivacy } from './pages/member-privacy-page';
 import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
 import { mountPlatforms } from './pages/platforms-page';
@@ -30,6 +31,7 @@ import { mountWebhooks } from './pages/webhooks-page';
 /** The pages behind a session, in the navigation's order. */
 const SIGNED_PAGES: MountPage[] = [
   mountSecondFactor, mountAccount, mountOverview, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
+  mountMemberPrivacy,
   mountCatalog, mountKeys, mountWebhooks, mountEvents, mountOperators,
   mountPlatforms,
   mountMail,

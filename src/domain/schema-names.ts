@@ -16,6 +16,7 @@ import { eventEnvelopeSchema } from './events/event-schema';
 import { grant } from './grants/grant-schema';
 import { invoice, invoiceCreditNote, invoiceLine, invoiceTaxLine, refund } from './invoices/invoice-schema';
 import { externalSubject, identity, member } from './members/member-schema';
+import { memberErasure, memberExport } from './members/member-privacy-schema';
 import { billingPlan, tier } from './plans/plan-schema';
 import { purchase } from './purchases/purchase-schema';
 import { subscription, switchOption } from './subscriptions/subscription-schema';
@@ -29,6 +30,8 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   Member: member,
   Identity: identity,
   ExternalSubject: externalSubject,
+  MemberExport: memberExport,
+  MemberErasure: memberErasure,
   Subscription: subscription,
   SwitchOption: switchOption,
   Purchase: purchase,

@@ -13,6 +13,7 @@ import { entitlementOperations } from '../domain/entitlements/entitlement-operat
 import { eventDashboardOperations, eventOperations } from '../domain/events/event-operations';
 import { externalSubjectOperations } from '../domain/members/external-subject-operations';
 import { memberOperations } from '../domain/members/member-operations';
+import { memberPrivacyOperations } from '../domain/members/member-privacy-operations';
 import { memberSessionOperations } from '../domain/members/member-session-operations';
 import { planOperations } from '../domain/plans/plan-operations';
 import { purchaseOperations } from '../domain/purchases/purchase-operations';
@@ -29,6 +30,7 @@ import { platformConfigDashboardOperations } from '../domain/catalog/platform-co
 export const operations: readonly Operation[] = [
   ...planOperations,
   ...memberOperations,
+  ...memberPrivacyOperations,
   ...subscriptionOperations,
   ...purchaseOperations,
   ...invoiceOperations,

@@ -9,8 +9,8 @@
 //   POST the same URL: RFC 8058 one-click (List-Unsubscribe=One-Click, as a mail client
 //        posts it; any other body that asks for nothing else) unsubscribes; the page's
 //        form posts action=unsubscribe or action=resubscribe and is sent back to the page
-// The database checks each time that the member still exists (and the invoice is still
-// theirs), so erasing the member revokes the links. A bad, expired, tampered or foreign
+// The database checks each time that the member still exists and was not erased (and
+// the invoice is still theirs), so erasing the member revokes the links. A bad, expired, tampered or foreign
 // link answers a 404 page that says nothing of why. A link's URL (its signature) is
 // never logged: the access log names the route template only.
 import express from 'express';

@@ -25,7 +25,7 @@ export function mountMailPortal(app: express.Express, deps: { config: Config; ow
       return void notFound();
     }
     const url = await inCommunity(deps.ownerPool, communityId, async (client) => {
-      const exists = await client.query('select 1 from billing.members where community_id = $1 and id = $2', [communityId, memberId]);
+      const exists = await client.query('select 1 from billing.members where community_id = $1 and id = $2 and erased_at is null', [communityId, memberId]);
       if (exists.rowCount === 0) return null;
       const { rows } = await client.query<{ r: PortalInfo & { provider: ProviderName | null } }>(
         'select billing_api.portal_session_create($1) as r', [{ id: memberId }]);

@@ -33,7 +33,7 @@ test('attaching republishes each active entitlement as updated with the subject 
   expect(r.status).toBe(200);
   expect(r.body).toEqual({
     id: w.members[0], created_at: expect.any(String), identities: [],
-    external_subjects: [{ namespace: 'acme', external_user_id: 'u-1' }], email: null, display_name: 'u-1', note: null, tags: [],
+    external_subjects: [{ namespace: 'acme', external_user_id: 'u-1' }], email: null, display_name: 'u-1', note: null, tags: [], erased_at: null,
   });
   const events = await eventsSince(app.owner, tenant.communityId, since);
   expect(events.map((e) => e.type)).toEqual(['member.updated', 'member.entitlement.updated', 'member.entitlement.updated']);

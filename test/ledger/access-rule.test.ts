@@ -103,7 +103,9 @@ test('no function or view but billing.source_grants_access spells out the rule; 
   expect(copies.filter((x) => x.startsWith('billing.source_grants_access:')).length).toBeGreaterThanOrEqual(2);
   const callers = fns.filter((f) => /source_grants_access\s*\(/.test(f.body) && f.name !== 'billing.source_grants_access')
     .map((f) => f.name).sort();
-  expect(callers).toEqual(['billing.check_eligible', 'billing.grant_json', 'billing.ledger_desired', 'billing.ledger_members_on_tiers']);
+  // (a member's erasure ends exactly the sources that grant now: docs/decisions/member-erasure.md)
+  expect(callers).toEqual(['billing.check_eligible', 'billing.grant_json', 'billing.ledger_desired', 'billing.ledger_members_on_tiers',
+    'billing_private.member_erase']);
 });
 
 test('the rule is inlined: the refresh of many members plans it as a filter, never a call', async () => {

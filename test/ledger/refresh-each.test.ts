@@ -94,7 +94,12 @@ test('only billing.ledger_refresh_each writes the ledger; every refresh calls it
      from pg_proc p join pg_namespace n on n.oid = p.pronamespace
      where n.nspname in ('billing', 'billing_api', 'billing_private')`);
   const matching = (re: RegExp) => rows.filter((r) => re.test(r.body)).map((r) => r.name).sort();
-  expect(matching(/(insert\s+into|update)\s+billing\.member_entitlements\b/i)).toEqual(['billing.ledger_refresh_each']);
+  // The one other write: a member's erasure rewrites the rows' identity snapshots, and
+  // nothing else of them (docs/decisions/member-erasure.md).
+  expect(matching(/(insert\s+into|update)\s+billing\.member_entitlements\b/i)).toEqual(['billing.ledger_refresh_each', 'billing_private.member_erase']);
+  const erase = rows.find((r) => r.name === 'billing_private.member_erase')!.body;
+  expect([...erase.matchAll(/update\s+billing\.member_entitlements\s+(\w+)\s+set\s+(.*?)\s+where\b/gis)].map((m) => m[2]))
+    .toEqual([expect.stringMatching(/^identities = billing_private\.json_redact\(\w+\.identities, \w+, \w+\)$/)]);
   expect(matching(/'member\.entitlement\.(granted|updated|revoked)'\s+(end|else)/i)).toEqual(['billing.ledger_refresh_each']);
   expect(matching(/\bledger_refresh_each\s*\(/)).toEqual(expect.arrayContaining([
     'billing.ledger_refresh_list', 'billing.ledger_refresh_member', 'billing.ledger_refresh_members', 'billing.ledger_sweep']));

@@ -51,6 +51,7 @@ test('members list newest first with identities and external subjects, paged by 
     display_name: 'user-d-alice',
     note: null,
     tags: [],
+    erased_at: null,
   });
 });
 
@@ -58,7 +59,7 @@ test('get member answers the member; a missing username is null and empty lists 
   const r = await call(app.url, 'GET', `/v1/members/${bob}`, { key: tenant.key });
   expect(r.status).toBe(200);
   expect(r.body).toEqual({ id: bob, created_at: expect.any(String), identities: [{ platform: 'discord', platform_uid: 'd-bob', username: null }], external_subjects: [],
-    email: null, display_name: null, note: null, tags: [] });
+    email: null, display_name: null, note: null, tags: [], erased_at: null });
   expect((await call(app.url, 'GET', '/v1/members/mem_00000000000000000000000000', { key: tenant.key })).status).toBe(404);
 });
 

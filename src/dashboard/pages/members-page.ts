@@ -12,6 +12,7 @@ import type { DashboardContext } from '../dashboard-context';
 import type { Signed } from '../dashboard-session';
 import { actionForm, csrfField, Json, nextLink, Page, problemPage, send, table } from '../dashboard-layout';
 import { invoiceRow } from './invoices-page';
+import { privacySection } from './member-privacy-page';
 import { subscriptionRow } from './subscriptions-page';
 
 /** A field refused by the operation: its name (the form's), the problem, what was entered. */
@@ -184,6 +185,7 @@ ${s.can('members:write') ? html`<form method="post" action="/dashboard/members/$
 <h2>Entitlement history</h2>${table(['When', 'Event', 'Entitlement', 'Revision', 'Status', 'Reason'], data(history).map((e) => [html`${e.timestamp}`,
       html`${String(e.type).replace('member.entitlement.', '')}`, html`${e.data?.entitlement?.key ?? ''}`, html`${e.data?.entitlement?.revision ?? ''}`,
       html`${e.data?.entitlement?.status ?? ''}`, html`${e.data?.reason ?? ''}`]), 'No entitlement changes yet.')}
+${privacySection(s, id, member)}
 <p><a href="/dashboard/events">Events feed</a></p>`);
   };
 

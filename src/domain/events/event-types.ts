@@ -55,6 +55,12 @@ const memberData = z.looseObject({
     .describe('what changed: kind identity_linked, identity_unlinked, identity_updated, external_subject_attached or external_subject_removed, with the identity or subject; null on member.created'),
 });
 
+/** member.erased (docs/decisions/member-erasure.md): the member as it stays, without any personal data. */
+const memberErasedData = z.looseObject({
+  member: eventMember.describe('the member after erasure: its id and created_at; identities and external_subjects are empty'),
+  erased_at: timestamp,
+});
+
 const invoiceData = z.looseObject({ invoice: invoice.loose(), previous_attributes: previous });
 
 const webhookEndpointDisabledData = z.looseObject({
@@ -84,6 +90,7 @@ const ENTRIES = [
   { type: 'checkout.expired', description: 'A checkout session expired unpaid. No entitlement changes.', schema: checkoutData },
   { type: 'member.created', description: 'A member was created.', schema: memberData },
   { type: 'member.updated', description: 'A member\'s platform identities or external subjects changed.', schema: memberData },
+  { type: 'member.erased', description: 'A member\'s personal data was erased (POST /v1/members/{id}/erase): identities, external subjects, email and billing details removed, access ended (their member.entitlement.revoked events come first), the events naming them redacted. Carries no personal data: erase what you hold for this member id.', schema: memberErasedData },
   { type: 'invoice.created', description: 'An invoice was written (every charge is one: checkout, trial start, renewal, plan change, one-time purchase).', schema: invoiceData },
   { type: 'invoice.paid', description: 'An invoice was paid in full.', schema: invoiceData },
   { type: 'invoice.payment_failed', description: 'An attempt to collect an invoice failed; next_attempt_at says when it is retried (null: no retry left). A subscription whose renewal failed is past_due (subscription.updated).', schema: invoiceData },

@@ -29,6 +29,8 @@ export const member = eventMemberObject.extend({
     + 'else the email, else the first external subject\'s external_user_id; null when there is none (personal data; never in events or webhooks)'),
   note: z.string().nullable().describe('The operators\' note about the member, null when none (personal data; never in events or webhooks)'),
   tags: z.array(z.string()).describe('The operators\' tags on the member, lowercase and sorted ([] when none)'),
+  erased_at: timestamp.nullable().describe('When the member\'s personal data was erased (POST /v1/members/{id}/erase): '
+    + 'identities, email and the rest are empty from then on; null when it was not'),
 });
 
 /** An email address as the API takes it (billing.email_valid has the last word). */
