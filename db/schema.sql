@@ -1,4 +1,4 @@
--- db/migrations sha256:35141d1c0946da60f2a17bd9100eac6978051221806b0dd6df9082eb9e2948d1 (regenerate with npm run db:schema)
+-- db/migrations sha256:9afb1613cf07d44078991e88db43ce35abfdffa8e6326c6daf1cf7437329dc8d (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -3111,7 +3111,7 @@ CREATE FUNCTION billing.member_api_json(p_community_id text, p_member_id text) R
     AS $$
 begin
   return (select t.member || jsonb_build_object('email', m.email, 'display_name', m.display_name,
-      'note', m.note, 'tags', to_jsonb(m.tags))
+      'note', m.note, 'tags', to_jsonb(m.tags), 'erased_at', billing.iso(m.erased_at))
     from billing.members m, billing.member_object(m.community_id, m.id) t(member)
     where m.community_id = p_community_id and m.id = p_member_id);
 end
@@ -3247,6 +3247,87 @@ $$;
 
 
 --
+-- Name: member_note_valid(text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_note_valid(p_note text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select char_length(p_note) between 1 and 2000 and p_note !~ '[\x01-\x08\x0b-\x1f\x7f-\x9f]'
+$$;
+
+
+--
+-- Name: member_tags_valid(text[]); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_tags_valid(p_tags text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  select coalesce(cardinality(p_tags), 0) <= 20
+    and not exists (select 1 from unnest(p_tags) t
+                    where t is null or char_length(t) not between 1 and 40 or t <> lower(t) or t ~ '[[:space:][:cntrl:],]')
+    and (select count(distinct t) from unnest(p_tags) t) = coalesce(cardinality(p_tags), 0)
+$$;
+
+
+--
+-- Name: members; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.members (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('mem'::text) NOT NULL COLLATE pg_catalog."C",
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    email text,
+    billing_name text,
+    billing_address_lines text[],
+    billing_country text,
+    billing_tax_id text,
+    display_name text,
+    search_text text DEFAULT ''::text NOT NULL,
+    note text,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    erased_at timestamp with time zone,
+    CONSTRAINT members_billing_valid CHECK ((((billing_name IS NULL) OR ((length(billing_name) >= 1) AND (length(billing_name) <= 200))) AND ((billing_address_lines IS NULL) OR ((cardinality(billing_address_lines) <= 6) AND (COALESCE(length(array_to_string(billing_address_lines, ''::text)), 0) <= 600))) AND ((billing_country IS NULL) OR (billing_country ~ '^[A-Z]{2}$'::text)) AND ((billing_tax_id IS NULL) OR ((length(billing_tax_id) >= 1) AND (length(billing_tax_id) <= 50))))),
+    CONSTRAINT members_email_valid CHECK (((email IS NULL) OR billing.email_valid(email))),
+    CONSTRAINT members_note_valid CHECK (((note IS NULL) OR billing.member_note_valid(note))),
+    CONSTRAINT members_tags_valid CHECK (billing.member_tags_valid(tags))
+);
+
+ALTER TABLE ONLY billing.members FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: member_export_json(billing.members); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.member_export_json(p_m billing.members) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  return jsonb_build_object(
+    'id', p_m.id, 'created_at', billing.iso(p_m.created_at), 'updated_at', billing.iso(p_m.updated_at),
+    'erased_at', billing.iso(p_m.erased_at), 'email', p_m.email, 'display_name', p_m.display_name,
+    'note', p_m.note, 'tags', to_jsonb(p_m.tags),
+    'identities', coalesce((select jsonb_agg(jsonb_build_object('platform', i.platform, 'platform_uid', i.platform_uid,
+        'username', i.username, 'created_at', billing.iso(i.created_at)) order by i.platform, i.platform_uid)
+      from billing.member_identities i where i.community_id = p_m.community_id and i.member_id = p_m.id), '[]'),
+    'external_subjects', coalesce((select jsonb_agg(jsonb_build_object('namespace', x.namespace,
+        'external_user_id', x.external_user_id, 'created_at', billing.iso(x.created_at)) order by x.namespace, x.external_user_id)
+      from billing.external_subjects x where x.community_id = p_m.community_id and x.member_id = p_m.id), '[]'),
+    'billing_details', jsonb_build_object('name', p_m.billing_name,
+      'address_lines', to_jsonb(coalesce(p_m.billing_address_lines, '{}'::text[])),
+      'country', p_m.billing_country, 'tax_id', p_m.billing_tax_id),
+    'provider_customers', coalesce((select jsonb_agg(jsonb_build_object('provider', pc.provider,
+        'customer_ref', pc.customer_ref, 'created_at', billing.iso(pc.created_at)) order by pc.provider)
+      from billing.member_provider_customers pc where pc.community_id = p_m.community_id and pc.member_id = p_m.id), '[]'));
+end
+$$;
+
+
+--
 -- Name: member_identity_attach(text, text, text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -3283,17 +3364,6 @@ CREATE FUNCTION billing.member_json(p_community_id text, p_member_id text) RETUR
 begin
   return (select t.member from billing.member_object(p_community_id, p_member_id) t(member));
 end
-$$;
-
-
---
--- Name: member_note_valid(text); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.member_note_valid(p_note text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-  select char_length(p_note) between 1 and 2000 and p_note !~ '[\x01-\x08\x0b-\x1f\x7f-\x9f]'
 $$;
 
 
@@ -3367,20 +3437,6 @@ begin
   where m.community_id = p_community_id and m.id = p_member_id
     and (m.display_name is distinct from v_name or m.search_text is distinct from v_text);
 end
-$$;
-
-
---
--- Name: member_tags_valid(text[]); Type: FUNCTION; Schema: billing; Owner: -
---
-
-CREATE FUNCTION billing.member_tags_valid(p_tags text[]) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-  select coalesce(cardinality(p_tags), 0) <= 20
-    and not exists (select 1 from unnest(p_tags) t
-                    where t is null or char_length(t) not between 1 and 40 or t <> lower(t) or t ~ '[[:space:][:cntrl:],]')
-    and (select count(distinct t) from unnest(p_tags) t) = coalesce(cardinality(p_tags), 0)
 $$;
 
 
@@ -4846,8 +4902,16 @@ begin
       -- its tax and the parties it was computed for (docs/decisions/tax.md)
       or new.tax_lines is distinct from old.tax_lines or new.tax_cents <> old.tax_cents
       or new.tax_country is distinct from old.tax_country or new.reverse_charge <> old.reverse_charge
-      or (new.buyer_name, new.buyer_address_lines, new.buyer_country, new.buyer_tax_id, new.seller_country, new.seller_tax_id)
-         is distinct from (old.buyer_name, old.buyer_address_lines, old.buyer_country, old.buyer_tax_id, old.seller_country, old.seller_tax_id)) then
+      or (new.buyer_country, new.buyer_tax_id, new.seller_country, new.seller_tax_id)
+         is distinct from (old.buyer_country, old.buyer_tax_id, old.seller_country, old.seller_tax_id)
+      -- the buyer's name and address, except their removal from a consumer's invoice
+      -- (no tax id, not reverse charged) once the member is erased: the law keeps them on
+      -- a business buyer's invoice only (docs/decisions/member-erasure.md)
+      or ((new.buyer_name, new.buyer_address_lines) is distinct from (old.buyer_name, old.buyer_address_lines)
+          and not (new.buyer_name is null and new.buyer_address_lines is null and old.buyer_tax_id is null
+                   and not old.reverse_charge
+                   and exists (select 1 from billing.members m where m.community_id = old.community_id
+                               and m.id = old.member_id and m.erased_at is not null)))) then
     raise exception using errcode = 'BL409', message = 'Invoice ' || old.id || ' is finalized: its lines and amounts cannot change.';
   end if;
   -- A number, once given, is the invoice's for good (void included: a tax office
@@ -5045,6 +5109,36 @@ begin
     perform billing.member_people_refresh(new.community_id, new.member_id);
   end if;
   return null;
+end
+$$;
+
+
+--
+-- Name: tg_member_rows__not_erased(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_member_rows__not_erased() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  if exists (select 1 from billing.members m
+             where m.community_id = new.community_id and m.id = new.member_id and m.erased_at is not null) then
+    raise exception using errcode = 'BL409', message = 'Member ' || new.member_id || ' was erased: nothing can be added to it.';
+  end if;
+  return new;
+end
+$$;
+
+
+--
+-- Name: tg_members__erased(); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.tg_members__erased() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+  raise exception using errcode = 'BL409', message = 'Member ' || old.id || ' was erased: its personal data cannot be set again.';
 end
 $$;
 
@@ -6423,6 +6517,103 @@ begin
     join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
     where me.community_id = billing.current_community_id() and me.member_id = p_args->>'id'
       and me.status = 'active'), '[]'));
+end
+$$;
+
+
+--
+-- Name: member_erase(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.member_erase(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+begin
+  return billing_private.member_erase(p_args->>'id', true);
+end
+$$;
+
+
+--
+-- Name: member_export(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.member_export(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_c text := billing.current_community_id();
+  v_id text := p_args->>'id';
+  v_m billing.members;
+  -- how a JSON text names the member: its id as a string value
+  v_named text := '"' || (p_args->>'id') || '"';
+begin
+  select * into v_m from billing.members m where m.community_id = v_c and m.id = v_id;
+  if v_m.id is null then
+    perform billing.raise('BL404', 'No member ' || v_id || '.');
+  end if;
+  return jsonb_build_object(
+    'format', 'member-export/1',
+    'exported_at', billing.iso(now()),
+    'community', (select jsonb_build_object('id', c.id, 'name', c.name) from billing.communities c where c.id = v_c),
+    'member', billing.member_export_json(v_m),
+    'subscriptions', coalesce((select jsonb_agg(billing.subscription_json(s) order by s.id)
+      from billing.subscriptions s where s.community_id = v_c and s.member_id = v_id), '[]'),
+    'purchases', coalesce((select jsonb_agg(billing.purchase_json(p) order by p.id)
+      from billing.purchases p where p.community_id = v_c and p.member_id = v_id), '[]'),
+    'grants', coalesce((select jsonb_agg(billing.grant_json(g) order by g.id)
+      from billing.grants g where g.community_id = v_c and g.member_id = v_id), '[]'),
+    'invoices', coalesce((select jsonb_agg(billing.invoice_json(i) order by i.id)
+      from billing.invoices i where i.community_id = v_c and i.member_id = v_id), '[]'),
+    -- the buyer's name and address each invoice was made out to (the PDF prints them)
+    'invoice_buyers', coalesce((select jsonb_agg(jsonb_build_object('invoice_id', i.id, 'buyer_name', i.buyer_name,
+        'buyer_address_lines', to_jsonb(coalesce(i.buyer_address_lines, '{}'::text[]))) order by i.id)
+      from billing.invoices i where i.community_id = v_c and i.member_id = v_id), '[]'),
+    'credit_notes', coalesce((select jsonb_agg(billing.credit_note_json(cn) order by cn.id)
+      from billing.credit_notes cn join billing.invoices i on i.community_id = cn.community_id and i.id = cn.invoice_id
+      where cn.community_id = v_c and i.member_id = v_id), '[]'),
+    'payment_attempts', coalesce((select jsonb_agg(jsonb_build_object('id', a.id, 'invoice_id', a.invoice_id, 'status', a.status,
+        'amount_cents', a.amount_cents, 'failure_message', a.failure_message, 'provider', a.provider,
+        'attempted_at', billing.iso(a.attempted_at)) order by a.id)
+      from billing.payment_attempts a join billing.invoices i on i.community_id = a.community_id and i.id = a.invoice_id
+      where a.community_id = v_c and i.member_id = v_id), '[]'),
+    'entitlements', coalesce((select jsonb_agg(billing.member_entitlement_json(me)
+        || jsonb_build_object('identities', me.identities, 'updated_at', billing.iso(me.updated_at)) order by me.id)
+      from billing.member_entitlements me where me.community_id = v_c and me.member_id = v_id), '[]'),
+    'benefit_deliveries', coalesce((select jsonb_agg(jsonb_build_object('platform_config_id', d.platform_config_id,
+        'type', d.type, 'value', d.value, 'want', d.want, 'status', d.status, 'applied_uid', d.applied_uid,
+        'error', d.error, 'attempts', d.attempts, 'updated_at', billing.iso(d.updated_at))
+        order by d.platform_config_id, d.type, d.value)
+      from billing.benefit_deliveries d where d.community_id = v_c and d.member_id = v_id), '[]'),
+    'platform_actions', coalesce((select jsonb_agg(jsonb_build_object('id', a.id, 'platform_config_id', a.platform_config_id,
+        'action', a.action, 'target', a.target, 'outcome', a.outcome, 'status_code', a.status_code, 'error', a.error,
+        'created_at', billing.iso(a.created_at)) order by a.id)
+      from billing.platform_actions a where a.community_id = v_c and a.member_id = v_id), '[]'),
+    'mail_messages', coalesce((select jsonb_agg(billing.mail_message_json(mm, false) order by mm.id)
+      from billing.mail_messages mm where mm.community_id = v_c and mm.member_id = v_id), '[]'),
+    'mail_unsubscribes', coalesce((select jsonb_agg(jsonb_build_object('template', u.template,
+        'created_at', billing.iso(u.created_at)) order by u.template)
+      from billing.mail_unsubscribes u where u.community_id = v_c and u.member_id = v_id), '[]'),
+    'link_codes', coalesce((select jsonb_agg(jsonb_build_object('id', lc.id, 'intended_platform', lc.intended_platform,
+        'expires_at', billing.iso(lc.expires_at), 'redeemed_at', billing.iso(lc.redeemed_at),
+        'invalidated_at', billing.iso(lc.invalidated_at), 'created_at', billing.iso(lc.created_at)) order by lc.id)
+      from billing.link_codes lc where lc.community_id = v_c and lc.member_id = v_id), '[]'),
+    'checkout_sessions', coalesce((select jsonb_agg(jsonb_build_object('id', cs.id, 'status', cs.status,
+        'tier_id', cs.tier_id, 'plan_id', cs.plan_id, 'amount_cents', cs.amount_cents, 'discount_cents', cs.discount_cents,
+        'currency', cs.currency, 'subject_kind', cs.subject_kind, 'provider', cs.provider,
+        'client_reference_id', cs.client_reference_id, 'return_url', cs.return_url,
+        'subscription_id', cs.subscription_id, 'purchase_id', cs.purchase_id,
+        'customer_email', cs.customer_email, 'customer_name', cs.customer_name,
+        'customer_address_lines', to_jsonb(coalesce(cs.customer_address_lines, '{}'::text[])),
+        'customer_country', cs.customer_country, 'customer_tax_id', cs.customer_tax_id,
+        'expires_at', billing.iso(cs.expires_at), 'completed_at', billing.iso(cs.completed_at),
+        'created_at', billing.iso(cs.created_at)) order by cs.id)
+      from billing.checkout_sessions cs where cs.community_id = v_c and cs.member_id = v_id), '[]'),
+    'discount_redemptions', coalesce((select jsonb_agg(jsonb_build_object('discount_id', r.discount_id,
+        'checkout_id', r.checkout_id, 'status', r.status, 'created_at', billing.iso(r.created_at)) order by r.created_at, r.checkout_id)
+      from billing.discount_redemptions r where r.community_id = v_c and r.member_id = v_id), '[]'),
+    'events', coalesce((select jsonb_agg(billing.event_json(e) order by e.id)
+      from billing.events e where e.community_id = v_c and strpos(e.data::text, v_named) > 0), '[]'));
 end
 $$;
 
@@ -8019,7 +8210,7 @@ CREATE FUNCTION billing_private.api_key_scopes() RETURNS text[]
     AS $$
   select array['subscriptions:read', 'subscriptions:write', 'plans:read', 'members:read', 'members:write',
     'purchases:read', 'analytics:read', 'events:read', 'discounts:read', 'checkout:write',
-    'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write', 'audit:read']
+    'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write', 'audit:read', 'members:export', 'members:erase']
 $$;
 
 
@@ -8283,6 +8474,58 @@ $$;
 
 
 --
+-- Name: json_mentions(jsonb, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.json_mentions(p_value jsonb, p_secrets text[]) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $_$
+begin
+  return exists (select 1 from jsonb_path_query(p_value, 'strict $.**') v
+    where jsonb_typeof(v) = 'string' and lower(v #>> '{}') = any (p_secrets));
+end
+$_$;
+
+
+--
+-- Name: json_redact(jsonb, text[], text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.json_redact(p_value jsonb, p_secrets text[], p_member_id text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+declare
+  v_out jsonb;
+begin
+  case jsonb_typeof(p_value)
+  when 'object' then
+    select coalesce(jsonb_object_agg(j.k, case
+        when j.k in ('identities', 'external_subjects') and jsonb_typeof(j.v) = 'array' then
+          coalesce((select jsonb_agg(billing_private.json_redact(x.e, p_secrets, p_member_id) order by x.o)
+                    from jsonb_array_elements(j.v) with ordinality x(e, o)
+                    where not billing_private.json_mentions(x.e, p_secrets)
+                      and not (p_value->>'id' is not distinct from p_member_id)), '[]')
+        when p_value->>'id' is not distinct from p_member_id and j.k in ('email', 'display_name') then 'null'::jsonb
+        -- free text operators wrote about them (the member's note, a grant's)
+        when j.k = 'note' and jsonb_typeof(j.v) = 'string' then 'null'::jsonb
+        when p_value->>'id' is not distinct from p_member_id and j.k = 'tags' then '[]'::jsonb
+        else billing_private.json_redact(j.v, p_secrets, p_member_id) end), '{}')
+    into v_out from jsonb_each(p_value) j(k, v);
+    return v_out;
+  when 'array' then
+    select coalesce(jsonb_agg(billing_private.json_redact(x.e, p_secrets, p_member_id) order by x.o), '[]')
+    into v_out from jsonb_array_elements(p_value) with ordinality x(e, o);
+    return v_out;
+  when 'string' then
+    return case when lower(p_value #>> '{}') = any (p_secrets) then 'null'::jsonb else p_value end;
+  else
+    return p_value;
+  end case;
+end
+$$;
+
+
+--
 -- Name: lease_key_tokens(text, integer, jsonb, integer); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -8352,7 +8595,7 @@ CREATE FUNCTION billing_private.mail_invoice_document(p_community_id text, p_mem
     AS $$
 begin
   if not exists (select 1 from billing.invoices i
-      join billing.members m on m.community_id = i.community_id and m.id = i.member_id
+      join billing.members m on m.community_id = i.community_id and m.id = i.member_id and m.erased_at is null
       where i.community_id = p_community_id and i.id = p_invoice_id and i.member_id = p_member_id) then
     return null;
   end if;
@@ -8411,7 +8654,8 @@ declare
   v_title text;
 begin
   select c.* into v_c from billing.communities c
-  where c.id = p_community_id and exists (select 1 from billing.members m where m.community_id = c.id and m.id = p_member_id);
+  where c.id = p_community_id and exists (select 1 from billing.members m where m.community_id = c.id and m.id = p_member_id
+    and m.erased_at is null);
   select t.title into v_title from billing.mail_templates() t where t.template = p_template;
   if v_c.id is null or v_title is null then
     return null;
@@ -8557,6 +8801,178 @@ CREATE FUNCTION billing_private.member_entitlement_event_ids(p_member text, p_cu
           and (e.data->'member'->>'id') = p_member
           and e.id < coalesce(p_cursor, chr(1114111))
         order by e.id desc limit p_limit) e
+$$;
+
+
+--
+-- Name: member_erase(text, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.member_erase(p_member_id text, p_provider_calls boolean) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_c text := billing.current_community_id();
+  v_m billing.members;
+  v_now timestamptz;
+  v_secrets text[];
+  v_named text := '"' || p_member_id || '"';
+  v_sub billing.subscriptions;
+  v_provider jsonb := '[]';
+  v_subs integer := 0;
+  v_grants integer := 0;
+  v_purchases integer := 0;
+  v_checkouts integer := 0;
+  v_invoices integer := 0;
+  v_events text[];
+  v_redacted integer := 0;
+  v_codes jsonb;
+  v_id text;
+begin
+  if v_c is null then
+    perform billing.raise('BL400', 'No community: erase a member as one community.');
+  end if;
+  select * into v_m from billing.members m where m.community_id = v_c and m.id = p_member_id for update;
+  if v_m.id is null then
+    perform billing.raise('BL404', 'No member ' || p_member_id || '.');
+  end if;
+  -- The discount codes whose member list names one of the member's identities: the
+  -- operator's catalog (and its file), which an erasure does not edit.
+  select coalesce(jsonb_agg(d.id::text order by d.id), '[]') into v_codes from billing.discount_codes d
+  where d.community_id = v_c and exists (select 1 from jsonb_array_elements(d.members) dm
+    join billing.member_identities i on i.community_id = v_c and i.member_id = p_member_id
+      and i.platform = dm->>'platform' and i.platform_uid = dm->>'platform_uid');
+  if v_m.erased_at is not null then
+    return jsonb_build_object('erasure', jsonb_build_object('member_id', v_m.id, 'erased_at', billing.iso(v_m.erased_at),
+      'changed', false, 'subscriptions_cancelled', 0, 'grants_revoked', 0, 'purchases_ended', 0, 'checkouts_expired', 0,
+      'invoices_kept', (select count(*) from billing.invoices i where i.community_id = v_c and i.member_id = p_member_id),
+      'events_redacted', 0, 'discount_codes_naming_member', v_codes), 'provider', '[]'::jsonb);
+  end if;
+  if not p_provider_calls and exists (select 1 from billing.subscriptions s where s.community_id = v_c
+      and s.member_id = p_member_id and s.status <> 'cancelled' and s.provider <> 'sandbox') then
+    perform billing.raise('BL409', 'Member ' || p_member_id || ' has a live subscription at its payment provider: '
+      || 'erase them through the API or the dashboard, which cancel it there too.');
+  end if;
+  v_now := billing.now();
+
+  -- What to look for in copies (events, idempotent answers): every personal value the
+  -- member's rows hold, lowercase.
+  select coalesce(array_agg(distinct lower(v)) filter (where v is not null and btrim(v) <> ''), '{}') into v_secrets
+  from (
+    select v_m.email union all select v_m.billing_name union all select v_m.billing_tax_id union all select v_m.note
+    union all select unnest(v_m.billing_address_lines)
+    union all select i.platform_uid from billing.member_identities i where i.community_id = v_c and i.member_id = p_member_id
+    union all select i.username from billing.member_identities i where i.community_id = v_c and i.member_id = p_member_id
+    union all select x.external_user_id from billing.external_subjects x where x.community_id = v_c and x.member_id = p_member_id
+    union all select cs.customer_email from billing.checkout_sessions cs where cs.community_id = v_c and cs.member_id = p_member_id
+    union all select cs.customer_name from billing.checkout_sessions cs where cs.community_id = v_c and cs.member_id = p_member_id
+    union all select cs.customer_tax_id from billing.checkout_sessions cs where cs.community_id = v_c and cs.member_id = p_member_id
+    union all select unnest(cs.customer_address_lines) from billing.checkout_sessions cs where cs.community_id = v_c and cs.member_id = p_member_id
+    union all select mm.to_address from billing.mail_messages mm where mm.community_id = v_c and mm.member_id = p_member_id
+  ) x(v);
+
+  -- The member's own columns emptied, in the statement that marks it erased (from then
+  -- on _090_erased refuses them any personal data, and the people triggers of the
+  -- identities deleted below find nothing to name it by).
+  update billing.members m set erased_at = v_now, email = null, billing_name = null, billing_address_lines = null,
+    billing_country = null, billing_tax_id = null, note = null, tags = '{}', updated_at = now()
+  where m.community_id = v_c and m.id = p_member_id;
+
+  -- Access ends now: subscriptions cancelled (no refund: what was paid for stays paid),
+  -- grants revoked, purchases' access ended, open checkouts expired. Each change goes
+  -- through its table's triggers: events, the ledger's revocations, the platforms' job.
+  for v_sub in select * from billing.subscriptions s
+      where s.community_id = v_c and s.member_id = p_member_id and s.status <> 'cancelled' order by s.id for update loop
+    if v_sub.provider <> 'sandbox' then
+      v_provider := v_provider || jsonb_build_array(billing.subscription_provider(v_sub) || '{"at": "now"}');
+    end if;
+    perform billing_private.subscription_cancel_now(v_sub.id);
+    v_subs := v_subs + 1;
+  end loop;
+  update billing.grants g set revoked_at = v_now
+  where g.community_id = v_c and g.member_id = p_member_id and g.revoked_at is null
+    and billing.source_grants_access('grant', g.community_id, g.id, 'active', g.expires_at, v_now);
+  get diagnostics v_grants = row_count;
+  update billing.purchases p set access_expires_at = v_now
+  where p.community_id = v_c and p.member_id = p_member_id
+    and billing.source_grants_access('purchase', p.community_id, p.id, p.status, p.access_expires_at, v_now);
+  get diagnostics v_purchases = row_count;
+  for v_id in select cs.id from billing.checkout_sessions cs
+      where cs.community_id = v_c and cs.member_id = p_member_id and cs.status = 'open' order by cs.id loop
+    if billing.expire_checkout(v_id) then
+      v_checkouts := v_checkouts + 1;
+    end if;
+  end loop;
+
+  -- Who they are: identities and external subjects go (member.updated, and the ledger
+  -- drops them from its snapshots).
+  delete from billing.member_identities i where i.community_id = v_c and i.member_id = p_member_id;
+  delete from billing.external_subjects x where x.community_id = v_c and x.member_id = p_member_id;
+  -- The ledger rows' snapshots ({identities, external_subjects}) of who they were: the
+  -- refresh updates an active row's, never an inactive one's, so the erasure rewrites
+  -- them itself, as it rewrites the events (the one write of the ledger outside
+  -- billing.ledger_refresh_each: no status, source or benefit changes).
+  update billing.member_entitlements me set identities = billing_private.json_redact(me.identities, v_secrets, p_member_id)
+  where me.community_id = v_c and me.member_id = p_member_id
+    and me.identities is distinct from billing_private.json_redact(me.identities, v_secrets, p_member_id);
+  update billing.grants g set note = null
+  where g.community_id = v_c and g.member_id = p_member_id and g.note is not null;
+  update billing.checkout_sessions cs set customer_email = null, customer_name = null, customer_address_lines = null,
+    customer_country = null, customer_tax_id = null
+  where cs.community_id = v_c and cs.member_id = p_member_id
+    and num_nonnulls(cs.customer_email, cs.customer_name, cs.customer_address_lines, cs.customer_country, cs.customer_tax_id) > 0;
+
+  -- What reaches them: mail keeps its record (template, subject, status, times) without
+  -- address or body, and is never sent; their choices, codes and sessions go, so no
+  -- signed link of theirs opens anything (the links' doors also check erased_at).
+  update billing.mail_messages mm set to_address = '', text_body = '', html_body = '', last_error = null,
+    status = case when mm.status in ('queued', 'sending') then 'skipped' else mm.status end, claimed_at = null
+  where mm.community_id = v_c and mm.member_id = p_member_id;
+  delete from billing.mail_unsubscribes u where u.community_id = v_c and u.member_id = p_member_id;
+  delete from billing.link_codes lc where lc.community_id = v_c and lc.member_id = p_member_id;
+  delete from billing_private.member_portal_sessions ps where ps.community_id = v_c and ps.member_id = p_member_id;
+  delete from billing.portal_sessions ps where ps.community_id = v_c and ps.member_id = p_member_id;
+
+  -- Invoices stay, with what the law requires of them: a business buyer's (a tax id, or
+  -- reverse charged) keep name, address, country and tax id; a consumer's keep the
+  -- country their tax followed, not their name and address.
+  update billing.invoices i set buyer_name = null, buyer_address_lines = null
+  where i.community_id = v_c and i.member_id = p_member_id and i.buyer_tax_id is null and not i.reverse_charge
+    and (i.buyer_name is not null or i.buyer_address_lines is not null);
+  get diagnostics v_invoices = row_count;
+
+  perform billing.emit_event(v_c, 'member.erased', jsonb_build_object(
+    'member', billing.member_json(v_c, p_member_id), 'erased_at', billing.iso(v_now)));
+
+  -- Copies: the events naming the member (those this erasure wrote too, before any
+  -- webhook reads them), their webhook attempts' excerpts of the receiver's answer, and
+  -- the answers kept for Idempotency-Key replays.
+  with named as (
+    select e.id, billing_private.json_redact(e.data, v_secrets, p_member_id) as data from billing.events e
+    where e.community_id = v_c and strpos(e.data::text, v_named) > 0
+  ), changed as (
+    update billing.events e set data = n.data from named n
+    where e.community_id = v_c and e.id = n.id and e.data is distinct from n.data
+    returning e.id
+  )
+  select count(*) into v_redacted from changed;
+  update billing.idempotency_keys k set response_body = billing_private.json_redact(k.response_body, v_secrets, p_member_id)
+  where k.community_id = v_c and strpos(k.response_body::text, v_named) > 0
+    and k.response_body is distinct from billing_private.json_redact(k.response_body, v_secrets, p_member_id);
+  select coalesce(array_agg(e.id), '{}') into v_events from billing.events e
+  where e.community_id = v_c and strpos(e.data::text, v_named) > 0;
+  update billing.webhook_attempts a set response_excerpt = null
+  from billing.webhook_deliveries d
+  where d.community_id = v_c and d.event_id = any (v_events) and a.community_id = v_c and a.delivery_id = d.id
+    and a.response_excerpt is not null;
+
+  return jsonb_build_object('erasure', jsonb_build_object('member_id', p_member_id, 'erased_at', billing.iso(v_now),
+    'changed', true, 'subscriptions_cancelled', v_subs, 'grants_revoked', v_grants, 'purchases_ended', v_purchases,
+    'checkouts_expired', v_checkouts,
+    'invoices_kept', (select count(*) from billing.invoices i where i.community_id = v_c and i.member_id = p_member_id),
+    'events_redacted', v_redacted, 'discount_codes_naming_member', v_codes), 'provider', v_provider);
+end
 $$;
 
 
@@ -8833,6 +9249,8 @@ begin
     when 'member_deliveries_retry' then return billing_api.member_deliveries_retry(p_args);
     when 'member_entitlement_history' then return billing_api.member_entitlement_history(p_args);
     when 'member_entitlements_list' then return billing_api.member_entitlements_list(p_args);
+    when 'member_erase' then return billing_api.member_erase(p_args);
+    when 'member_export' then return billing_api.member_export(p_args);
     when 'member_portal_benefits' then return billing_api.member_portal_benefits(p_args);
     when 'members_get' then return billing_api.members_get(p_args);
     when 'members_list' then return billing_api.members_list(p_args);
@@ -11931,33 +12349,6 @@ ALTER TABLE ONLY billing.member_provider_customers FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: members; Type: TABLE; Schema: billing; Owner: -
---
-
-CREATE TABLE billing.members (
-    community_id text NOT NULL COLLATE pg_catalog."C",
-    id text DEFAULT billing.gen_id('mem'::text) NOT NULL COLLATE pg_catalog."C",
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    email text,
-    billing_name text,
-    billing_address_lines text[],
-    billing_country text,
-    billing_tax_id text,
-    display_name text,
-    search_text text DEFAULT ''::text NOT NULL,
-    note text,
-    tags text[] DEFAULT '{}'::text[] NOT NULL,
-    CONSTRAINT members_billing_valid CHECK ((((billing_name IS NULL) OR ((length(billing_name) >= 1) AND (length(billing_name) <= 200))) AND ((billing_address_lines IS NULL) OR ((cardinality(billing_address_lines) <= 6) AND (COALESCE(length(array_to_string(billing_address_lines, ''::text)), 0) <= 600))) AND ((billing_country IS NULL) OR (billing_country ~ '^[A-Z]{2}$'::text)) AND ((billing_tax_id IS NULL) OR ((length(billing_tax_id) >= 1) AND (length(billing_tax_id) <= 50))))),
-    CONSTRAINT members_email_valid CHECK (((email IS NULL) OR billing.email_valid(email))),
-    CONSTRAINT members_note_valid CHECK (((note IS NULL) OR billing.member_note_valid(note))),
-    CONSTRAINT members_tags_valid CHECK (billing.member_tags_valid(tags))
-);
-
-ALTER TABLE ONLY billing.members FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: payment_attempts; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -14932,6 +15323,48 @@ CREATE TRIGGER _010_community_clock BEFORE INSERT ON billing.events FOR EACH ROW
 
 
 --
+-- Name: checkout_sessions _050_not_erased; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_not_erased BEFORE INSERT ON billing.checkout_sessions FOR EACH ROW EXECUTE FUNCTION billing.tg_member_rows__not_erased();
+
+
+--
+-- Name: external_subjects _050_not_erased; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_not_erased BEFORE INSERT ON billing.external_subjects FOR EACH ROW EXECUTE FUNCTION billing.tg_member_rows__not_erased();
+
+
+--
+-- Name: grants _050_not_erased; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_not_erased BEFORE INSERT ON billing.grants FOR EACH ROW EXECUTE FUNCTION billing.tg_member_rows__not_erased();
+
+
+--
+-- Name: link_codes _050_not_erased; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_not_erased BEFORE INSERT ON billing.link_codes FOR EACH ROW EXECUTE FUNCTION billing.tg_member_rows__not_erased();
+
+
+--
+-- Name: member_identities _050_not_erased; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_not_erased BEFORE INSERT ON billing.member_identities FOR EACH ROW EXECUTE FUNCTION billing.tg_member_rows__not_erased();
+
+
+--
+-- Name: portal_sessions _050_not_erased; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _050_not_erased BEFORE INSERT ON billing.portal_sessions FOR EACH ROW EXECUTE FUNCTION billing.tg_member_rows__not_erased();
+
+
+--
 -- Name: invoices _050_number; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -14950,6 +15383,13 @@ CREATE TRIGGER _050_price_insert BEFORE INSERT ON billing.subscriptions FOR EACH
 --
 
 CREATE TRIGGER _050_price_plan BEFORE UPDATE OF plan_id ON billing.subscriptions FOR EACH ROW WHEN ((old.plan_id IS DISTINCT FROM new.plan_id)) EXECUTE FUNCTION billing.tg_subscriptions__price();
+
+
+--
+-- Name: members _090_erased; Type: TRIGGER; Schema: billing; Owner: -
+--
+
+CREATE TRIGGER _090_erased BEFORE UPDATE ON billing.members FOR EACH ROW WHEN (((old.erased_at IS NOT NULL) AND ((new.erased_at IS NULL) OR (new.email IS NOT NULL) OR (new.billing_name IS NOT NULL) OR (new.billing_address_lines IS NOT NULL) OR (new.billing_country IS NOT NULL) OR (new.billing_tax_id IS NOT NULL) OR (new.note IS NOT NULL) OR (new.tags <> '{}'::text[])))) EXECUTE FUNCTION billing.tg_members__erased();
 
 
 --
@@ -15299,7 +15739,7 @@ CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.entitlements REFERENCIN
 -- Name: grants _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.grants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.grants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
 
 
 --
@@ -15411,7 +15851,7 @@ CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.entitlements REFERENCIN
 -- Name: grants _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.grants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.grants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
 
 
 --
@@ -15523,7 +15963,7 @@ CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.entitlements REFERENCIN
 -- Name: grants _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.grants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.grants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
 
 
 --
@@ -18732,6 +19172,41 @@ GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitl
 
 
 --
+-- Name: FUNCTION member_note_valid(p_note text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_note_valid(p_note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_note_valid(p_note text) TO billing_api;
+GRANT ALL ON FUNCTION billing.member_note_valid(p_note text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION member_tags_valid(p_tags text[]); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) TO billing_api;
+GRANT ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) TO billing_writer;
+
+
+--
+-- Name: TABLE members; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.members TO billing_api;
+GRANT SELECT ON TABLE billing.members TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.members TO billing_writer;
+
+
+--
+-- Name: FUNCTION member_export_json(p_m billing.members); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.member_export_json(p_m billing.members) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.member_export_json(p_m billing.members) TO billing_api;
+
+
+--
 -- Name: FUNCTION member_identity_attach(p_member_id text, p_platform text, p_platform_uid text, p_username text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -18745,15 +19220,6 @@ GRANT ALL ON FUNCTION billing.member_identity_attach(p_member_id text, p_platfor
 
 REVOKE ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.member_json(p_community_id text, p_member_id text) TO billing_api;
-
-
---
--- Name: FUNCTION member_note_valid(p_note text); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.member_note_valid(p_note text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.member_note_valid(p_note text) TO billing_api;
-GRANT ALL ON FUNCTION billing.member_note_valid(p_note text) TO billing_writer;
 
 
 --
@@ -18778,15 +19244,6 @@ GRANT ALL ON FUNCTION billing.member_people(p_community_id text, p_member_id tex
 
 REVOKE ALL ON FUNCTION billing.member_people_refresh(p_community_id text, p_member_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing.member_people_refresh(p_community_id text, p_member_id text) TO billing_api;
-
-
---
--- Name: FUNCTION member_tags_valid(p_tags text[]); Type: ACL; Schema: billing; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) TO billing_api;
-GRANT ALL ON FUNCTION billing.member_tags_valid(p_tags text[]) TO billing_writer;
 
 
 --
@@ -19296,6 +19753,20 @@ REVOKE ALL ON FUNCTION billing.tg_member_identities__people() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION tg_member_rows__not_erased(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_member_rows__not_erased() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tg_members__erased(); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.tg_members__erased() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION tg_members__outbox(); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -19703,6 +20174,22 @@ GRANT ALL ON FUNCTION billing_api.member_entitlement_history(p_args jsonb) TO bi
 
 REVOKE ALL ON FUNCTION billing_api.member_entitlements_list(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.member_entitlements_list(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_erase(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.member_erase(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.member_erase(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_export(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.member_export(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.member_export(p_args jsonb) TO billing_api;
 
 
 --
@@ -20224,6 +20711,20 @@ GRANT ALL ON FUNCTION billing_private.invoice_refund(p_invoice_id text, p_amount
 
 
 --
+-- Name: FUNCTION json_mentions(p_value jsonb, p_secrets text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.json_mentions(p_value jsonb, p_secrets text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION json_redact(p_value jsonb, p_secrets text[], p_member_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.json_redact(p_value jsonb, p_secrets text[], p_member_id text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -20290,6 +20791,14 @@ GRANT ALL ON FUNCTION billing_private.member_deliveries_enqueue(p_member_id text
 
 REVOKE ALL ON FUNCTION billing_private.member_entitlement_event_ids(p_member text, p_cursor text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.member_entitlement_event_ids(p_member text, p_cursor text, p_limit integer) TO billing_api;
+
+
+--
+-- Name: FUNCTION member_erase(p_member_id text, p_provider_calls boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.member_erase(p_member_id text, p_provider_calls boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.member_erase(p_member_id text, p_provider_calls boolean) TO billing_api;
 
 
 --
@@ -22941,15 +23450,6 @@ GRANT SELECT,INSERT,UPDATE ON TABLE billing.member_identities TO billing_writer;
 
 GRANT SELECT ON TABLE billing.member_provider_customers TO billing_operator;
 GRANT SELECT ON TABLE billing.member_provider_customers TO billing_api;
-
-
---
--- Name: TABLE members; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT SELECT ON TABLE billing.members TO billing_api;
-GRANT SELECT ON TABLE billing.members TO billing_operator;
-GRANT SELECT,INSERT,UPDATE ON TABLE billing.members TO billing_writer;
 
 
 --
