@@ -178,12 +178,13 @@ export async function confirmEnrolment(api: pg.Pool, box: SecondFactorBox | null
 export interface CodeSession { token: string; session_id: string; community_id: string; expires_at: string; recovery_left: number }
 
 /**
- * The second step of a sign-in: the session that owes its code becomes a full session
- * under a new token (the caller sets the new cookie). A TOTP code or a recovery code.
+ * The part every code step shares: the throttle's turn for this session and purpose,
+ * then the code parsed, and a TOTP code's time step found (null for a recovery code).
  */
-export async function signInWithCode(api: pg.Pool, box: SecondFactorBox | null, token: string, code: string, ip: string, newToken: string, ttl: string): Promise<CodeResult<{ session: CodeSession }>> {
+async function checkCode(api: pg.Pool, box: SecondFactorBox | null, token: string, code: string, ip: string,
+  purpose: 'sign_in' | 'manage'): Promise<CodeResult<{ parsed: NonNullable<ReturnType<typeof parseCode>>; step: number | null }>> {
   const parsed = parseCode(code);
-  const b = await begin(api, token, ip, 'sign_in');
+  const b = await begin(api, token, ip, purpose);
   if (!b.allowed) return { ok: false, reason: b.reason, retry_after: b.retry_after };
   if (!parsed) return { ok: false, reason: 'wrong' };
   let step: number | null = null;
@@ -192,6 +193,17 @@ export async function signInWithCode(api: pg.Pool, box: SecondFactorBox | null, 
     step = stepOf(box, b, parsed.totp);
     if (step === null) return { ok: false, reason: 'wrong' };
   }
+  return { ok: true, parsed, step };
+}
+
+/**
+ * The second step of a sign-in: the session that owes its code becomes a full session
+ * under a new token (the caller sets the new cookie). A TOTP code or a recovery code.
+ */
+export async function signInWithCode(api: pg.Pool, box: SecondFactorBox | null, token: string, code: string, ip: string, newToken: string, ttl: string): Promise<CodeResult<{ session: CodeSession }>> {
+  const checked = await checkCode(api, box, token, code, ip, 'sign_in');
+  if (!checked.ok) return checked;
+  const { parsed, step } = checked;
   const { rows } = await api.query<{ r: { ok: boolean; reason?: CodeProblem; session_id: string; community_id: string; expires_at: string; recovery_left: number } }>(
     'select billing_private.operator_sign_in_code($1, $2, $3, $4, $5, $6::interval) as r',
     [hashKey(token), ip, step, 'recovery' in parsed ? recoveryHash(parsed.recovery) : null, hashKey(newToken), ttl]);
@@ -203,16 +215,9 @@ export async function signInWithCode(api: pg.Pool, box: SecondFactorBox | null, 
 /** With a right code (or a recovery code): turn the factor off, or replace the recovery codes (answered once). */
 export async function manageSecondFactor(api: pg.Pool, box: SecondFactorBox | null, token: string, code: string, ip: string,
   action: 'off' | 'recovery_codes'): Promise<CodeResult<{ recoveryCodes: string[] | null }>> {
-  const parsed = parseCode(code);
-  const b = await begin(api, token, ip, 'manage');
-  if (!b.allowed) return { ok: false, reason: b.reason, retry_after: b.retry_after };
-  if (!parsed) return { ok: false, reason: 'wrong' };
-  let step: number | null = null;
-  if ('totp' in parsed) {
-    if (!box) return { ok: false, reason: 'unavailable' };
-    step = stepOf(box, b, parsed.totp);
-    if (step === null) return { ok: false, reason: 'wrong' };
-  }
+  const checked = await checkCode(api, box, token, code, ip, 'manage');
+  if (!checked.ok) return checked;
+  const { parsed, step } = checked;
   const recoveryCodes = action === 'recovery_codes' ? newRecoveryCodes() : null;
   const { rows } = await api.query<{ r: { ok: boolean; reason?: CodeProblem } }>(
     'select billing_private.operator_second_factor_manage($1, $2, $3, $4, $5, $6) as r',
