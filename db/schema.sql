@@ -1,4 +1,4 @@
--- db/migrations sha256:9afb1613cf07d44078991e88db43ce35abfdffa8e6326c6daf1cf7437329dc8d (regenerate with npm run db:schema)
+-- db/migrations sha256:291d189d09068027d173a98b56d94baeb96803a9f92aa5e84d160bc6582ec6dd (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -2486,6 +2486,10 @@ declare
   v_present integer[];
   v_part integer[];
   v_changes billing.ledger_change[];
+  v_dc text[];
+  v_dm text[];
+  v_db jsonb[];
+  v_change billing.ledger_change;
 begin
   -- One refresh of a member at a time: a concurrent one waits for the first to commit,
   -- then reads what it wrote. A row lock on the member (not an advisory lock: one
@@ -2563,15 +2567,14 @@ begin
     continue when v_changes is null;
     with act as (
       select * from unnest(v_changes)
-    ), nxt as (
-      update billing.member_entitlements x set next_check_at = a.d_next
-      from act a
-      where a.type is null and a.s_next is distinct from a.d_next and x.community_id = a.c and x.id = a.stored_id
     ), upd as (
-      -- returning what the row's event needs, so no join finds the row again
+      -- The stored rows: those that change visibly (type), and those whose next check only
+      -- moves (their other columns are written as they are: one update of the table, not
+      -- two, each a plan part to start on every refresh). Returning what a changed row's
+      -- event needs, so no join finds the row again.
       update billing.member_entitlements x set
         status = a.status,
-        revision = x.revision + 1,
+        revision = x.revision + case when a.type is null then 0 else 1 end,
         sources = coalesce(a.d_sources, '[]'),
         benefits = coalesce(a.d_benefits, '[]'),
         identities = a.identities,
@@ -2579,9 +2582,9 @@ begin
         revoked_at = case when a.type = 'member.entitlement.granted' then null
                           when a.type = 'member.entitlement.revoked' then a.now else x.revoked_at end,
         next_check_at = a.d_next,
-        updated_at = now()
+        updated_at = case when a.type is null then x.updated_at else now() end
       from act a
-      where a.type is not null and a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
+      where a.stored_id is not null and x.community_id = a.c and x.id = a.stored_id
       returning a.k, a.type, a.entitlement_id, a.s_benefits, a.member, a.reason, a.trigger_event_id, a.now, x as me
     ), ins as (
       insert into billing.member_entitlements (community_id, id, member_id, entitlement_id, status,
@@ -2592,6 +2595,7 @@ begin
       order by a.k, a.entitlement_id
     ), changed as (
       select u.k, u.type, u.entitlement_id, u.s_benefits, u.member, u.reason, u.trigger_event_id, u.now, u.me from upd u
+      where u.type is not null
       union all
       -- the row ins writes, as it writes it: its columns in the table's order (a row of
       -- another length fails the cast; test/ledger/refresh-each.test.ts compares the events)
@@ -2619,6 +2623,23 @@ begin
     )
     select count(*)::integer into v_n from ev;
     v_changed := v_changed + v_n;
+    -- The rows that changed what a platform may hold: their members' deliveries. (Picked
+    -- here, row by row in memory: a statement for it cost more than this loop takes for
+    -- a part of 1,000 rows.)
+    v_dc := null;
+    v_dm := null;
+    v_db := null;
+    foreach v_change in array v_changes loop
+      if billing.ledger_row_delivers(v_change.type, v_change.stored_id, v_change.s_status, v_change.status,
+           v_change.s_benefits, v_change.d_benefits, v_change.s_identities, v_change.identities) then
+        v_dc := v_dc || v_change.c;
+        v_dm := v_dm || v_change.m;
+        v_db := v_db || (coalesce(v_change.d_benefits, '[]') || coalesce(v_change.s_benefits, '[]'));
+      end if;
+    end loop;
+    if v_dm is not null then
+      perform billing_private.ledger_deliveries(v_dc, v_dm, v_db);
+    end if;
   end loop;
   return v_changed;
 end
@@ -2671,6 +2692,20 @@ begin
   return billing.ledger_refresh_each(array_fill(p_community_id, array[cardinality(v_members)]), v_members,
     array_fill(p_reason, array[cardinality(v_members)]), array_fill(p_trigger_event_id, array[cardinality(v_members)]));
 end
+$$;
+
+
+--
+-- Name: ledger_row_delivers(text, text, text, text, jsonb, jsonb, jsonb, jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.ledger_row_delivers(p_type text, p_stored_id text, p_s_status text, p_status text, p_s_benefits jsonb, p_d_benefits jsonb, p_s_identities jsonb, p_identities jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+  select p_type is not null
+    and jsonb_array_length(coalesce(p_d_benefits, '[]') || coalesce(p_s_benefits, '[]')) > 0
+    and (p_stored_id is null
+         or (p_s_status, p_s_benefits, p_s_identities) is distinct from (p_status, coalesce(p_d_benefits, '[]'), p_identities))
 $$;
 
 
@@ -5385,6 +5420,9 @@ declare
 begin
   with ch as (
     select n.community_id, n.id, n.member_id, o.member_id as old_member_id, j.new_json,
+      -- the event's date, billing.community_now joined (the events' clock trigger then
+      -- skips a call per row)
+      now() + coalesce(co.clock_offset, '0'::interval) as at,
       billing.jsonb_changed(j.old_json - 'updated_at' - 'tier_name' - 'plan_name', j.new_json) as prev,
       case when n.status = 'cancelled' and o.status <> 'cancelled'
         then 'subscription.cancelled' else 'subscription.updated' end as type,
@@ -5402,6 +5440,7 @@ begin
         else 'subscription_updated' end as reason
     from new_rows n
     join old_rows o on o.community_id = n.community_id and o.id = n.id
+    left join billing.communities co on co.id = n.community_id
     left join billing.plans np on np.community_id = n.community_id and np.id = n.plan_id
     left join billing.tiers nt on nt.community_id = np.community_id and nt.id = np.tier_id
     left join billing.plans op on op.community_id = o.community_id and op.id = o.plan_id
@@ -5411,8 +5450,8 @@ begin
       billing.subscription_json(n, np, nt) || jsonb_build_object('client_reference_id', n.client_reference_id) as new_json,
       billing.subscription_json(o, op, ot) || jsonb_build_object('client_reference_id', o.client_reference_id) as old_json) j
   ), ev as (
-    insert into billing.events (community_id, type, data)
-    select ch.community_id, ch.type, jsonb_build_object('subscription', ch.new_json, 'previous_attributes', ch.prev)
+    insert into billing.events (community_id, type, created_at, data)
+    select ch.community_id, ch.type, ch.at, jsonb_build_object('subscription', ch.new_json, 'previous_attributes', ch.prev)
     from ch
     where ch.prev <> '{}' -- nothing a consumer sees (nor a ledger source) changed
     order by ch.id
@@ -7959,16 +7998,125 @@ CREATE FUNCTION billing_private.analytics_refresh(p_communities text[], p_ids te
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+declare
+  v_communities text[];
+  v_ids text[];
 begin
+  -- The facts and the activity figures; the subscriptions whose movements are not known
+  -- to be in step come out (v_ids).
   with keys as (
     select distinct k.c, k.id from unnest(p_communities, p_ids) k(c, id)
+  ), od as materialized (
+    select f.* from keys k
+    join billing_private.analytics_facts f on f.community_id = k.c and f.subscription_id = k.id
+  ), nw as materialized (
+    -- the facts as the views define them, one primary-key probe per subscription
+    select k.c, k.id, x.member_id, x.plan_id, x.currency, x.monthly_cents, x.billing_now, x.billing_from, x.billing_until,
+      (x.created_at at time zone 'UTC')::date as created_day, (x.cancel_counted_at at time zone 'UTC')::date as cancel_day,
+      x.status = 'past_due' as past_due,
+      x.status in ('active', 'trialing', 'past_due', 'cancelling') as subscriber,
+      -- in step: its movements add up to what it bills now (the facts say what they added
+      -- up to after the last refresh, in its currency at its monthly cents)
+      o.recorded_billing is not null
+        and (o.currency, o.monthly_cents, o.recorded_billing) = (x.currency, x.monthly_cents, x.billing_now) as in_step,
+      -- what its movements add up to after this refresh, when that is what it bills now:
+      -- in step; or brought to now below (it has movements); or its first ones recorded
+      -- below from its dates (a start and no end, or a start and an end)
+      case when o.recorded_billing is not null
+                and (o.currency, o.monthly_cents, o.recorded_billing) = (x.currency, x.monthly_cents, x.billing_now)
+             or exists (select 1 from billing.mrr_movements r where r.community_id = k.c and r.subscription_id = k.id)
+             or x.billing_from < 'infinity' and x.billing_until is null and x.billing_now
+             or x.billing_from < 'infinity' and x.billing_until > x.billing_from and not x.billing_now
+           then x.billing_now end as recorded_billing
+    from keys k
+    cross join lateral (select * from analytics.subscription_mrr m
+                        where m.community_id = k.c and m.subscription_id = k.id offset 0) x
+    left join od o on o.community_id = k.c and o.subscription_id = k.id
+  ), chg as materialized (
+    select coalesce(n.c, o.community_id) as c, coalesce(n.id, o.subscription_id) as id,
+      o.subscription_id is not null as had, n.id is not null as has,
+      o.member_id as o_member, o.created_day as o_created, o.cancel_day as o_cancel, o.past_due as o_past_due,
+      o.subscriber as o_subscriber,
+      n.member_id as n_member, n.currency as n_currency, n.monthly_cents as n_cents, n.created_day as n_created,
+      n.cancel_day as n_cancel, n.past_due as n_past_due, n.subscriber as n_subscriber, n.recorded_billing as n_recorded
+    from nw n
+    full join od o on o.community_id = n.c and o.subscription_id = n.id
+    where (o.member_id, o.currency, o.monthly_cents, o.created_day, o.cancel_day, o.past_due, o.subscriber, o.recorded_billing)
+      is distinct from (n.member_id, n.currency, n.monthly_cents, n.created_day, n.cancel_day, n.past_due, n.subscriber,
+        n.recorded_billing)
+  ), gone as (
+    delete from billing_private.analytics_facts f using chg
+    where not chg.has and f.community_id = chg.c and f.subscription_id = chg.id
+  ), kept as (
+    insert into billing_private.analytics_facts (community_id, subscription_id, member_id, currency, monthly_cents,
+      created_day, cancel_day, past_due, subscriber, recorded_billing)
+    select chg.c, chg.id, chg.n_member, chg.n_currency, chg.n_cents, chg.n_created, chg.n_cancel, chg.n_past_due,
+      chg.n_subscriber, chg.n_recorded
+    from chg where chg.has
+    on conflict (community_id, subscription_id) do update set member_id = excluded.member_id,
+      currency = excluded.currency, monthly_cents = excluded.monthly_cents, created_day = excluded.created_day,
+      cancel_day = excluded.cancel_day, past_due = excluded.past_due, subscriber = excluded.subscriber,
+      recorded_billing = excluded.recorded_billing
+  ), mem as (
+    -- members whose count of access-giving subscriptions changes, and by how much
+    select x.c, x.m, sum(x.d) as d
+    from (select chg.c, chg.o_member as m, -1 as d from chg where chg.had and chg.o_subscriber
+          union all
+          select chg.c, chg.n_member, 1 from chg where chg.has and chg.n_subscriber) x
+    group by x.c, x.m having sum(x.d) <> 0
+  ), members as (
+    select mem.c, (b.n + mem.d > 0)::int - (b.n > 0)::int as subscribers
+    from mem
+    cross join lateral (select count(*) as n from billing_private.analytics_facts f
+                        where f.community_id = mem.c and f.member_id = mem.m and f.subscriber) b
+  ), d as (
+    -- the old facts' figures taken back, the new ones' added: one row per figure that has a day
+    select chg.c, v.day, ''::text as currency, 0::numeric as mrr, 0 as billing, v.signups, v.cancels, v.past_due,
+      0 as subscribers, 0::numeric as new, 0::numeric as expansion, 0::numeric as contraction, 0::numeric as churn,
+      0::numeric as reactivation
+    from chg
+    cross join lateral (values
+      (chg.had, chg.o_created, -1, 0, 0),
+      (chg.had, chg.o_cancel,  0, -1, 0),
+      (chg.had and chg.o_past_due, (now() at time zone 'UTC')::date, 0, 0, -1),
+      (chg.has, chg.n_created, 1, 0, 0),
+      (chg.has, chg.n_cancel,  0, 1, 0),
+      (chg.has and chg.n_past_due, (now() at time zone 'UTC')::date, 0, 0, 1)
+    ) v(applies, day, signups, cancels, past_due)
+    where v.applies and v.day is not null
+    union all
+    select members.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 0, members.subscribers, 0, 0, 0, 0, 0
+    from members where members.subscribers <> 0
+  ), added as (
+    insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due,
+      subscribers, new_cents, expansion_cents, contraction_cents, churn_cents, reactivation_cents)
+    select d.c, d.day, d.currency, sum(d.mrr), sum(d.billing), sum(d.signups), sum(d.cancels), sum(d.past_due), sum(d.subscribers),
+      sum(d.new), sum(d.expansion), sum(d.contraction), sum(d.churn), sum(d.reactivation)
+    from d
+    group by d.c, d.day, d.currency
+    having sum(d.mrr) <> 0 or sum(d.billing) <> 0 or sum(d.signups) <> 0 or sum(d.cancels) <> 0
+      or sum(d.past_due) <> 0 or sum(d.subscribers) <> 0 or sum(d.new) <> 0 or sum(d.expansion) <> 0
+      or sum(d.contraction) <> 0 or sum(d.churn) <> 0 or sum(d.reactivation) <> 0
+  )
+  select array_agg(k.c), array_agg(k.id) into v_communities, v_ids
+  from keys k
+  left join nw n on n.c = k.c and n.id = k.id
+  where n.in_step is not true;
+  if v_ids is null then
+    return;
+  end if;
+
+  -- The MRR movements of those subscriptions: what their recorded movements add up to
+  -- against what they bill now, or their first ones (the same snapshot's facts are not
+  -- read: only the movements and the subscriptions, which the first statement left).
+  with keys as (
+    select distinct k.c, k.id from unnest(v_communities, v_ids) k(c, id)
   ), clock as materialized (
     -- each community's clock, read once: the movements' date (none for a community being
     -- deleted: its subscriptions go with it, and so do its movements)
     select x.c, billing.community_now(x.c) as at from (select distinct keys.c from keys) x
     where exists (select 1 from billing.communities c where c.id = x.c)
   ), nw as materialized (
-    -- the facts as the views define them, one primary-key probe per subscription
     select k.c, k.id, x.member_id, x.plan_id, x.currency, x.monthly_cents, x.billing_now, x.billing_from, x.billing_until,
       (x.created_at at time zone 'UTC')::date as created_day, (x.cancel_counted_at at time zone 'UTC')::date as cancel_day,
       x.status = 'past_due' as past_due,
@@ -7981,9 +8129,6 @@ begin
     from keys k
     cross join lateral (select * from analytics.subscription_mrr m
                         where m.community_id = k.c and m.subscription_id = k.id offset 0) x
-  ), od as materialized (
-    select f.* from keys k
-    join billing_private.analytics_facts f on f.community_id = k.c and f.subscription_id = k.id
   ), rec as materialized (
     -- what each subscription's recorded movements add up to, per currency
     select k.c, k.id, r.currency, r.cents, r.billing, r.member_id, r.plan_id
@@ -8042,68 +8187,16 @@ begin
     select mv.c, mv.id, mv.member_id, mv.plan_id, mv.at, mv.day, mv.currency, mv.kind, mv.from_cents, mv.to_cents,
       mv.from_billing, mv.to_billing
     from mv
-  ), chg as materialized (
-    select coalesce(n.c, o.community_id) as c, coalesce(n.id, o.subscription_id) as id,
-      o.subscription_id is not null as had, n.id is not null as has,
-      o.member_id as o_member, o.created_day as o_created, o.cancel_day as o_cancel, o.past_due as o_past_due,
-      o.subscriber as o_subscriber,
-      n.member_id as n_member, n.currency as n_currency, n.monthly_cents as n_cents, n.created_day as n_created,
-      n.cancel_day as n_cancel, n.past_due as n_past_due, n.subscriber as n_subscriber
-    from nw n
-    full join od o on o.community_id = n.c and o.subscription_id = n.id
-    where (o.member_id, o.currency, o.monthly_cents, o.created_day, o.cancel_day, o.past_due, o.subscriber)
-      is distinct from (n.member_id, n.currency, n.monthly_cents, n.created_day, n.cancel_day, n.past_due, n.subscriber)
-  ), gone as (
-    delete from billing_private.analytics_facts f using chg
-    where not chg.has and f.community_id = chg.c and f.subscription_id = chg.id
-  ), kept as (
-    insert into billing_private.analytics_facts (community_id, subscription_id, member_id, currency, monthly_cents,
-      created_day, cancel_day, past_due, subscriber)
-    select chg.c, chg.id, chg.n_member, chg.n_currency, chg.n_cents, chg.n_created, chg.n_cancel, chg.n_past_due,
-      chg.n_subscriber
-    from chg where chg.has
-    on conflict (community_id, subscription_id) do update set member_id = excluded.member_id,
-      currency = excluded.currency, monthly_cents = excluded.monthly_cents, created_day = excluded.created_day,
-      cancel_day = excluded.cancel_day, past_due = excluded.past_due, subscriber = excluded.subscriber
-  ), mem as (
-    -- members whose count of access-giving subscriptions changes, and by how much
-    select x.c, x.m, sum(x.d) as d
-    from (select chg.c, chg.o_member as m, -1 as d from chg where chg.had and chg.o_subscriber
-          union all
-          select chg.c, chg.n_member, 1 from chg where chg.has and chg.n_subscriber) x
-    group by x.c, x.m having sum(x.d) <> 0
-  ), members as (
-    select mem.c, (b.n + mem.d > 0)::int - (b.n > 0)::int as subscribers
-    from mem
-    cross join lateral (select count(*) as n from billing_private.analytics_facts f
-                        where f.community_id = mem.c and f.member_id = mem.m and f.subscriber) b
   ), d as (
-    -- the old facts' figures taken back, the new ones' added, and the movements recorded:
-    -- one row per figure that has a day
-    select chg.c, v.day, ''::text as currency, 0::numeric as mrr, 0 as billing, v.signups, v.cancels, v.past_due,
-      0 as subscribers, 0::numeric as new, 0::numeric as expansion, 0::numeric as contraction, 0::numeric as churn,
-      0::numeric as reactivation
-    from chg
-    cross join lateral (values
-      (chg.had, chg.o_created, -1, 0, 0),
-      (chg.had, chg.o_cancel,  0, -1, 0),
-      (chg.had and chg.o_past_due, (now() at time zone 'UTC')::date, 0, 0, -1),
-      (chg.has, chg.n_created, 1, 0, 0),
-      (chg.has, chg.n_cancel,  0, 1, 0),
-      (chg.has and chg.n_past_due, (now() at time zone 'UTC')::date, 0, 0, 1)
-    ) v(applies, day, signups, cancels, past_due)
-    where v.applies and v.day is not null
-    union all
-    select mv.c, mv.day, mv.currency, mv.to_cents - mv.from_cents, mv.to_billing::int - mv.from_billing::int, 0, 0, 0, 0,
-      case when mv.kind = 'new' then mv.to_cents - mv.from_cents else 0 end,
-      case when mv.kind = 'expansion' then mv.to_cents - mv.from_cents else 0 end,
-      case when mv.kind = 'contraction' then mv.to_cents - mv.from_cents else 0 end,
-      case when mv.kind = 'churn' then mv.to_cents - mv.from_cents else 0 end,
-      case when mv.kind = 'reactivation' then mv.to_cents - mv.from_cents else 0 end
+    -- the movements recorded: one row per day and currency
+    select mv.c, mv.day, mv.currency, mv.to_cents - mv.from_cents as mrr, mv.to_billing::int - mv.from_billing::int as billing,
+      0 as signups, 0 as cancels, 0 as past_due, 0 as subscribers,
+      case when mv.kind = 'new' then mv.to_cents - mv.from_cents else 0 end as new,
+      case when mv.kind = 'expansion' then mv.to_cents - mv.from_cents else 0 end as expansion,
+      case when mv.kind = 'contraction' then mv.to_cents - mv.from_cents else 0 end as contraction,
+      case when mv.kind = 'churn' then mv.to_cents - mv.from_cents else 0 end as churn,
+      case when mv.kind = 'reactivation' then mv.to_cents - mv.from_cents else 0 end as reactivation
     from mv
-    union all
-    select members.c, (now() at time zone 'UTC')::date, '', 0, 0, 0, 0, 0, members.subscribers, 0, 0, 0, 0, 0
-    from members where members.subscribers <> 0
   )
   insert into billing_private.analytics_deltas (community_id, day, currency, mrr_cents, billing, signups, cancels, past_due,
     subscribers, new_cents, expansion_cents, contraction_cents, churn_cents, reactivation_cents)
@@ -8292,6 +8385,21 @@ begin
   end loop;
   perform set_config('app.audit_purge', '', true);
   return v_total;
+end
+$$;
+
+
+--
+-- Name: audit_wanted(); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.audit_wanted() RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+  return current_setting('app.key_id', true) <> '' or current_setting('app.actor', true) <> ''
+    or (pg_has_role(session_user, 'billing_operator', 'MEMBER')
+        and not pg_has_role(session_user, 'billing_owner_probe', 'MEMBER'));
 end
 $$;
 
@@ -8544,6 +8652,35 @@ begin
   return billing_private.take_tokens('key:' || v_key_id,
     coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60),
     greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100))) || jsonb_build_object('key', true);
+end
+$$;
+
+
+--
+-- Name: ledger_deliveries(text[], text[], jsonb[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.ledger_deliveries(p_communities text[], p_members text[], p_benefits jsonb[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_c text[];
+  v_m text[];
+  v_able text[];
+begin
+  select array_agg(pc.id) into v_able from billing.platform_configs pc
+  where pc.community_id = any (p_communities)
+    and (exists (select 1 from billing_private.platform_secrets s
+                 where s.community_id = pc.community_id and s.platform_config_id = pc.id and s.name = 'bot_token')
+         or exists (select 1 from billing_private.platform_defaults d where d.platform = pc.platform and d.has_bot_token));
+  if v_able is null then
+    return;
+  end if;
+  select array_agg(x.c), array_agg(x.m) into v_c, v_m
+  from unnest(p_communities, p_members, p_benefits) x(c, m, b)
+  where exists (select 1 from jsonb_array_elements(x.b) e where e->>'platform_config_id' = any (v_able));
+  perform billing_private.enqueue_deliveries(v_c, v_m);
 end
 $$;
 
@@ -11225,6 +11362,12 @@ CREATE FUNCTION billing_private.tg_events__enqueue_deliveries() RETURNS trigger
 declare
   v_payloads json[];
 begin
+  -- No endpoint of the statement's communities is enabled (a community that serves only
+  -- its platforms): one probe, not the insert's plan started for no row.
+  if not exists (select 1 from billing.webhook_endpoints w
+                 where w.community_id in (select e.community_id from new_events e) and w.enabled) then
+    return null;
+  end if;
   with d as (
     insert into billing.webhook_deliveries (community_id, endpoint_id, event_id, event_type, next_attempt_at)
     select e.community_id, w.id, e.id, e.type, now()
@@ -11318,46 +11461,6 @@ CREATE FUNCTION billing_private.tg_invoices__analytics() RETURNS trigger
 begin
   perform billing_private.analytics_refresh_locking(array_agg(n.community_id), array_agg(n.subscription_id))
   from new_rows n where n.subscription_id is not null and n.discount_cents > 0;
-  return null;
-end
-$$;
-
-
---
--- Name: tg_member_entitlements__deliveries(); Type: FUNCTION; Schema: billing_private; Owner: -
---
-
-CREATE FUNCTION billing_private.tg_member_entitlements__deliveries() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_c text[];
-  v_m text[];
-  v_able text[];
-begin
-  -- The statement's communities' connections that can deliver (billing_private.
-  -- platform_config_can_deliver, written out: a call per connection is a plpgsql
-  -- executor start on every ledger write); none, and nothing is queued.
-  select array_agg(pc.id) into v_able from billing.platform_configs pc
-  where pc.community_id in (select distinct n.community_id from new_rows n)
-    and (exists (select 1 from billing_private.platform_secrets s
-                 where s.community_id = pc.community_id and s.platform_config_id = pc.id and s.name = 'bot_token')
-         or exists (select 1 from billing_private.platform_defaults d where d.platform = pc.platform and d.has_bot_token));
-  if v_able is null then
-    return null;
-  end if;
-  if tg_op = 'INSERT' then
-    select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
-    from new_rows n
-    where exists (select 1 from jsonb_array_elements(n.benefits) b where b->>'platform_config_id' = any (v_able));
-  else
-    select array_agg(n.community_id), array_agg(n.member_id) into v_c, v_m
-    from new_rows n join old_rows o on o.community_id = n.community_id and o.id = n.id
-    where (n.status, n.benefits, n.identities) is distinct from (o.status, o.benefits, o.identities)
-      and exists (select 1 from jsonb_array_elements(n.benefits || o.benefits) b where b->>'platform_config_id' = any (v_able));
-  end if;
-  perform billing_private.enqueue_deliveries(v_c, v_m);
   return null;
 end
 $$;
@@ -14034,7 +14137,8 @@ CREATE TABLE billing_private.analytics_facts (
     created_day date NOT NULL,
     cancel_day date,
     past_due boolean NOT NULL,
-    subscriber boolean NOT NULL
+    subscriber boolean NOT NULL,
+    recorded_billing boolean
 );
 
 ALTER TABLE ONLY billing_private.analytics_facts FORCE ROW LEVEL SECURITY;
@@ -15680,20 +15784,6 @@ CREATE TRIGGER _600_analytics_update AFTER UPDATE ON billing.subscriptions REFER
 
 
 --
--- Name: member_entitlements _700_deliveries_insert; Type: TRIGGER; Schema: billing; Owner: -
---
-
-CREATE TRIGGER _700_deliveries_insert AFTER INSERT ON billing.member_entitlements REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_member_entitlements__deliveries();
-
-
---
--- Name: member_entitlements _700_deliveries_update; Type: TRIGGER; Schema: billing; Owner: -
---
-
-CREATE TRIGGER _700_deliveries_update AFTER UPDATE ON billing.member_entitlements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION billing_private.tg_member_entitlements__deliveries();
-
-
---
 -- Name: events _800_mail; Type: TRIGGER; Schema: billing; Owner: -
 --
 
@@ -15739,21 +15829,21 @@ CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.entitlements REFERENCIN
 -- Name: grants _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.grants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.grants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
 
 
 --
 -- Name: invoices _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.invoices REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.invoices REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
 
 
 --
 -- Name: members _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.members REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.members REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
 
 
 --
@@ -15781,14 +15871,14 @@ CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.price_migrations REFERE
 -- Name: refunds _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.refunds REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.refunds REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id');
 
 
 --
 -- Name: subscriptions _950_audit_delete; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_delete AFTER DELETE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id');
 
 
 --
@@ -15851,21 +15941,21 @@ CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.entitlements REFERENCIN
 -- Name: grants _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.grants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.grants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
 
 
 --
 -- Name: invoices _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.invoices REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.invoices REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
 
 
 --
 -- Name: members _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.members REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.members REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
 
 
 --
@@ -15893,14 +15983,14 @@ CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.price_migrations REFERE
 -- Name: refunds _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.refunds REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.refunds REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id');
 
 
 --
 -- Name: subscriptions _950_audit_insert; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.subscriptions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_insert AFTER INSERT ON billing.subscriptions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id');
 
 
 --
@@ -15963,21 +16053,21 @@ CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.entitlements REFERENCIN
 -- Name: grants _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.grants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.grants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'note');
 
 
 --
 -- Name: invoices _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.invoices REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.invoices REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'buyer_name,buyer_address_lines,buyer_tax_id');
 
 
 --
 -- Name: members _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.members REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.members REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id', 'email,display_name,search_text,note,tags,billing_name,billing_address_lines,billing_country,billing_tax_id', 'display_name,search_text');
 
 
 --
@@ -16005,14 +16095,14 @@ CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.price_migrations REFERE
 -- Name: refunds _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.refunds REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.refunds REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id');
 
 
 --
 -- Name: subscriptions _950_audit_update; Type: TRIGGER; Schema: billing; Owner: -
 --
 
-CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (((current_setting('app.key_id'::text, true) <> ''::text) OR (current_setting('app.actor'::text, true) <> ''::text) OR (pg_has_role(SESSION_USER, 'billing_operator'::name, 'MEMBER'::text) AND (NOT pg_has_role(SESSION_USER, 'billing_owner_probe'::name, 'MEMBER'::text))))) EXECUTE FUNCTION billing_private.tg_audit('id');
+CREATE TRIGGER _950_audit_update AFTER UPDATE ON billing.subscriptions REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT WHEN (billing_private.audit_wanted()) EXECUTE FUNCTION billing_private.tg_audit('id');
 
 
 --
@@ -18908,6 +18998,14 @@ REVOKE ALL ON FUNCTION billing.ledger_refresh_members(p_community_id text, p_mem
 
 
 --
+-- Name: FUNCTION ledger_row_delivers(p_type text, p_stored_id text, p_s_status text, p_status text, p_s_benefits jsonb, p_d_benefits jsonb, p_s_identities jsonb, p_identities jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.ledger_row_delivers(p_type text, p_stored_id text, p_s_status text, p_status text, p_s_benefits jsonb, p_d_benefits jsonb, p_s_identities jsonb, p_identities jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_row_delivers(p_type text, p_stored_id text, p_s_status text, p_status text, p_s_benefits jsonb, p_d_benefits jsonb, p_s_identities jsonb, p_identities jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION ledger_sweep(p_community_id text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -20658,6 +20756,16 @@ REVOKE ALL ON FUNCTION billing_private.audit_purge() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION audit_wanted(); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.audit_wanted() FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_api;
+GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_worker;
+GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_operator;
+
+
+--
 -- Name: FUNCTION charge_key_tokens(p_key_id text, p_n integer, p_limits jsonb); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -20730,6 +20838,14 @@ REVOKE ALL ON FUNCTION billing_private.json_redact(p_value jsonb, p_secrets text
 
 REVOKE ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) TO billing_api;
+
+
+--
+-- Name: FUNCTION ledger_deliveries(p_communities text[], p_members text[], p_benefits jsonb[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.ledger_deliveries(p_communities text[], p_members text[], p_benefits jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.ledger_deliveries(p_communities text[], p_members text[], p_benefits jsonb[]) TO billing_api;
 
 
 --
@@ -21436,13 +21552,6 @@ REVOKE ALL ON FUNCTION billing_private.tg_events__mail() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION billing_private.tg_invoices__analytics() FROM PUBLIC;
-
-
---
--- Name: FUNCTION tg_member_entitlements__deliveries(); Type: ACL; Schema: billing_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing_private.tg_member_entitlements__deliveries() FROM PUBLIC;
 
 
 --
