@@ -19,28 +19,28 @@ const nonNeg = z.number().int().min(0).max(2147483647);
 
 const tierFields = {
   name: text(200).describe('Shown to buyers'),
-  description: text(2000).nullable().optional(),
+  description: text(2000).nullable().optional().describe('Shown to buyers under the name; null: none'),
   kind: z.enum(['subscription', 'one_time']).optional().describe('Default subscription'),
   billing_mode: z.enum(['recurring', 'one_time']).optional().describe('By kind when absent: a one_time tier is billed one_time'),
   rank: int.optional().describe('Order, and what counts as an upgrade (higher)'),
-  active: z.boolean().optional(),
-  features: z.array(text(500)).max(100).optional(),
-  perks: z.array(z.object({ title: text(200), detail: text(1000).nullable().optional() })).max(100).optional(),
+  active: z.boolean().optional().describe('false: archived, not offered (default true)'),
+  features: z.array(text(500)).max(100).optional().describe('Feature lines shown to buyers, in order'),
+  perks: z.array(z.object({ title: text(200), detail: text(1000).nullable().optional() })).max(100).optional().describe('Perks shown to buyers: a title and an optional detail each'),
   entitlements: z.array(key).max(100).optional().describe('Entitlement keys; the tier\'s links become exactly these'),
 };
 
 const planFields = {
-  name: text(200).nullable().optional(),
+  name: text(200).nullable().optional().describe('Shown to buyers, e.g. "Monthly"; null: none'),
   amount_cents: nonNeg.describe('The price new buyers pay, in minor units. A change leaves existing subscribers at theirs until `billing plans migrate` moves them with notice'),
   currency: z.string().max(3).describe('Lowercase ISO 4217, e.g. "usd"'),
   interval: z.enum(['month', 'year']).nullable().optional().describe('Required for a recurring tier; null for a one_time tier'),
-  trial_days: nonNeg.optional(),
+  trial_days: nonNeg.optional().describe('Free days before the first charge (recurring plans; default 0)'),
   access_days: nonNeg.nullable().optional().describe('One-time plans only: how long access lasts (null: forever)'),
-  active: z.boolean().optional(),
+  active: z.boolean().optional().describe('false: archived, no new checkout (default true)'),
 };
 
 const entitlementFields = {
-  name: text(200),
+  name: text(200).describe('Shown to members and operators'),
   benefits: z.array(z.object({
     platform: key.describe('A platform connection\'s key'),
     type: text(100).describe('Discord: role or channel; Telegram: chat'),
@@ -49,19 +49,19 @@ const entitlementFields = {
 };
 
 const discountFields = {
-  name: text(200).nullable().optional(),
-  value_type: z.enum(['percent', 'amount']),
+  name: text(200).nullable().optional().describe('Shown to operators; null: none'),
+  value_type: z.enum(['percent', 'amount']).describe('percent (with percent_off) or amount (with amount_off_cents and currency)'),
   percent_off: z.number().nullable().optional().describe('For value_type percent: above 0, at most 100'),
   amount_off_cents: nonNeg.nullable().optional().describe('For value_type amount, with currency'),
-  currency: z.string().max(3).nullable().optional(),
-  duration: z.enum(['once', 'repeating', 'forever']).optional(),
+  currency: z.string().max(3).nullable().optional().describe('For value_type amount: lowercase ISO 4217, e.g. "usd"'),
+  duration: z.enum(['once', 'repeating', 'forever']).optional().describe('How many invoices the discount applies to (default once)'),
   duration_months: nonNeg.nullable().optional().describe('Exactly when duration is repeating'),
-  use_limit: nonNeg.nullable().optional(),
-  min_spend_cents: nonNeg.nullable().optional(),
-  max_spend_cents: nonNeg.nullable().optional(),
-  starts_at: z.string().max(40).nullable().optional().describe('RFC 3339'),
+  use_limit: nonNeg.nullable().optional().describe('How many redemptions in all (null: unlimited)'),
+  min_spend_cents: nonNeg.nullable().optional().describe('The smallest price the code applies to, in minor units'),
+  max_spend_cents: nonNeg.nullable().optional().describe('The largest price the code applies to, in minor units'),
+  starts_at: z.string().max(40).nullable().optional().describe('RFC 3339 instant from which the code is redeemable'),
   expires_at: z.string().max(40).nullable().optional().describe('RFC 3339, after starts_at'),
-  is_active: z.boolean().optional(),
+  is_active: z.boolean().optional().describe('false: turned off, not redeemable (default true)'),
   tiers: z.array(key).max(100).optional().describe('Tier keys the code is limited to ([]: any)'),
   members: z.array(z.object({
     platform: z.enum(['discord', 'telegram']), platform_uid: text(200), username: text(200).nullable().optional(),
