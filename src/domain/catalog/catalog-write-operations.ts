@@ -8,7 +8,7 @@
 // here say the types and bounds for the OpenAPI document and refuse the absurd early;
 // the rules across fields (a recurring plan's interval, a discount's value) are SQL's.
 import { z } from 'zod';
-import { idParam } from '../fields';
+import { idParam, timestamp } from '../fields';
 import { defineOperation, Operation } from '../operation';
 import { catalog, catalogDiscount, catalogEntitlement, catalogPlanChange, catalogTier, pricePreview } from './catalog-schema';
 
@@ -59,8 +59,8 @@ const discountFields = {
   use_limit: nonNeg.nullable().optional().describe('How many redemptions in all (null: unlimited)'),
   min_spend_cents: nonNeg.nullable().optional().describe('The smallest price the code applies to, in minor units'),
   max_spend_cents: nonNeg.nullable().optional().describe('The largest price the code applies to, in minor units'),
-  starts_at: z.string().max(40).nullable().optional().describe('RFC 3339 instant from which the code is redeemable'),
-  expires_at: z.string().max(40).nullable().optional().describe('RFC 3339, after starts_at'),
+  starts_at: timestamp.max(40).nullable().optional().describe('RFC 3339 instant from which the code is redeemable'),
+  expires_at: timestamp.max(40).nullable().optional().describe('RFC 3339 instant, after starts_at, when the code stops'),
   is_active: z.boolean().optional().describe('false: turned off, not redeemable (default true)'),
   tiers: z.array(key).max(100).optional().describe('Tier keys the code is limited to ([]: any)'),
   members: z.array(z.object({
