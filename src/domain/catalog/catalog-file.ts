@@ -14,6 +14,12 @@ import { PlatformSecretBox, storePlatformSecret } from './platform-secrets';
 
 /** A catalog problem, always naming the field: `tiers[1].plans[0].amount_cents: ...`. */
 export class CatalogError extends Error {
+  /**
+   * The API's problem code of the same refusal (invalid_request): a rule the database
+   * holds answers the same from the file, the API and the dashboard.
+   */
+  readonly code = 'invalid_request';
+
   constructor(readonly field: string, readonly problem: string) {
     super(field ? `${field}: ${problem}` : problem);
     this.name = 'CatalogError';
