@@ -241,7 +241,7 @@ ${input(`plan-${i}`, 'key', 'Key', planProblem, { required: true })}
 ${input(`plan-${i}`, 'name', 'Name', planProblem)}
 ${input(`plan-${i}`, 'amount_cents', 'Price (minor units, e.g. 1000 for 10.00)', planProblem, { required: true })}
 ${input(`plan-${i}`, 'currency', 'Currency', planProblem, { value: 'usd', required: true, hint: 'Three lowercase letters, e.g. usd.' })}
-${select(`plan-${i}`, 'interval', 'Interval', recurring ? [['month', 'month'], ['year', 'year'], ['', 'none (one-time)']] : [['', 'none (one-time)'], ['month', 'month'], ['year', 'year']], planProblem)}
+${select(`plan-${i}`, 'interval', 'Interval', recurring ? [['month', 'month'], ['year', 'year'], ['', 'none (one-time)']] : [['', 'none (one-time)'], ['month', 'month'], ['year', 'year']], planProblem, recurring ? 'month' : '')}
 ${input(`plan-${i}`, 'trial_days', 'Trial days', planProblem)}
 <p><button type="submit">Add plan</button></p></fieldset></form></details>`;
 }
