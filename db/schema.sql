@@ -1,4 +1,4 @@
--- db/migrations sha256:e458553dcda2dc12b8910059bfbba7eb030990616a18b4cdc0ed05110ad3131a (regenerate with npm run db:schema)
+-- db/migrations sha256:c0f2dcace05955d3c83ae58ee038613f5daf0b1f9190659cabe01d58300f933c (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -6471,6 +6471,8 @@ CREATE FUNCTION billing_api.catalog_get(p_args jsonb) RETURNS jsonb
     AS $$
 begin
   return jsonb_build_object(
+    'platforms', coalesce((select jsonb_agg(jsonb_build_object('id', pc.id, 'key', pc.key, 'platform', pc.platform,
+      'name', pc.name, 'settings', pc.settings) order by pc.key) from billing.platform_configs pc), '[]'),
     'tiers', coalesce((select jsonb_agg(billing.catalog_tier_json(t) order by t.rank, t.key) from billing.tiers t), '[]'),
     'entitlements', coalesce((select jsonb_agg(billing.catalog_entitlement_json(e) order by e.key) from billing.entitlements e), '[]'));
 end

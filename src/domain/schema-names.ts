@@ -9,7 +9,7 @@
 import type { z } from 'zod';
 import { analyticsSummary } from './analytics/analytics-operations';
 import { auditEntry } from './audit/audit-schema';
-import { catalog, catalogDiscount, catalogEntitlement, catalogPlan, catalogPlanChange, catalogTier, pricePreview } from './catalog/catalog-schema';
+import { catalog, catalogDiscount, catalogEntitlement, catalogPlan, catalogPlanChange, catalogPlatform, catalogTier, pricePreview } from './catalog/catalog-schema';
 import { checkoutLink } from './checkout/checkout-schema';
 import { discount } from './discounts/discount-schema';
 import { entitlementBenefit, entitlementSource, memberEntitlement } from './entitlements/entitlement-schema';
@@ -63,5 +63,6 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   CatalogPlanChange: catalogPlanChange,
   CatalogEntitlement: catalogEntitlement,
   CatalogDiscount: catalogDiscount,
+  CatalogPlatform: catalogPlatform,
   PricePreview: pricePreview,
 };

@@ -53,6 +53,23 @@ test('create a tier with entitlements, two plans and a discount code; read them 
   expect(plans.body.data[0].plans.map((p: { id: string }) => p.id)).toEqual([monthly.body.id, annual.body.id]);
 });
 
+test('platform connections through the API: settings checked by the database, never a secret answered', async () => {
+  const created = await post('/v1/catalog/platforms', { key: 'tg-main', platform: 'telegram', name: 'VIP chat', settings: { chat_id: '-1001234567890' } });
+  expect(created.status).toBe(201);
+  expect(created.body).toMatchObject({ key: 'tg-main', platform: 'telegram', name: 'VIP chat', settings: { chat_id: '-1001234567890' }, bot_token_set: false });
+  const bad = await patch(`/v1/catalog/platforms/${created.body.id}`, { settings: { chat_id: 'vip room' } });
+  expect(bad.status).toBe(422);
+  expect(bad.body).toMatchObject({ code: 'invalid_request', param: 'settings.chat_id' });
+  const renamed = await patch(`/v1/catalog/platforms/${created.body.id}`, { name: 'VIP' });
+  expect(renamed.body).toMatchObject({ name: 'VIP', settings: { chat_id: '-1001234567890' } });
+  // Secrets are stored encrypted: this deployment has no key for them.
+  const token = await patch(`/v1/catalog/platforms/${created.body.id}`, { bot_token: `123456:${'A'.repeat(35)}` });
+  expect(token.status).toBe(503);
+  const read = await call(app.url, 'GET', '/v1/catalog', { key: shop.key });
+  expect(read.body.platforms.map((p: { key: string }) => p.key)).toEqual(['discord-main', 'tg-main']);
+  expect(JSON.stringify(read.body)).not.toMatch(/bot_token|AAAAAAAAAA/);
+});
+
 test('the database\'s rules answer 422 invalid_request naming the field; a key in use 409', async () => {
   const { body: { tiers: [gold] } } = await call(app.url, 'GET', '/v1/catalog', { key: shop.key });
   const noInterval = await post('/v1/catalog/plans', { key: 'gold-x', tier_id: gold.id, amount_cents: 500, currency: 'usd' });

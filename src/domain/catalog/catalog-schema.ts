@@ -73,7 +73,16 @@ export const catalogDiscount = discount.extend({
   archived: z.boolean().describe('Archived: no longer redeemable and left out of the catalog file'),
 });
 
+export const catalogPlatform = z.object({
+  id: z.string(),
+  key: z.string(),
+  platform: z.enum(['discord', 'telegram']),
+  name: z.string().nullable(),
+  settings: z.record(z.string(), z.string()).describe('Never a secret: bot tokens and client secrets are stored encrypted apart'),
+});
+
 export const catalog = z.object({
+  platforms: z.array(catalogPlatform),
   tiers: z.array(catalogTier),
   entitlements: z.array(catalogEntitlement),
 });

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { idParam, timestamp } from '../fields';
 import { defineOperation, Operation } from '../operation';
 import { catalog, catalogDiscount, catalogEntitlement, catalogPlanChange, catalogTier, pricePreview } from './catalog-schema';
+import { platformConnection, platformSecret, platformSettings, savePlatformConnection } from './platform-config-operations';
 
 const key = z.string().min(1).max(100).describe('Letters, digits, "_", ".", ":" or "-", at most 100 characters; unique in the community; never changes');
 const text = (max: number) => z.string().max(max);
@@ -81,9 +82,52 @@ export const catalogWriteOperations: Operation[] = [
     path: '/v1/catalog',
     scope: 'plans:read',
     tag: 'Catalog',
-    summary: 'The catalog with keys: every tier (archived ones too) with its plans, and every entitlement with its benefits',
+    summary: 'The catalog with keys: its platform connections (never a secret), every tier (archived ones too) with its plans, and every entitlement with its benefits',
     response: catalog,
     sql: 'catalog_get',
+  }),
+  defineOperation({
+    name: 'create_catalog_platform',
+    method: 'POST',
+    path: '/v1/catalog/platforms',
+    scope: 'catalog:write',
+    tag: 'Catalog',
+    summary: 'Add a platform connection (a Discord server or a Telegram chat), with its bot token if given',
+    description: 'Additive (issue 31). The settings are checked by the database (billing.platform_settings_problem), as for '
+      + '`billing catalog apply` and the dashboard; a refused one answers 422 naming it in param. Secrets are write-only: '
+      + 'stored encrypted (WEBHOOK_ENCRYPTION_KEY; without it 503), never answered. A key in use answers 409 conflict. '
+      + 'Connections are not archived: they carry benefits members hold.',
+    body: z.object({
+      key,
+      platform: z.enum(['discord', 'telegram']).describe('discord or telegram; never changes'),
+      name: text(200).nullable().optional().describe('Shown to operators; null: none'),
+      settings: platformSettings.optional(),
+      bot_token: platformSecret('The bot token'),
+      client_secret: platformSecret('The Discord application\'s OAuth2 client secret'),
+    }),
+    response: platformConnection,
+    status: 201,
+    idempotent: true,
+    handler: savePlatformConnection,
+  }),
+  defineOperation({
+    name: 'update_catalog_platform',
+    method: 'PATCH',
+    path: '/v1/catalog/platforms/{id}',
+    scope: 'catalog:write',
+    tag: 'Catalog',
+    summary: 'Change a platform connection\'s name and settings, and set, replace or remove its secrets',
+    description: 'Additive (issue 31). A field left out keeps its value; settings replaces them whole. Its key and platform stay.',
+    params: z.object({ id: idParam('Connection id (pcfg_...)') }),
+    body: z.object({
+      name: text(200).nullable().optional().describe('Shown to operators; null: none'),
+      settings: platformSettings.optional(),
+      bot_token: platformSecret('The bot token'),
+      client_secret: platformSecret('The Discord application\'s OAuth2 client secret'),
+    }),
+    response: platformConnection,
+    idempotent: true,
+    handler: savePlatformConnection,
   }),
   defineOperation({
     name: 'create_catalog_tier',
