@@ -73,9 +73,12 @@ ${manage}
 <p>The same changes as the catalog file and <code>/v1/catalog</code>, with the same rules. Archived tiers and plans are no longer offered; what was sold stays. A new price is for new buyers: existing subscribers keep theirs until migrated with notice (<code>billing plans migrate</code>).</p>
 ${tierForm(s, 'add-tier', '/dashboard/catalog/tiers', 'Add a tier', catalog.entitlements, p('add-tier'))}
 ${catalog.tiers.map((t, i) => tierSection(s, t, i, catalog.entitlements, p))}
+<h3>Entitlements</h3>
+${catalog.entitlements.map((e, i) => entitlementSection(s, e, i, connections, p(`entitlement-${i}`)))}
 ${entitlementForm(s, connections, p('add-entitlement'))}
-${discountForm(s, catalog.tiers, p('add-discount'))}
-${codes.length ? html`<h3>Archive a discount code</h3><ul>${codes.map((d) => html`<li><code>${d.code}</code> ${actionForm(s, `/dashboard/catalog/discounts/${encodeURIComponent(d.id)}/archive`, `Archive ${d.code}`, { danger: true })}</li>`)}</ul>` : ''}`;
+<h3>Discount codes</h3>
+${codes.map((d, i) => discountSection(s, d, i, p(`discount-${i}`)))}
+${discountForm(s, catalog.tiers, p('add-discount'))}`;
   };
 
   router.get('/catalog', (req, res) => catalogPage(req, res));
@@ -147,6 +150,23 @@ ${codes.length ? html`<h3>Archive a discount code</h3><ul>${codes.map((d) => htm
     const benefit = textOf(b.benefit_platform) || textOf(b.benefit_type) || textOf(b.benefit_value)
       ? [{ platform: textOf(b.benefit_platform) ?? '', type: textOf(b.benefit_type) ?? '', value: textOf(b.benefit_value) ?? '' }] : [];
     return save(req, res, 'add-entitlement', 'create_catalog_entitlement', { body: { key: typeof b.key === 'string' ? b.key.trim() : b.key, name: b.name, benefits: benefit } }, b);
+  });
+
+  router.post('/catalog/entitlements/:id', (req, res) => {
+    const b = req.body as Json;
+    // The benefits kept (their boxes ticked) and the one added, if any: they become exactly these.
+    const kept = listField(b.keep).map((k) => { try { return JSON.parse(String(k)) as unknown; } catch { return null; } })
+      .filter((k): k is Json => k !== null && typeof k === 'object' && !Array.isArray(k));
+    const added = textOf(b.benefit_platform) || textOf(b.benefit_type) || textOf(b.benefit_value)
+      ? [{ platform: textOf(b.benefit_platform) ?? '', type: textOf(b.benefit_type) ?? '', value: textOf(b.benefit_value) ?? '' }] : [];
+    return save(req, res, `entitlement-${String(b.form ?? '')}`, 'update_catalog_entitlement',
+      { params: { id: req.params.id }, body: { name: b.name, benefits: [...kept, ...added] } }, b);
+  });
+
+  router.post('/catalog/discounts/:id', (req, res) => {
+    const b = req.body as Json;
+    const body = compact({ name: textOf(b.name), use_limit: numberOf(b.use_limit) ?? null, expires_at: textOf(b.expires_at), is_active: b.is_active === 'true' });
+    return save(req, res, `discount-${String(b.form ?? '')}`, 'update_catalog_discount', { params: { id: req.params.id }, body }, b);
   });
 
   router.post('/catalog/discounts', (req, res) => {
@@ -248,17 +268,47 @@ ${input(`plan-${i}`, 'trial_days', 'Trial days', planProblem)}
 
 const ENTITLEMENT_FIELDS = ['key', 'name', 'benefit_platform', 'benefit_type', 'benefit_value'];
 
+function benefitFields(id: string, connections: Json[], p: FormProblem | undefined, legend: string): Html {
+  if (connections.length === 0) return html``;
+  return html`<fieldset><legend>${legend}</legend>
+${select(id, 'benefit_platform', 'Connection', [['', 'none'], ...connections.map((c): [string, string] => [c.key, `${c.name ?? c.key} (${c.platform})`])], p)}
+${input(id, 'benefit_type', 'Type', p, { hint: 'Discord: role or channel; Telegram: chat.' })}
+${input(id, 'benefit_value', 'Value', p, { hint: 'The role, channel or chat id.' })}</fieldset>`;
+}
+
 function entitlementForm(s: Signed, connections: Json[], p?: FormProblem): Html {
   const id = 'add-entitlement';
   return html`<form method="post" action="/dashboard/catalog/entitlements" novalidate data-form="${id}">${csrfField(s)}<fieldset><legend>Add an entitlement</legend>
 ${generalProblem(id, ENTITLEMENT_FIELDS, p)}
 ${input(id, 'key', 'Key', p, { required: true })}
 ${input(id, 'name', 'Name', p, { required: true })}
-${connections.length ? html`<fieldset><legend>A benefit (optional)</legend>
-${select(id, 'benefit_platform', 'Connection', [['', 'none'], ...connections.map((c): [string, string] => [c.key, `${c.name ?? c.key} (${c.platform})`])], p)}
-${input(id, 'benefit_type', 'Type', p, { hint: 'Discord: role or channel; Telegram: chat.' })}
-${input(id, 'benefit_value', 'Value', p, { hint: 'The role, channel or chat id.' })}</fieldset>` : ''}
+${benefitFields(id, connections, p, 'A benefit (optional)')}
 <p><button type="submit">Add entitlement</button></p></fieldset></form>`;
+}
+
+function entitlementSection(s: Signed, e: Json, i: number, connections: Json[], p?: FormProblem): Html {
+  const id = `entitlement-${i}`;
+  const benefits = e.benefits as Json[];
+  return html`<details${raw(p ? ' open' : '')} data-entitlement="${e.key}"><summary>${e.name} <span class="muted">(${e.key}; ${benefits.length === 1 ? '1 benefit' : `${benefits.length} benefits`})</span></summary>
+<form method="post" action="/dashboard/catalog/entitlements/${encodeURIComponent(e.id)}" novalidate data-form="${id}">${csrfField(s)}<input type="hidden" name="form" value="${String(i)}"><fieldset><legend>Edit ${e.name}</legend>
+${generalProblem(id, ENTITLEMENT_FIELDS, p)}
+${input(id, 'name', 'Name', p, { value: e.name, required: true })}
+${benefits.length ? html`<fieldset><legend>Benefits kept (untick to remove)</legend>${benefits.map((b, bi) => html`<label for="${id}-keep-${bi}"><input type="checkbox" id="${id}-keep-${bi}" name="keep" value="${JSON.stringify({ platform: b.platform, type: b.type, value: b.value })}" checked> ${b.platform}: ${b.type} ${b.value}</label> `)}</fieldset>` : ''}
+${benefitFields(id, connections, p, 'Add a benefit (optional)')}
+<p><button type="submit">Save ${e.name}</button></p></fieldset></form></details>`;
+}
+
+function discountSection(s: Signed, d: Json, i: number, p?: FormProblem): Html {
+  const id = `discount-${i}`;
+  return html`<details${raw(p ? ' open' : '')} data-discount="${d.code}"><summary><code>${d.code}</code> <span class="muted">(${d.is_active ? 'active' : `not active: ${String(d.inactive_reason ?? 'disabled').replace('_', ' ')}`})</span></summary>
+<form method="post" action="/dashboard/catalog/discounts/${encodeURIComponent(d.id)}" novalidate data-form="${id}">${csrfField(s)}<input type="hidden" name="form" value="${String(i)}"><fieldset><legend>Edit ${d.code}</legend>
+${generalProblem(id, ['name', 'use_limit', 'expires_at', 'is_active'], p)}
+${input(id, 'name', 'Name', p, { value: d.name })}
+${input(id, 'use_limit', 'Use limit', p, { value: d.use_limit })}
+${input(id, 'expires_at', 'Expires at', p, { value: d.expires_at, hint: 'RFC 3339, e.g. 2027-01-01T00:00:00Z; blank: never.' })}
+<p><label for="${id}-is_active"><input type="checkbox" id="${id}-is_active" name="is_active" value="true"${raw((p ? p.values.is_active === 'true' : d.inactive_reason !== 'disabled') ? ' checked' : '')}> Turned on (redeemable while its dates and limit allow)</label></p>
+<p><button type="submit">Save ${d.code}</button></p></fieldset></form>
+${actionForm(s, `/dashboard/catalog/discounts/${encodeURIComponent(d.id)}/archive`, `Archive ${String(d.code)}`, { danger: true })}</details>`;
 }
 
 const DISCOUNT_FIELDS = ['code', 'name', 'value_type', 'percent_off', 'amount_off_cents', 'currency', 'duration', 'duration_months', 'use_limit', 'expires_at', 'tiers'];
