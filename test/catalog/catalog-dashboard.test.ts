@@ -103,8 +103,13 @@ test('odd input is refused beside a field or as a problem, never a 500', async (
     ['/catalog/discounts', { code: 'BAD CODE', value_type: 'percent', percent_off: '150', tiers: 'nope' }],
     ['/catalog/discounts/not-a-uuid/archive', {}],
   ];
+  const statuses: number[] = [];
   for (const [path, form] of cases) {
     const r = await post(path, form);
     expect({ path, status: r.status >= 500 ? r.status : 'not 5xx' }).toEqual({ path, status: 'not 5xx' });
+    statuses.push(r.status);
   }
+  // Unstorable text 400; refused values 422 (the page again, the problem beside its
+  // field); an unknown plan or code 404; forged benefit fields are ignored (saved).
+  expect(statuses).toEqual([400, 422, 422, 422, 422, 422, 422, 404, 422, 303, 422, 404]);
 });
