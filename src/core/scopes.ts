@@ -7,6 +7,9 @@ export const SCOPES = [
   // A member's data exported whole, and erased (issue 31; docs/decisions/member-privacy-scopes.md):
   // neither is a :read or :write of one resource, so no older key or viewer holds them.
   'members:export', 'members:erase',
+  // Creating, changing and archiving the catalog (issue 31; docs/decisions/catalog-write-scope.md):
+  // admins and owners hold it, viewers and older keys do not.
+  'catalog:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -45,6 +45,9 @@ const NOTICES: Record<string, string> = {
   reset: 'Their second factor is removed and their sessions have ended: they set up a new one after their password.',
   platform: 'The connection is saved.',
   erased: 'The member is erased: their access ended, the platforms are removing what they granted.',
+  catalog: 'The catalog is saved.',
+  archived: 'Archived: no longer offered; what was sold stays.',
+  price: 'The new price is saved: new buyers pay it; existing subscribers keep theirs until you migrate them with notice (billing plans migrate).',
 };
 
 export function shell(title: string, body: Html, opts: { signed?: Signed; active?: string } = {}): string {

@@ -9,6 +9,7 @@
 import type { z } from 'zod';
 import { analyticsSummary } from './analytics/analytics-operations';
 import { auditEntry } from './audit/audit-schema';
+import { catalog, catalogDiscount, catalogEntitlement, catalogPlan, catalogPlanChange, catalogPlatform, catalogTier, pricePreview } from './catalog/catalog-schema';
 import { checkoutLink } from './checkout/checkout-schema';
 import { discount } from './discounts/discount-schema';
 import { entitlementBenefit, entitlementSource, memberEntitlement } from './entitlements/entitlement-schema';
@@ -56,4 +57,12 @@ export const NAMED_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   WebhookAttempt: webhookAttempt,
   WebhookTestResult: testPingResult,
   AuditEntry: auditEntry,
+  Catalog: catalog,
+  CatalogTier: catalogTier,
+  CatalogPlan: catalogPlan,
+  CatalogPlanChange: catalogPlanChange,
+  CatalogEntitlement: catalogEntitlement,
+  CatalogDiscount: catalogDiscount,
+  CatalogPlatform: catalogPlatform,
+  PricePreview: pricePreview,
 };

@@ -1,6 +1,7 @@
 // The MCP tool table: the tools of the spec's "MCP tool endpoint" section, plus the
 // additive invoice tools (list_invoices, get_invoice; issue 11) and the audit log
-// (list_audit_log; issue 31).
+// (list_audit_log; issue 31) and the catalog's (get_catalog, preview_catalog_plan_price and
+// the create, change and archive tools of issue 31 item 1).
 // Each tool names the registry operation it runs; the tool only reshapes its flat,
 // agent-friendly input into the operation's REST input ({params, query, body}).
 // Scope, validation rules and the work itself stay in the operation, so a tool
@@ -92,6 +93,73 @@ function pick(input: Record<string, unknown>, keys: readonly string[]): Record<s
     if (input[key] !== undefined) out[key] = input[key];
   }
   return out;
+}
+
+// ---- the catalog (issue 31 item 1; scope catalog:write) -------------------------------
+
+/**
+ * Creating adds to the catalog only; changing replaces what a field held (a price, a
+ * tier's links) and archiving withdraws an object from sale: both destructive, as an
+ * agent must be told. None reaches the payment provider. docs/decisions/mcp-tool-annotations.md.
+ */
+const CREATE: ToolHints = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+const CHANGE: ToolHints = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
+
+const RULES = 'The rules are billing catalog apply\'s, held by the database: a refused value answers invalid_request naming the field.';
+
+/** A catalog write tool: the operation's body fields as they are, and its {id} as `idField`. */
+function catalogWrite(name: string, title: string, annotations: ToolHints, description: string, idField?: [string, string]): ToolDef {
+  const op = findOperation(name);
+  if (!op) throw new Error(`MCP tools: no operation ${name}`);
+  const body = (op.body?.shape ?? {}) as z.ZodRawShape;
+  const input: z.ZodRawShape = idField ? { [idField[0]]: opField(name, 'params', 'id').describe(idField[1]), ...body } : { ...body };
+  return {
+    name, title, operation: name, annotations, description: `${description} ${RULES}`,
+    input: z.strictObject(input),
+    path: idField ? [idField[0]] : undefined,
+    map: (i) => ({ body: pick(i, Object.keys(body)) }),
+  };
+}
+
+function catalogTools(): ToolDef[] {
+  const tierId = 'Tier id (tier_...), as get_catalog returns it.';
+  const planId = 'Plan id (plan_...), as get_catalog returns it.';
+  const entId = 'Entitlement id (ent_...), as get_catalog returns it.';
+  const codeId = 'Discount code id (a UUID), as list_discounts or create_catalog_discount returns it.';
+  return [
+    {
+      name: 'get_catalog',
+      title: 'Get the catalog',
+      operation: 'get_catalog',
+      annotations: READ,
+      description: 'The whole catalog with ids and keys: every tier (archived ones too, active false) with its plans (price, interval, trial, active) and entitlement keys, and every entitlement with its benefits. Returns {tiers, entitlements}.',
+      input: z.strictObject({}),
+    },
+    {
+      name: 'preview_catalog_plan_price',
+      title: 'Preview a plan\'s price change',
+      operation: 'preview_catalog_plan_price',
+      annotations: READ,
+      description: 'Before changing a plan\'s price: how many subscriptions it concerns (not cancelled, paying another price than the new one; they keep their price until migrated with notice). Returns {plan_id, from_cents, to_cents, currency, subscriptions, pending_migration}. Tell the user the count before update_catalog_plan.',
+      input: z.strictObject({
+        plan_id: opField('preview_catalog_plan_price', 'params', 'id').describe(planId),
+        amount_cents: opField('preview_catalog_plan_price', 'query', 'amount_cents'),
+      }),
+      path: ['plan_id'],
+      map: (i) => ({ query: pick(i, ['amount_cents']) }),
+    },
+    catalogWrite('create_catalog_tier', 'Create a tier', CREATE, 'Create a plan tier (key, name; kind, billing_mode, rank, features, perks, entitlement keys). Returns the tier with its (no) plans; add prices with create_catalog_plan.'),
+    catalogWrite('update_catalog_tier', 'Change a tier', CHANGE, 'Change a tier\'s fields; a field left out keeps its value, entitlements replaces its links. Returns the tier.', ['tier_id', tierId]),
+    catalogWrite('archive_catalog_tier', 'Archive a tier', CHANGE, 'Withdraw a tier from sale (active false; no new checkout; what was sold stays). Returns the tier.', ['tier_id', tierId]),
+    catalogWrite('create_catalog_plan', 'Create a plan', CREATE, 'Create a plan (a price) of a tier: key, tier_id, amount_cents, currency, interval (recurring tiers) or access_days (one-time tiers). Returns the plan.'),
+    catalogWrite('update_catalog_plan', 'Change a plan', CHANGE, 'Change a plan; a field left out keeps its value. A new amount_cents is for new buyers: existing subscribers keep their price until migrated, and price_change says how many (ask preview_catalog_plan_price first and tell the user). Returns the plan.', ['plan_id', planId]),
+    catalogWrite('archive_catalog_plan', 'Archive a plan', CHANGE, 'Withdraw a plan from sale (active false; its subscribers keep it). Returns the plan.', ['plan_id', planId]),
+    catalogWrite('create_catalog_entitlement', 'Create an entitlement', CREATE, 'Create an entitlement (key, name) with its benefits on the community\'s platform connections. Returns the entitlement.'),
+    catalogWrite('update_catalog_entitlement', 'Change an entitlement', CHANGE, 'Change an entitlement\'s name or replace its benefits (members holding it are updated on their platforms). Returns the entitlement.', ['entitlement_id', entId]),
+    catalogWrite('create_catalog_discount', 'Create a discount code', CREATE, 'Create a discount code: percent_off, or amount_off_cents with currency; duration; limits; tiers it is limited to. Returns the code.'),
+    catalogWrite('update_catalog_discount', 'Change a discount code', CHANGE, 'Change a discount code; a field left out keeps its value. Returns the code.', ['discount_id', codeId]),
+    catalogWrite('archive_catalog_discount', 'Archive a discount code', CHANGE, 'Archive a discount code: it can no longer be redeemed (its redemptions stay); it cannot be changed afterwards. Returns the code.', ['discount_id', codeId]),
+  ];
 }
 
 export const tools: readonly ToolDef[] = [
@@ -336,6 +404,7 @@ export const tools: readonly ToolDef[] = [
     path: ['subscription_id'],
     map: (i) => ({ body: pick(i, ['plan_id']) }),
   },
+  ...catalogTools(),
 ];
 
 export function findTool(name: string): ToolDef | undefined {

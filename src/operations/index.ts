@@ -7,6 +7,7 @@ import { auditOperations } from '../domain/audit/audit-operations';
 import { operatorOperations } from '../domain/operators/operator-operations';
 import { portalOperations } from '../domain/subscriptions/portal-operations';
 import { catalogDashboardOperations } from '../domain/catalog/catalog-operations';
+import { catalogWriteOperations } from '../domain/catalog/catalog-write-operations';
 import { checkoutOperations } from '../domain/checkout/checkout-operations';
 import { discountOperations } from '../domain/discounts/discount-operations';
 import { entitlementOperations } from '../domain/entitlements/entitlement-operations';
@@ -29,6 +30,7 @@ import { platformConfigDashboardOperations } from '../domain/catalog/platform-co
 
 export const operations: readonly Operation[] = [
   ...planOperations,
+  ...catalogWriteOperations,
   ...memberOperations,
   ...memberPrivacyOperations,
   ...subscriptionOperations,

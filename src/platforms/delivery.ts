@@ -67,10 +67,10 @@ const SNOWFLAKE = /^[1-9][0-9]{0,19}$/;
 /**
  * Why a benefit cannot be carried out on its platform, or null: the type is one the
  * platform carries out (BENEFIT_TYPES) and the value is what the call needs (a Discord
- * role or channel id, a Telegram chat id or @channelname). `billing catalog apply`
- * refuses such a benefit with this message; the database holds the type rule for every
- * door (billing.benefit_type_problem), the value format only here
- * (docs/decisions/benefit-types.md).
+ * role or channel id, a Telegram chat id or @channelname). The same rule as the
+ * database's billing.benefit_problem, which the catalog's puts hold for `billing catalog
+ * apply`, the API and the dashboard; the type rule also binds every other door
+ * (billing.benefit_type_problem; docs/decisions/benefit-types.md).
  */
 export function benefitProblem(platform: PlanItem['platform'], type: string, value: string): { field: 'type' | 'value'; problem: string } | null {
   const types = BENEFIT_TYPES[platform];

@@ -89,12 +89,6 @@ describe('parseCatalog', () => {
     const d = demo();
     d.platforms[0].platform = 'slack';
     expect(fails(d)).toBe('platforms[0].platform: expected one of "discord", "telegram"');
-    const e = demo();
-    e.tiers[0].plans[0].interval = null;
-    expect(fails(e)).toBe('tiers[0].plans[0].interval: expected "month" or "year" for a recurring tier');
-    const f = demo();
-    f.discounts[0].value_type = 'amount';
-    expect(fails(f)).toBe('discounts[0].amount_off_cents: required when value_type is "amount"');
     const g = demo();
     g.tiers[1].plans[1].key = 'silver-monthly';
     expect(fails(g)).toBe('tiers[1].plans[1].key: duplicate plan key "silver-monthly"');
@@ -247,12 +241,29 @@ describe('billing catalog apply', () => {
       values ($1, $2, $3, 'role', 'any-text')`, [c, ent, pcfg]);
   });
 
+  test('the rules of each object are the database\'s, met as it is written, naming the field in the file', async () => {
+    const tenant = await createTenant(app.owner);
+    const refused = async (c: unknown) => {
+      expect(() => parseCatalog(c)).not.toThrow();
+      const r = await runFailing(['catalog', 'apply', writeCatalog(c), '--community', tenant.communityId]);
+      expect(r.code).toBe(1);
+      return r.message;
+    };
+    const e = demo();
+    e.tiers[0].plans[0].interval = null;
+    expect(await refused(e)).toBe('billing: invalid catalog: tiers[0].plans[0].interval: expected "month" or "year" for a recurring tier');
+    const f = demo();
+    f.discounts[0].value_type = 'amount';
+    expect(await refused(f)).toBe('billing: invalid catalog: discounts[0].amount_off_cents: required when value_type is "amount"');
+    expect((await snapshot(tenant.communityId)).filter((row) => row.t !== 'community' && row.t !== 'events')).toEqual([]);
+  });
+
   test('an unknown reference rolls back everything written before it', async () => {
     const tenant = await createTenant(app.owner);
     const c = demo();
     c.tiers[2].entitlements = ['no-such-entitlement'];
     const r = await runFailing(['catalog', 'apply', writeCatalog(c), '--community', tenant.communityId]);
-    expect(r.message).toBe('billing: invalid catalog: tiers[2].entitlements[0]: unknown entitlement "no-such-entitlement" (not in this file nor in the community)');
+    expect(r.message).toBe('billing: invalid catalog: tiers[2].entitlements[0]: unknown entitlement "no-such-entitlement" (no entitlement of the community has this key)');
     expect((await snapshot(tenant.communityId)).filter((row) => row.t !== 'community' && row.t !== 'events')).toEqual([]);
     const { rows } = await owner.query('select payment_provider from billing.communities where id = $1', [tenant.communityId]);
     expect(rows[0].payment_provider).toBeNull();

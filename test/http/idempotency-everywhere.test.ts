@@ -35,6 +35,11 @@ const BODIES: Record<string, Record<string, unknown>> = {
   redeem_link_code: { code: 'NOSUCHCODE', platform: 'discord', platform_uid: '1' },
   create_webhook_endpoint: { url: HOOK_URL },
   create_link_code: { intended_platform: 'discord' },
+  create_catalog_platform: { key: 'idem-pc', platform: 'telegram', settings: { chat_id: '-1001234567890' } },
+  create_catalog_tier: { key: 'idem-tier', name: 'Idem' },
+  create_catalog_plan: { key: 'idem-plan', tier_id: NO_SUCH_ID, amount_cents: 100, currency: 'usd', interval: 'month' },
+  create_catalog_entitlement: { key: 'idem-ent', name: 'Idem' },
+  create_catalog_discount: { code: 'IDEM', value_type: 'percent', percent_off: 5 },
 };
 
 function requiredBodyFields(op: Operation): string[] {

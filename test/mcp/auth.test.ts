@@ -66,6 +66,19 @@ const VALID_ARGS: Record<string, Record<string, unknown>> = {
   list_audit_log: { table: 'plans' },
   create_checkout_link: { tier_id: 'tier_00000000000000000000000000', namespace: 'crm', external_user_id: 'u-1' },
   switch_subscription: { subscription_id: 'sub_00000000000000000000000000', plan_id: 'plan_00000000000000000000000000' },
+  get_catalog: {},
+  preview_catalog_plan_price: { plan_id: 'plan_00000000000000000000000000', amount_cents: 100 },
+  create_catalog_tier: { key: 'gold', name: 'Gold' },
+  update_catalog_tier: { tier_id: 'tier_00000000000000000000000000', name: 'Gold' },
+  archive_catalog_tier: { tier_id: 'tier_00000000000000000000000000' },
+  create_catalog_plan: { key: 'gold-m', tier_id: 'tier_00000000000000000000000000', amount_cents: 100, currency: 'usd', interval: 'month' },
+  update_catalog_plan: { plan_id: 'plan_00000000000000000000000000', amount_cents: 100 },
+  archive_catalog_plan: { plan_id: 'plan_00000000000000000000000000' },
+  create_catalog_entitlement: { key: 'vip', name: 'VIP' },
+  update_catalog_entitlement: { entitlement_id: 'ent_00000000000000000000000000', name: 'VIP' },
+  create_catalog_discount: { code: 'TEN', value_type: 'percent', percent_off: 10 },
+  update_catalog_discount: { discount_id: '00000000-0000-0000-0000-000000000000', name: 'Ten' },
+  archive_catalog_discount: { discount_id: '00000000-0000-0000-0000-000000000000' },
 };
 
 test('a key lacking a tool\'s scope gets a tool error naming the missing scope (not a protocol error), for every tool', async () => {
@@ -74,7 +87,7 @@ test('a key lacking a tool\'s scope gets a tool error naming the missing scope (
   const client = await connect(app.url, narrow.key);
   try {
     const listed = (await client.listTools()).tools;
-    expect(listed).toHaveLength(17); // the spec's 14, plus list_invoices and get_invoice (issue 11), list_audit_log (issue 31)
+    expect(listed).toHaveLength(30); // the spec's 14, plus list_invoices and get_invoice (issue 11), list_audit_log and the catalog's 13 (issue 31)
     for (const tool of listed) {
       const scope = /Requires the API key scope (\S+)\./.exec(tool.description ?? '')?.[1];
       expect({ tool: tool.name, scope }).toEqual({ tool: tool.name, scope: expect.stringMatching(/^[a-z]+:(read|write)$/) });

@@ -12,6 +12,10 @@ import { connect } from '../support/mcp-client';
 // The spec's tool table, plus the additive invoice tools of issue 11, list_members'
 // additive search and filters and the audit log (issue 31): inputs (required ones
 // marked) and the scope of the REST twin.
+const TIER = ['name', 'description', 'kind', 'billing_mode', 'rank', 'active', 'features', 'perks', 'entitlements'];
+const PLAN = ['name', 'amount_cents', 'currency', 'interval', 'trial_days', 'access_days', 'active'];
+const DISCOUNT = ['name', 'value_type', 'percent_off', 'amount_off_cents', 'currency', 'duration', 'duration_months', 'use_limit',
+  'min_spend_cents', 'max_spend_cents', 'starts_at', 'expires_at', 'is_active', 'tiers', 'members'];
 const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string; write?: true }> = {
   list_subscriptions: { inputs: ['status', 'plan_id', 'member_id', 'cursor', 'limit'], required: [], scope: 'subscriptions:read' },
   get_subscription: { inputs: ['subscription_id'], required: ['subscription_id'], scope: 'subscriptions:read' },
@@ -33,6 +37,20 @@ const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string
     required: ['tier_id'], scope: 'checkout:write', write: true,
   },
   switch_subscription: { inputs: ['subscription_id', 'plan_id'], required: ['subscription_id', 'plan_id'], scope: 'subscriptions:write', write: true },
+  // The catalog (issue 31 item 1).
+  get_catalog: { inputs: [], required: [], scope: 'plans:read' },
+  preview_catalog_plan_price: { inputs: ['plan_id', 'amount_cents'], required: ['plan_id', 'amount_cents'], scope: 'catalog:write' },
+  create_catalog_tier: { inputs: ['key', ...TIER], required: ['key', 'name'], scope: 'catalog:write', write: true },
+  update_catalog_tier: { inputs: ['tier_id', ...TIER], required: ['tier_id'], scope: 'catalog:write', write: true },
+  archive_catalog_tier: { inputs: ['tier_id'], required: ['tier_id'], scope: 'catalog:write', write: true },
+  create_catalog_plan: { inputs: ['key', 'tier_id', ...PLAN], required: ['key', 'tier_id', 'amount_cents', 'currency'], scope: 'catalog:write', write: true },
+  update_catalog_plan: { inputs: ['plan_id', ...PLAN], required: ['plan_id'], scope: 'catalog:write', write: true },
+  archive_catalog_plan: { inputs: ['plan_id'], required: ['plan_id'], scope: 'catalog:write', write: true },
+  create_catalog_entitlement: { inputs: ['key', 'name', 'benefits'], required: ['key', 'name'], scope: 'catalog:write', write: true },
+  update_catalog_entitlement: { inputs: ['entitlement_id', 'name', 'benefits'], required: ['entitlement_id'], scope: 'catalog:write', write: true },
+  create_catalog_discount: { inputs: ['code', ...DISCOUNT], required: ['code', 'value_type'], scope: 'catalog:write', write: true },
+  update_catalog_discount: { inputs: ['discount_id', ...DISCOUNT], required: ['discount_id'], scope: 'catalog:write', write: true },
+  archive_catalog_discount: { inputs: ['discount_id'], required: ['discount_id'], scope: 'catalog:write', write: true },
 };
 
 let app: TestApp;
@@ -50,7 +68,7 @@ afterAll(async () => {
   await app.close();
 });
 
-test('tools/list answers exactly the spec\'s fourteen tools, the two invoice tools and the audit log, and no cancel tool', () => {
+test('tools/list answers exactly the spec\'s fourteen tools, the two invoice tools, the audit log and the catalog\'s, and no cancel tool', () => {
   expect(listed.map((t) => t.name).sort()).toEqual(Object.keys(SPEC).sort());
   expect(listed.some((t) => /cancel/.test(t.name))).toBe(false);
 });
@@ -59,8 +77,8 @@ test('each tool runs the registry operation of the same name, whose scope is the
   for (const tool of tools) {
     const op = findOperation(tool.operation);
     expect({ tool: tool.name, operation: op?.name, scope: op?.scope }).toEqual({ tool: tool.name, operation: tool.name, scope: SPEC[tool.name].scope });
-    // Read tools run GET operations; the write tools run POST ones.
-    expect({ tool: tool.name, method: op?.method }).toEqual({ tool: tool.name, method: SPEC[tool.name].write ? 'POST' : 'GET' });
+    // Read tools run GET operations; the write tools run POST ones (PATCH to change a catalog object).
+    expect({ tool: tool.name, method: op?.method === 'PATCH' ? 'POST' : op?.method }).toEqual({ tool: tool.name, method: SPEC[tool.name].write ? 'POST' : 'GET' });
   }
 });
 
@@ -92,6 +110,8 @@ test('schemas carry the rules an agent needs: page size bounds and default, stat
 // payment provider too. switch_subscription charges at once: destructive. Neither
 // write promises that a repeat is harmless. docs/decisions/mcp-tool-annotations.md.
 const R = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+const CREATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+const CHANGE = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 const ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean }> = {
   list_subscriptions: R,
   get_subscription: R,
@@ -110,6 +130,22 @@ const ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: bool
   list_audit_log: R,
   create_checkout_link: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   switch_subscription: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+  // The catalog: a creation only adds (a second call with the same key is refused, not
+  // repeated); a change or an archive replaces what was there (the same call again
+  // changes nothing more). Neither leaves this service.
+  get_catalog: R,
+  preview_catalog_plan_price: R,
+  create_catalog_tier: CREATE,
+  update_catalog_tier: CHANGE,
+  archive_catalog_tier: CHANGE,
+  create_catalog_plan: CREATE,
+  update_catalog_plan: CHANGE,
+  archive_catalog_plan: CHANGE,
+  create_catalog_entitlement: CREATE,
+  update_catalog_entitlement: CHANGE,
+  create_catalog_discount: CREATE,
+  update_catalog_discount: CHANGE,
+  archive_catalog_discount: CHANGE,
 };
 
 test('every tool states all four annotations, as the table says: reads read-only and closed-world, a charge destructive', () => {
@@ -119,7 +155,8 @@ test('every tool states all four annotations, as the table says: reads read-only
     // A read tool runs a GET; a write tool does not.
     expect({ tool: tool.name, readOnly: tool.annotations?.readOnlyHint }).toEqual({ tool: tool.name, readOnly: !SPEC[tool.name].write });
   }
-  expect(listed.filter((t) => t.annotations?.destructiveHint).map((t) => t.name)).toEqual(['switch_subscription']);
+  expect(listed.filter((t) => t.annotations?.destructiveHint).map((t) => t.name).sort()).toEqual(['switch_subscription',
+    ...Object.entries(ANNOTATIONS).filter(([, a]) => a === CHANGE).map(([n]) => n)].sort());
 });
 
 test('descriptions say what the tool returns and which scope it needs', () => {

@@ -2,16 +2,24 @@
 // payment provider, platforms, entitlements, tiers with plans, and discount codes.
 // parseCatalog validates a file (strict: unknown fields are errors); applyCatalog
 // creates or updates rows by their `key` in one transaction. Applying the same file
-// twice updates no row; rows the file does not list are left alone.
+// twice updates no row; rows the file does not list are left alone. Entitlements, tiers,
+// plans and discount codes are written through the database's puts
+// (functions/20-catalog-write.sql), which hold their rules for every door: this file,
+// the /v1/catalog operations and the dashboard's Catalog page.
 import fs from 'node:fs';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PaymentSecretBox, storePaymentSecrets } from '../checkout/payment-secrets';
-import { benefitProblem } from '../../platforms/delivery';
 import { PlatformSecretBox, storePlatformSecret } from './platform-secrets';
 
 /** A catalog problem, always naming the field: `tiers[1].plans[0].amount_cents: ...`. */
 export class CatalogError extends Error {
+  /**
+   * The API's problem code of the same refusal (invalid_request): a rule the database
+   * holds answers the same from the file, the API and the dashboard.
+   */
+  readonly code = 'invalid_request';
+
   constructor(readonly field: string, readonly problem: string) {
     super(field ? `${field}: ${problem}` : problem);
     this.name = 'CatalogError';
@@ -273,47 +281,16 @@ function checkRules(c: CatalogFile): void {
   duplicates(entitlements, (e) => e.key, (i) => `entitlements[${i}].key`, 'key');
   duplicates(tiers, (t) => t.key, (i) => `tiers[${i}].key`, 'key');
   duplicates(discounts, (d) => d.code.toLowerCase(), (i) => `discounts[${i}].code`, 'code (codes match case-insensitively)');
+  // A plan key is unique across the file's tiers. The rules of each object (a plan's
+  // shape for its tier's billing mode, a discount's value and window, a benefit its
+  // platform carries out) are the database's, checked as each object is written
+  // (functions/20-catalog-write.sql), where the API and the dashboard meet them too.
   const planKeys = new Set<string>();
   tiers.forEach((t, ti) => {
-    const kind = t.kind ?? 'subscription';
-    const mode = t.billing_mode ?? (kind === 'one_time' ? 'one_time' : 'recurring');
-    if (kind === 'one_time' && mode !== 'one_time') {
-      throw new CatalogError(`tiers[${ti}].billing_mode`, 'a one_time tier is billed "one_time"');
-    }
     (t.plans ?? []).forEach((p, pi) => {
-      const at = `tiers[${ti}].plans[${pi}]`;
-      if (planKeys.has(p.key)) throw new CatalogError(`${at}.key`, `duplicate plan key "${p.key}"`);
+      if (planKeys.has(p.key)) throw new CatalogError(`tiers[${ti}].plans[${pi}].key`, `duplicate plan key "${p.key}"`);
       planKeys.add(p.key);
-      if (mode === 'recurring') {
-        if (!p.interval) throw new CatalogError(`${at}.interval`, 'expected "month" or "year" for a recurring tier');
-        if (p.access_days != null) throw new CatalogError(`${at}.access_days`, 'only one-time plans have access_days');
-      } else {
-        if (p.interval) throw new CatalogError(`${at}.interval`, 'expected null for a one_time tier');
-        if (p.trial_days) throw new CatalogError(`${at}.trial_days`, 'one-time plans have no trial');
-      }
     });
-  });
-  discounts.forEach((d, i) => {
-    const at = `discounts[${i}]`;
-    if (d.value_type === 'percent') {
-      if (d.percent_off == null) throw new CatalogError(`${at}.percent_off`, 'required when value_type is "percent"');
-      if (d.amount_off_cents != null) throw new CatalogError(`${at}.amount_off_cents`, 'only for value_type "amount"');
-    } else {
-      if (d.amount_off_cents == null) throw new CatalogError(`${at}.amount_off_cents`, 'required when value_type is "amount"');
-      if (!d.currency) throw new CatalogError(`${at}.currency`, 'required when value_type is "amount"');
-      if (d.percent_off != null) throw new CatalogError(`${at}.percent_off`, 'only for value_type "percent"');
-    }
-    if ((d.duration ?? 'once') === 'repeating') {
-      if (d.duration_months == null) throw new CatalogError(`${at}.duration_months`, 'required when duration is "repeating"');
-    } else if (d.duration_months != null) {
-      throw new CatalogError(`${at}.duration_months`, 'only for duration "repeating"');
-    }
-    if (d.min_spend_cents != null && d.max_spend_cents != null && d.min_spend_cents > d.max_spend_cents) {
-      throw new CatalogError(`${at}.max_spend_cents`, 'expected at least min_spend_cents');
-    }
-    if (d.starts_at && d.expires_at && Date.parse(d.starts_at) >= Date.parse(d.expires_at)) {
-      throw new CatalogError(`${at}.expires_at`, 'expected a time after starts_at');
-    }
   });
 }
 
@@ -449,12 +426,6 @@ async function existingKeys(db: Queryable, table: string, communityId: string): 
   return new Map(rows.map((r) => [r.key, r.id]));
 }
 
-function resolve(map: Map<string, string>, k: string, field: string, what: string): string {
-  const id = map.get(k);
-  if (!id) throw new CatalogError(field, `unknown ${what} "${k}" (not in this file nor in the community)`);
-  return id;
-}
-
 /** Test and live mode never share customers; nor do the deployment's account and a community's own. */
 function sameStripeAccountLikely(before: string | null, after: string | null): boolean {
   if (before === null || after === null) return before === after;
@@ -576,148 +547,64 @@ async function applyPlatforms(db: Queryable, communityId: string, c: CatalogFile
   }
 }
 
-async function applyEntitlements(db: Queryable, communityId: string, c: CatalogFile, platformIds: Map<string, string>, ids: Map<string, string>, out: CatalogResult) {
-  // Each connection's platform (those of the file are written already): a benefit its
-  // platform cannot carry out is refused here, not left to fail at delivery.
-  const { rows: configs } = await db.query<{ id: string; platform: 'discord' | 'telegram' }>(
-    'select id, platform from billing.platform_configs where community_id = $1', [communityId]);
-  const platformOf = new Map(configs.map((r) => [r.id, r.platform]));
+/** What a put (db/migrations/fixtures/functions/20-catalog-write.sql) answers. */
+interface PutResult {
+  id: string;
+  key: string;
+  action: 'created' | 'updated' | 'unchanged';
+  fields: string[];
+  price_change?: Omit<PriceChange, 'plan' | 'plan_id'> | null;
+}
+
+/**
+ * Writes one object through the database's put for it, the one place that holds the
+ * catalog's rules (the API's and the dashboard's operations call the same functions).
+ * A problem it names (BL422, the field in its detail) becomes a CatalogError naming
+ * the field's place in the file (`at`, e.g. tiers[1].plans[0]).
+ */
+async function put(db: Queryable, fn: 'catalog_tier_put' | 'catalog_plan_put' | 'catalog_entitlement_put' | 'catalog_discount_put',
+  input: unknown, at: string, report: { log: CatalogChange[]; kind: CatalogChange['kind'] }): Promise<PutResult> {
+  let r: PutResult;
+  try {
+    const { rows } = await db.query<{ r: PutResult }>(`select billing.${fn}($1::jsonb) as r`, [JSON.stringify(input)]);
+    r = rows[0].r;
+  } catch (err) {
+    const e = err as { code?: string; detail?: string; message: string };
+    if (e.code !== 'BL422') throw err;
+    const field = e.detail ?? '';
+    const problem = field && e.message.startsWith(`${field}: `) ? e.message.slice(field.length + 2) : e.message;
+    throw new CatalogError(field ? `${at}.${field}` : at, problem);
+  }
+  if (r.action !== 'unchanged') {
+    report.log.push({ kind: report.kind, key: r.key, id: r.id, action: r.action, fields: r.action === 'updated' ? r.fields : [] });
+  }
+  return r;
+}
+
+async function applyEntitlements(db: Queryable, c: CatalogFile, out: CatalogResult) {
   for (const [i, e] of (c.entitlements ?? []).entries()) {
-    const benefits = (e.benefits ?? []).map((b, bi) => {
-      const at = `entitlements[${i}].benefits[${bi}]`;
-      const platform_config_id = resolve(platformIds, b.platform, `${at}.platform`, 'platform');
-      const platform = platformOf.get(platform_config_id);
-      const problem = platform ? benefitProblem(platform, b.type, b.value) : null;
-      if (problem) throw new CatalogError(`${at}.${problem.field}`, problem.problem);
-      return { platform_config_id, type: b.type, value: b.value };
-    });
-    const id = await upsert(db, 'billing.entitlements', communityId, { expr: 'key', value: e.key }, [
-      ['key', e.key, 'text'],
-      ['name', e.name, 'text'],
-    ], { report: { log: out.changes, kind: 'entitlement', key: e.key } });
-    ids.set(e.key, id);
-    out.entitlements[e.key] = id;
-    // The entitlement's benefits become exactly the listed ones. Only the difference
-    // is written, and no statement runs when there is none (the ledger's statement
-    // triggers fire even for zero rows).
-    const { rows: current } = await db.query<Benefit>(
-      `select platform_config_id, type, value from billing.entitlement_benefits
-       where community_id = $1 and entitlement_id = $2`, [communityId, id]);
-    const { add, remove } = difference(current, benefits, (b) => JSON.stringify([b.platform_config_id, b.type, b.value]));
-    if (add.length + remove.length > 0) noteChanged(out, 'entitlement', e.key, id, 'benefits');
-    if (remove.length > 0) {
-      await db.query(
-        `delete from billing.entitlement_benefits b
-         using jsonb_to_recordset($3::jsonb) as w(platform_config_id text, type text, value text)
-         where b.community_id = $1 and b.entitlement_id = $2
-           and w.platform_config_id = b.platform_config_id and w.type = b.type and w.value = b.value`,
-        [communityId, id, JSON.stringify(remove)]);
-    }
-    if (add.length > 0) {
-      await db.query(
-        `insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value)
-         select $1, $2, w.platform_config_id, w.type, w.value
-         from jsonb_to_recordset($3::jsonb) as w(platform_config_id text, type text, value text)`,
-        [communityId, id, JSON.stringify(add)]);
-    }
+    out.entitlements[e.key] = (await put(db, 'catalog_entitlement_put', e, `entitlements[${i}]`, { log: out.changes, kind: 'entitlement' })).id;
   }
 }
 
-interface Benefit { platform_config_id: string; type: string; value: string }
-
-/** What to add and remove to turn `current` into `wanted` (by identity). */
-function difference<T>(current: T[], wanted: T[], identity: (item: T) => string): { add: T[]; remove: T[] } {
-  const have = new Set(current.map(identity));
-  const want = new Map(wanted.map((w) => [identity(w), w]));
-  return {
-    add: [...want.entries()].filter(([k]) => !have.has(k)).map(([, w]) => w),
-    remove: current.filter((c) => !want.has(identity(c))),
-  };
-}
-
-async function applyTiers(db: Queryable, communityId: string, c: CatalogFile, entitlementIds: Map<string, string>, ids: Map<string, string>, out: CatalogResult) {
+async function applyTiers(db: Queryable, c: CatalogFile, out: CatalogResult) {
   for (const [i, t] of (c.tiers ?? []).entries()) {
-    const links = [...new Set((t.entitlements ?? []).map((k, ki) => resolve(entitlementIds, k, `tiers[${i}].entitlements[${ki}]`, 'entitlement')))];
-    const kind = t.kind ?? 'subscription';
-    const id = await upsert(db, 'billing.tiers', communityId, { expr: 'key', value: t.key }, [
-      ['key', t.key, 'text'],
-      ['name', t.name, 'text'],
-      ['description', t.description ?? null, 'text'],
-      ['kind', kind, 'text'],
-      ['billing_mode', t.billing_mode ?? (kind === 'one_time' ? 'one_time' : 'recurring'), 'text'],
-      ['rank', t.rank ?? 0, 'integer'],
-      ['active', t.active ?? true, 'boolean'],
-      ['features', t.features ?? [], 'text[]'],
-      ['perks', (t.perks ?? []).map((p) => ({ title: p.title, detail: p.detail ?? null })), 'jsonb'],
-    ], { touch: 'updated_at', report: { log: out.changes, kind: 'tier', key: t.key } });
-    ids.set(t.key, id);
+    const { plans, ...tier } = t;
+    const id = (await put(db, 'catalog_tier_put', tier, `tiers[${i}]`, { log: out.changes, kind: 'tier' })).id;
     out.tiers[t.key] = id;
-    // The tier's entitlement links become exactly the listed ones (only the difference).
-    const { rows: current } = await db.query<{ entitlement_id: string }>(
-      'select entitlement_id from billing.tier_entitlements where community_id = $1 and tier_id = $2', [communityId, id]);
-    const { add, remove } = difference(current.map((r) => r.entitlement_id), links, (e) => e);
-    if (add.length + remove.length > 0) noteChanged(out, 'tier', t.key, id, 'entitlements');
-    if (remove.length > 0) {
-      await db.query(
-        'delete from billing.tier_entitlements where community_id = $1 and tier_id = $2 and entitlement_id = any ($3::text[])',
-        [communityId, id, remove]);
-    }
-    if (add.length > 0) {
-      await db.query(
-        `insert into billing.tier_entitlements (community_id, tier_id, entitlement_id)
-         select $1, $2, e from unnest($3::text[]) as e`,
-        [communityId, id, add]);
-    }
-    for (const p of t.plans ?? []) {
-      const cols: Col[] = [
-        ['key', p.key, 'text'],
-        ['tier_id', id, 'text'],
-        ['name', p.name ?? null, 'text'],
-        ['amount_cents', p.amount_cents, 'integer'],
-        ['currency', p.currency, 'text'],
-        ['interval', p.interval ?? null, 'text'],
-        ['trial_days', p.trial_days ?? 0, 'integer'],
-        ['access_days', p.access_days ?? null, 'integer'],
-        ['active', p.active ?? true, 'boolean'],
-      ];
-      if (p.stripe_price_id !== undefined) cols.push(['stripe_price_id', p.stripe_price_id, 'text']);
-      let before: { amount_cents: number; currency: string } | null = null;
-      out.plans[p.key] = await upsert(db, 'billing.plans', communityId, { expr: 'key', value: p.key }, cols,
-        { report: { log: out.changes, kind: 'plan', key: p.key }, before: (row) => { before = row as typeof before; } });
-      const was = before as { amount_cents: number; currency: string } | null;
-      if (was && was.amount_cents !== p.amount_cents) {
-        // New buyers pay the new price; the plan's existing subscribers keep theirs (the
-        // database: subscriptions.price_cents). Named here, for a `billing plans migrate`.
-        const { rows } = await db.query<{ r: { subscriptions: number; pending_migration: number; subscription_ids: string[] } }>(
-          'select billing.plan_price_subscribers($1, $2, $3) as r', [communityId, out.plans[p.key], PRICE_CHANGE_IDS]);
-        out.price_changes.push({ plan: p.key, plan_id: out.plans[p.key], from_cents: was.amount_cents, to_cents: p.amount_cents,
-          currency: p.currency, ...rows[0].r });
-      }
+    for (const [pi, p] of (plans ?? []).entries()) {
+      const r = await put(db, 'catalog_plan_put', { ...p, tier_id: id }, `tiers[${i}].plans[${pi}]`, { log: out.changes, kind: 'plan' });
+      out.plans[p.key] = r.id;
+      // New buyers pay the new price; the plan's existing subscribers keep theirs (the
+      // database: subscriptions.price_cents). Named here, for a `billing plans migrate`.
+      if (r.price_change) out.price_changes.push({ plan: p.key, plan_id: r.id, ...r.price_change });
     }
   }
 }
 
-async function applyDiscounts(db: Queryable, communityId: string, c: CatalogFile, tierIds: Map<string, string>, out: CatalogResult) {
+async function applyDiscounts(db: Queryable, c: CatalogFile, out: CatalogResult) {
   for (const [i, d] of (c.discounts ?? []).entries()) {
-    const tiers = [...new Set((d.tiers ?? []).map((k, ki) => resolve(tierIds, k, `discounts[${i}].tiers[${ki}]`, 'tier')))];
-    out.discounts[d.code] = await upsert(db, 'billing.discount_codes', communityId, { expr: 'lower(code)', value: d.code.toLowerCase() }, [
-      ['code', d.code, 'text'],
-      ['name', d.name ?? null, 'text'],
-      ['value_type', d.value_type, 'text'],
-      ['percent_off', d.percent_off ?? null, 'numeric'],
-      ['amount_off_cents', d.amount_off_cents ?? null, 'integer'],
-      ['currency', d.currency ?? null, 'text'],
-      ['duration', d.duration ?? 'once', 'text'],
-      ['duration_months', d.duration_months ?? null, 'integer'],
-      ['use_limit', d.use_limit ?? null, 'integer'],
-      ['min_spend_cents', d.min_spend_cents ?? null, 'integer'],
-      ['max_spend_cents', d.max_spend_cents ?? null, 'integer'],
-      ['starts_at', d.starts_at ?? null, 'timestamptz'],
-      ['expires_at', d.expires_at ?? null, 'timestamptz'],
-      ['is_active', d.is_active ?? true, 'boolean'],
-      ['tier_ids', tiers, 'text[]'],
-      ['members', (d.members ?? []).map((m) => ({ platform: m.platform, platform_uid: m.platform_uid, username: m.username ?? null })), 'jsonb'],
-    ], { report: { log: out.changes, kind: 'discount', key: d.code } });
+    out.discounts[d.code] = (await put(db, 'catalog_discount_put', d, `discounts[${i}]`, { log: out.changes, kind: 'discount' })).id;
   }
 }
 
@@ -752,11 +639,9 @@ export async function applyCatalog(pool: pg.Pool, communityId: string, catalog: 
     await applyTaxRates(db, communityId, catalog, out);
     const platformIds = await existingKeys(db, 'billing.platform_configs', communityId);
     await applyPlatforms(db, communityId, catalog, platformIds, opts, out);
-    const entitlementIds = await existingKeys(db, 'billing.entitlements', communityId);
-    await applyEntitlements(db, communityId, catalog, platformIds, entitlementIds, out);
-    const tierIds = await existingKeys(db, 'billing.tiers', communityId);
-    await applyTiers(db, communityId, catalog, entitlementIds, tierIds, out);
-    await applyDiscounts(db, communityId, catalog, tierIds, out);
+    await applyEntitlements(db, catalog, out);
+    await applyTiers(db, catalog, out);
+    await applyDiscounts(db, catalog, out);
     await db.query('commit');
     return out;
   } catch (err) {

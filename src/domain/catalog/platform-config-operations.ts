@@ -15,11 +15,11 @@ import { defineOperation, type OpContext, Operation } from '../operation';
 import { BOT_TOKEN, CLIENT_SECRET } from './catalog-file';
 import { PlatformSecretBox, type PlatformSecretName } from './platform-secrets';
 
-const settings = z.record(z.string(), z.string().max(200)).describe('Discord: guild_id, client_id, public_key, kick_on_revoke ("true"/"false"); Telegram: chat_id. Replaced whole.');
-const secret = (what: string) => z.string().max(500).nullable().optional()
+export const platformSettings = z.record(z.string(), z.string().max(200)).describe('Discord: guild_id, client_id, public_key, kick_on_revoke ("true"/"false"); Telegram: chat_id. Replaced whole.');
+export const platformSecret = (what: string) => z.string().max(500).nullable().optional()
   .describe(`${what}: a string sets or replaces it, null removes it, absent keeps the stored one. Write-only.`);
 
-const connection = z.object({
+export const platformConnection = z.object({
   id: z.string(), key: z.string(), platform: z.enum(['discord', 'telegram']), name: z.string().nullable(),
   settings: z.record(z.string(), z.string()), bot_token_set: z.boolean(), client_secret_set: z.boolean(),
 });
@@ -38,7 +38,7 @@ function checkSecret(platform: 'discord' | 'telegram', name: PlatformSecretName,
   return value;
 }
 
-async function save(ctx: OpContext, input: Record<string, unknown>): Promise<unknown> {
+export async function savePlatformConnection(ctx: OpContext, input: Record<string, unknown>): Promise<unknown> {
   const { bot_token: botToken, client_secret: clientSecret, ...config } = input;
   const conn = await ctx.call<Saved>('platform_config_save', config);
   const secrets = [['bot_token', checkSecret(conn.platform, 'bot_token', botToken)],
@@ -68,7 +68,7 @@ export const platformConfigDashboardOperations: Operation[] = [
     scope: 'plans:read',
     tag: 'Platforms',
     summary: 'Each platform connection with its settings and whether each secret is stored (never a secret)',
-    response: z.object({ data: z.array(connection) }),
+    response: z.object({ data: z.array(platformConnection) }),
     sql: 'platform_configs_list',
   }),
   defineOperation({
@@ -82,13 +82,13 @@ export const platformConfigDashboardOperations: Operation[] = [
       key: z.string().max(100),
       platform: z.enum(['discord', 'telegram']),
       name: z.string().max(200).nullable().optional(),
-      settings: settings.optional(),
-      bot_token: secret('The bot token'),
-      client_secret: secret('The Discord application\'s OAuth2 client secret'),
+      settings: platformSettings.optional(),
+      bot_token: platformSecret('The bot token'),
+      client_secret: platformSecret('The Discord application\'s OAuth2 client secret'),
     }),
-    response: connection,
+    response: platformConnection,
     status: 201,
-    handler: save,
+    handler: savePlatformConnection,
   }),
   defineOperation({
     name: 'update_platform_connection',
@@ -100,11 +100,11 @@ export const platformConfigDashboardOperations: Operation[] = [
     params: z.object({ id: z.string().min(1).max(100) }),
     body: z.object({
       name: z.string().max(200).nullable().optional(),
-      settings: settings.optional(),
-      bot_token: secret('The bot token'),
-      client_secret: secret('The Discord application\'s OAuth2 client secret'),
+      settings: platformSettings.optional(),
+      bot_token: platformSecret('The bot token'),
+      client_secret: platformSecret('The Discord application\'s OAuth2 client secret'),
     }),
-    response: connection,
-    handler: save,
+    response: platformConnection,
+    handler: savePlatformConnection,
   }),
 ];
