@@ -86,8 +86,9 @@ export function lineChart(title: string, points: SeriesPoint[], format: (v: numb
     chart.setOption({
       animation: false,
       grid: { left: 16, right: 24, top: 16, bottom: 8, containLabel: true },
-      // Day labels as MM-DD (the year is in the caption), values in the axis' own short form.
-      xAxis: { type: 'category', data: points.map((p) => p.label.slice(5)), boundaryGap: false,
+      // Day labels as MM-DD (the year is in the caption), months (YYYY-MM) whole, values
+      // in the axis' own short form.
+      xAxis: { type: 'category', data: points.map((p) => (p.label.length > 7 ? p.label.slice(5) : p.label)), boundaryGap: false,
         axisLabel: { color: '#4a5360', interval: Math.max(0, Math.ceil(points.length / 4) - 1) } },
       yAxis: { type: 'value', minInterval: 1, axisLabel: { color: '#4a5360', formatter: (v: number) => axis(v) } },
       series: [{ type: 'line', data: points.map((p) => p.value), showSymbol: false, lineStyle: { color: '#0b57d0', width: 2 } }],
