@@ -4,7 +4,7 @@
 // checkouts, trials that convert, one cancelled in its trial, one whose first charge
 // fails and is paid on a retry, renewals, a renewal that fails and is recovered, one
 // that fails until the dunning gives up, refunds (partial, and full with access ended),
-// a cancel at period end. The model below never reads the analytics views or the MRR
+// a cancel at period end; VAT inside every price. The model below never reads the analytics views or the MRR
 // movements: who pays is what it saw of each subscription's status at the end of each
 // day (active, past_due, cancelling bill), money is the raw invoices, credit notes and
 // payment attempts. Every figure of every report must equal the model's, through the
@@ -95,7 +95,10 @@ async function actions(k: number, subs: Record<string, string>) {
 
 beforeAll(async () => {
   app = await startApp();
-  shop = await createShop(app);
+  // Irish VAT inside every price (the seller's country decides): revenue is net of it.
+  shop = await createShop(app, { type: 'sandbox' }, {
+    seller: { legal_name: 'Reports Ltd', address_lines: ['1 Harbour Street', 'Dublin'], country: 'IE', tax_id: 'IE1234567T' },
+    tax_rates: [{ country: 'IE', name: 'VAT', rate_ppm: 230000, inclusive: true }] });
   other = await createShop(app);
   await setClock(shop, START);
   await setClock(other, START);
@@ -248,6 +251,8 @@ test('the lifecycle covered every case the reports tell apart', async () => {
   const statuses = data.invoices.filter((i) => failed.has(i.id)).map((i) => i.status).sort();
   expect(statuses).toEqual(expect.arrayContaining(['paid', 'paid', 'uncollectible'])); // t3 and b recovered, c lost
   expect(data.creditNotes).toHaveLength(2);
+  expect(data.invoices.filter((i) => Number(i.tax_cents) > 0).length).toBeGreaterThan(5);
+  expect(data.creditNotes.every((n) => Number(n.tax_cents) > 0)).toBe(true);
   expect(trialConversion(data)).toEqual([{ month: '2027-01-01', trials_ended: 3, converted: 2, conversion_rate: 0.6667 }]);
   // March: c lost to the dunning (d joined and left within the month: not a churn); April: a's cancel took effect.
   expect(MONTHS.map((m) => churn(m).churned)).toEqual([0, 0, 1, 1]);
