@@ -180,7 +180,7 @@ function cohorts() {
     if (!of.length) continue;
     for (const month of MONTHS.filter((m) => m >= cohort)) {
       const retained = of.filter((m) => isPaying(m, endOf(month))).length;
-      rows.push({ cohort_month: cohort, month, months_since: MONTHS.indexOf(month) - MONTHS.indexOf(cohort), members: of.length,
+      rows.push({ cohort_month: cohort, month, month_offset: MONTHS.indexOf(month) - MONTHS.indexOf(cohort), members: of.length,
         retained, churned: of.length - retained, retention_rate: r4(retained / of.length) });
     }
   }
@@ -274,7 +274,7 @@ for (const reader of ['api', 'operator'] as const) {
 
   test(`cohorts, churn, ARPU and LTV, trials and recovery equal the recomputation (${reader === 'api' ? 'API role' : "operator's SQL login"})`, async () => {
     const data = await raw();
-    const cohortCols = 'cohort_month, month, months_since, members, retained, churned, retention_rate';
+    const cohortCols = 'cohort_month, month, month_offset, members, retained, churned, retention_rate';
     expect(sortBy(['cohort_month', 'month'])(await view(reader, `select ${cohortCols} from analytics.cohort_retention`)))
       .toEqual(sortBy(['cohort_month', 'month'])(cohorts()));
     expect(sortBy(['month'])(await view(reader, 'select month, paying_at_start, churned, paying_at_end, churn_rate from analytics.churn_monthly')))

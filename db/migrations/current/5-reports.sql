@@ -17,7 +17,7 @@ create or replace view billing_graphql.revenue_report_monthly with (security_inv
 comment on view billing_graphql.revenue_report_monthly is E'@primaryKey month,currency\n@scope analytics:read\n@behavior -insert -update -delete\nRevenue per calendar month and currency, net of tax: gross, refunds and net. Needs analytics:read.';
 
 create or replace view billing_graphql.cohort_retention with (security_invoker = true, security_barrier = false) as
-  select c.cohort_month, c.month, c.months_since, c.members, c.retained, c.churned, c.retention_rate
+  select c.cohort_month, c.month, c.month_offset, c.members, c.retained, c.churned, c.retention_rate
   from analytics.cohort_retention c
   where (select billing.has_scope('analytics:read'));
 comment on view billing_graphql.cohort_retention is E'@primaryKey cohort_month,month\n@scope analytics:read\n@behavior -insert -update -delete\nRetention by monthly cohort (members by the month they first paid): members paying at each month''s end. Needs analytics:read.';

@@ -59,14 +59,14 @@ ${csvLink(file, heading.toLowerCase())}</section>`;
 
 function cohortSection(rows: Json[]): Html {
   const cohorts = [...new Set(rows.map((r) => r.cohort as string))];
-  const width = Math.max(0, ...rows.map((r) => Number(r.months_since))) + 1;
-  const firsts = rows.filter((r) => r.months_since === 0);
+  const width = Math.max(0, ...rows.map((r) => Number(r.month_offset))) + 1;
+  const firsts = rows.filter((r) => r.month_offset === 0);
   return html`<section aria-labelledby="cohorts"><h2 id="cohorts">Retention by monthly cohort</h2>
 <div class="charts">${lineChart('New paying members per cohort', firsts.map((r) => ({ label: monthLabel(r.cohort), value: Number(r.members) })), String)}</div>
 ${table(['Cohort', 'Members', ...Array.from({ length: width }, (_, k) => `Month ${k}`)], cohorts.slice().reverse().map((c) => {
     const of = rows.filter((r) => r.cohort === c);
     return [html`${monthLabel(c)}`, html`${of[0].members}`, ...Array.from({ length: width }, (_, k) => {
-      const r = of.find((x) => Number(x.months_since) === k);
+      const r = of.find((x) => Number(x.month_offset) === k);
       return r ? html`${pct(r.retention_rate)} (${r.retained})` : html``;
     })];
   }), 'No paying members yet.')}

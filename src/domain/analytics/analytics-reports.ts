@@ -31,7 +31,7 @@ export const revenueRow = z.object({
 export const cohortRow = z.object({
   cohort: month.describe('The cohort: members whose first subscription started billing in this month'),
   month,
-  months_since: count.describe('0 for the cohort\'s own month'),
+  month_offset: count.describe('0 for the cohort\'s own month'),
   members: count.describe('Members of the cohort'),
   retained: count.describe('Of them, paying at the month\'s end (today for the current month)'),
   churned: count.describe('members - retained'),
