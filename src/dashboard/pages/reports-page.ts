@@ -50,7 +50,7 @@ function rateChart(title: string, rows: Json[], field: string): Html {
 
 function revenueSection(id: string, heading: string, file: string, rows: Json[], label: (p: string) => string): Html {
   return html`<section aria-labelledby="${id}"><h2 id="${id}">${heading}</h2>
-<div class="charts">${moneyChart(`Net revenue, ${heading.toLowerCase()}`, rows, 'net_cents', (r) => label(r.period))}</div>
+<div class="charts report">${moneyChart(`Net revenue, ${heading.toLowerCase()}`, rows, 'net_cents', (r) => label(r.period))}</div>
 ${table(['Period', 'Currency', 'Gross', 'Refunds', 'Net', 'Paid invoices', 'Refunds (count)'], rows.slice().reverse().map((r) => [
     html`${label(r.period)}`, html`${String(r.currency).toUpperCase()}`, html`${money(r.gross_cents, r.currency)}`,
     html`${money(r.refunds_cents, r.currency)}`, html`${money(r.net_cents, r.currency)}`, html`${r.paid_invoices}`, html`${r.refunds}`]), 'No revenue in this period.')}
@@ -62,7 +62,7 @@ function cohortSection(rows: Json[]): Html {
   const width = Math.max(0, ...rows.map((r) => Number(r.month_offset))) + 1;
   const firsts = rows.filter((r) => r.month_offset === 0);
   return html`<section aria-labelledby="cohorts"><h2 id="cohorts">Retention by monthly cohort</h2>
-<div class="charts">${lineChart('New paying members per cohort', firsts.map((r) => ({ label: monthLabel(r.cohort), value: Number(r.members) })), String)}</div>
+<div class="charts report">${lineChart('New paying members per cohort', firsts.map((r) => ({ label: monthLabel(r.cohort), value: Number(r.members) })), String)}</div>
 ${table(['Cohort', 'Members', ...Array.from({ length: width }, (_, k) => `Month ${k}`)], cohorts.slice().reverse().map((c) => {
     const of = rows.filter((r) => r.cohort === c);
     return [html`${monthLabel(c)}`, html`${of[0].members}`, ...Array.from({ length: width }, (_, k) => {
@@ -87,23 +87,23 @@ ${revenueSection('revenue-day', 'Revenue by day, last 30 days', 'revenue-day', d
 ${revenueSection('revenue-month', 'Revenue by month', 'revenue-month', monthly.data, monthLabel)}
 ${cohortSection(cohorts.data)}
 <section aria-labelledby="churn"><h2 id="churn">Member churn by month</h2>
-<div class="charts">${rateChart('Churn rate by month', churn.data, 'churn_rate')}</div>
+<div class="charts report">${rateChart('Churn rate by month', churn.data, 'churn_rate')}</div>
 ${table(['Month', 'Paying at start', 'Churned', 'Paying at end', 'Churn rate'], (churn.data as Json[]).slice().reverse().map((r) => [
     html`${monthLabel(r.month)}`, html`${r.paying_at_start}`, html`${r.churned}`, html`${r.paying_at_end}`, html`${pct(r.churn_rate)}`]), 'No months yet.')}
 ${csvLink('churn', 'churn')}</section>
 <section aria-labelledby="member-value"><h2 id="member-value">Average revenue per member and lifetime value</h2>
-<div class="charts">${moneyChart('ARPU by month', value.data, 'arpu_cents', (r) => monthLabel(r.month))}</div>
+<div class="charts report">${moneyChart('ARPU by month', value.data, 'arpu_cents', (r) => monthLabel(r.month))}</div>
 ${table(['Month', 'Currency', 'Net revenue', 'Paying members', 'ARPU', 'Churn rate', 'LTV'], (value.data as Json[]).slice().reverse().map((r) => [
     html`${monthLabel(r.month)}`, html`${String(r.currency).toUpperCase()}`, html`${money(r.net_cents, r.currency)}`, html`${r.paying_members}`,
     html`${money(r.arpu_cents, r.currency)}`, html`${pct(r.churn_rate)}`, html`${money(r.ltv_cents, r.currency)}`]), 'No revenue yet.')}
 ${csvLink('member-value', 'ARPU and LTV')}</section>
 <section aria-labelledby="trial-conversion"><h2 id="trial-conversion">Trial conversion</h2>
-<div class="charts">${rateChart('Trial conversion rate by month the trials ended', trials.data, 'conversion_rate')}</div>
+<div class="charts report">${rateChart('Trial conversion rate by month the trials ended', trials.data, 'conversion_rate')}</div>
 ${table(['Month', 'Trials ended', 'Converted', 'Conversion rate'], (trials.data as Json[]).slice().reverse().map((r) => [
     html`${monthLabel(r.month)}`, html`${r.trials_ended}`, html`${r.converted}`, html`${pct(r.conversion_rate)}`]), 'No trial ended in these months.')}
 ${csvLink('trial-conversion', 'trial conversion')}</section>
 <section aria-labelledby="payment-recovery"><h2 id="payment-recovery">Failed-payment recovery</h2>
-<div class="charts">${rateChart('Recovery rate by month of the first failure', recovery.data, 'recovery_rate')}</div>
+<div class="charts report">${rateChart('Recovery rate by month of the first failure', recovery.data, 'recovery_rate')}</div>
 ${table(['Month', 'Currency', 'Failed invoices', 'Recovered', 'Lost', 'Pending', 'Recovered amount', 'Recovery rate'], (recovery.data as Json[]).slice().reverse().map((r) => [
     html`${monthLabel(r.month)}`, html`${String(r.currency).toUpperCase()}`, html`${r.failed_invoices}`, html`${r.recovered}`, html`${r.lost}`,
     html`${r.pending}`, html`${money(r.recovered_cents, r.currency)}`, html`${pct(r.recovery_rate)}`]), 'No failed payment in these months.')}
