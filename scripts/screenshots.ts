@@ -104,6 +104,7 @@ async function main(): Promise<void> {
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.waitForURL('**/dashboard/account');
       await shot('overview', `${base}/dashboard`, true);
+      await shot('reports', `${base}/dashboard/reports`, true);
       await shot('subscriptions', `${base}/dashboard/subscriptions`);
       await shot('invoices', `${base}/dashboard/invoices`);
       await shot('members', `${base}/dashboard/members`);

@@ -11,7 +11,7 @@ export type Json = Record<string, any>; // eslint-disable-line @typescript-eslin
 export type Page = { data: Json[]; next_cursor: string | null };
 
 const NAV: [string, string][] = [
-  ['/dashboard', 'Overview'], ['/dashboard/subscriptions', 'Subscriptions'], ['/dashboard/purchases', 'Purchases'],
+  ['/dashboard', 'Overview'], ['/dashboard/reports', 'Reports'], ['/dashboard/subscriptions', 'Subscriptions'], ['/dashboard/purchases', 'Purchases'],
   ['/dashboard/invoices', 'Invoices'], ['/dashboard/members', 'Members'], ['/dashboard/catalog', 'Catalog'],
   ['/dashboard/keys', 'API keys'], ['/dashboard/webhooks', 'Webhooks'], ['/dashboard/events', 'Events'],
   ['/dashboard/platforms', 'Platforms'],

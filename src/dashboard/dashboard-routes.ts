@@ -20,6 +20,7 @@ import { mountMembers } from './pages/members-page';
 import { mountMemberPrivacy } from './pages/member-privacy-page';
 import { mountOperators } from './pages/operators-page';
 import { mountOverview } from './pages/overview-page';
+import { mountReports } from './pages/reports-page';
 import { mountPlatforms } from './pages/platforms-page';
 import { mountPurchases } from './pages/purchases-page';
 import { mountSecondFactor } from './pages/second-factor-page';
@@ -30,7 +31,7 @@ import { mountWebhooks } from './pages/webhooks-page';
 
 /** The pages behind a session, in the navigation's order. */
 const SIGNED_PAGES: MountPage[] = [
-  mountSecondFactor, mountAccount, mountOverview, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
+  mountSecondFactor, mountAccount, mountOverview, mountReports, mountSubscriptions, mountPurchases, mountInvoices, mountMembers,
   mountMemberPrivacy,
   mountCatalog, mountKeys, mountWebhooks, mountEvents, mountOperators,
   mountPlatforms,

@@ -101,7 +101,7 @@ export interface RenderedDocument {
 }
 
 export interface DocumentRenderer {
-  mediaType: 'application/pdf';
+  mediaType: 'application/pdf' | 'text/csv';
   /** What the OpenAPI document says the bytes are. */
   description: string;
   render(data: unknown): Promise<RenderedDocument>;

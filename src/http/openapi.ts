@@ -119,7 +119,7 @@ const HEADERS: Record<string, Json> = {
     schema: { type: 'string', enum: [API_VERSION] },
   },
   ContentDisposition: {
-    description: 'inline; filename="<name>.pdf": a browser shows the document, and saves it under that name.',
+    description: 'inline; filename="<name>.pdf": a browser shows the document, and saves it under that name; attachment; filename="<name>.csv" for a report: a browser downloads it.',
     schema: { type: 'string' },
   },
   WWWAuthenticate: {

@@ -8,6 +8,7 @@
 // answers exactly what its REST twin answers: each input field is the operation's own
 // field (its type and limits), described in the tool's terms.
 import { z } from 'zod';
+import { REPORTS } from '../domain/analytics/analytics-reports';
 import { limitParam } from '../domain/fields';
 import { identityPair } from '../domain/members/member-schema';
 import { findOperation } from '../operations';
@@ -293,6 +294,25 @@ export const tools: readonly ToolDef[] = [
     description: 'Get the community\'s headline numbers: {mrr_cents, currency, active_subscribers, recent_signups, recent_cancels}.',
     input: z.strictObject({}),
   },
+  ...REPORTS.map((r): ToolDef => {
+    const op = `get_${r.name}_report`;
+    const granular = r.name === 'revenue';
+    return {
+      name: op,
+      title: `Get the ${r.name.replace(/_/g, ' ')} report`,
+      operation: op,
+      annotations: READ,
+      description: `${r.summary}, as GET /v1/analytics/${r.slug} answers it: {from, to, data: [row]}, each row ${Object.keys(r.row.shape).join(', ')}. `
+        + 'Money in minor units, net of tax; rates from 0 to 1; days and months are UTC dates (YYYY-MM-DD). '
+        + (granular ? 'granularity day (default; at most 366 days) or month.' : 'One row per month (the 12 to this one by default).'),
+      input: z.strictObject({
+        ...(granular ? { granularity: opField(op, 'query', 'granularity') } : {}),
+        from: opField(op, 'query', 'from'),
+        to: opField(op, 'query', 'to'),
+      }),
+      map: (i) => ({ query: pick(i, ['granularity', 'from', 'to']) }),
+    };
+  }),
   {
     name: 'list_events',
     title: 'List events',

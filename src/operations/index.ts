@@ -2,6 +2,7 @@
 // src/domain/ exports its own.
 import type { Operation } from '../domain/operation';
 import { analyticsDashboardOperations, analyticsOperations } from '../domain/analytics/analytics-operations';
+import { reportOperations } from '../domain/analytics/analytics-reports';
 import { apiKeyOperations } from '../domain/keys/api-key-operations';
 import { auditOperations } from '../domain/audit/audit-operations';
 import { operatorOperations } from '../domain/operators/operator-operations';
@@ -40,6 +41,7 @@ export const operations: readonly Operation[] = [
   ...grantOperations,
   ...discountOperations,
   ...analyticsOperations,
+  ...reportOperations,
   ...entitlementOperations,
   ...externalSubjectOperations,
   ...eventOperations,

@@ -69,9 +69,13 @@ export function sendOutcome(res: Response, outcome: Outcome) {
   res.send(outcome.bodyText ?? JSON.stringify(outcome.body));
 }
 
-/** A rendered document (a PDF), shown inline by a browser, saved under its file name. */
+/**
+ * A rendered document: a PDF is shown inline by a browser, a CSV (a report) downloaded;
+ * either is saved under its file name.
+ */
 export function sendDocument(res: Response, doc: { mediaType: string; filename: string; bytes: Uint8Array }) {
-  res.setHeader('Content-Type', doc.mediaType);
-  res.setHeader('Content-Disposition', `inline; filename="${doc.filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
+  const text = doc.mediaType.startsWith('text/');
+  res.setHeader('Content-Type', text ? `${doc.mediaType}; charset=utf-8` : doc.mediaType);
+  res.setHeader('Content-Disposition', `${text ? 'attachment' : 'inline'}; filename="${doc.filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
   res.send(Buffer.from(doc.bytes.buffer, doc.bytes.byteOffset, doc.bytes.byteLength));
 }

@@ -63,7 +63,7 @@ button.secondary{background:#fff;color:#0b57d0}button.danger{background:#b3261e;
 .muted{color:#4a5360}.empty{background:#fff;border:1px dashed #b7bec7;padding:1rem;text-align:center;color:#4a5360}
 .banner{background:#fff3cd;border-bottom:2px solid #c69500;padding:.5rem 1rem;text-align:center;font-weight:600}
 fieldset{border:1px solid #dfe3e8;background:#fff;border-radius:6px;margin:.6rem 0}
-.chart{background:#fff;border:1px solid #dfe3e8;border-radius:6px;padding:.6rem;margin:0}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:.8rem;margin-top:.8rem}
+.chart{background:#fff;border:1px solid #dfe3e8;border-radius:6px;padding:.6rem;margin:0}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:.8rem;margin-top:.8rem}.charts.report{grid-template-columns:minmax(0,40rem)}
 figcaption{font-size:.85rem;color:#4a5360}dl.facts{display:grid;grid-template-columns:auto 1fr;gap:.3rem 1rem}dl.facts dd{margin:0}
 ul.tags{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.3rem}ul.tags li{background:#eef0f3;border-radius:3px;padding:0 .35rem;font-size:.88em}.note{white-space:pre-wrap}
 `;
@@ -86,8 +86,9 @@ export function lineChart(title: string, points: SeriesPoint[], format: (v: numb
     chart.setOption({
       animation: false,
       grid: { left: 16, right: 24, top: 16, bottom: 8, containLabel: true },
-      // Day labels as MM-DD (the year is in the caption), values in the axis' own short form.
-      xAxis: { type: 'category', data: points.map((p) => p.label.slice(5)), boundaryGap: false,
+      // Day labels as MM-DD (the year is in the caption), months (YYYY-MM) whole, values
+      // in the axis' own short form.
+      xAxis: { type: 'category', data: points.map((p) => (p.label.length > 7 ? p.label.slice(5) : p.label)), boundaryGap: false,
         axisLabel: { color: '#4a5360', interval: Math.max(0, Math.ceil(points.length / 4) - 1) } },
       yAxis: { type: 'value', minInterval: 1, axisLabel: { color: '#4a5360', formatter: (v: number) => axis(v) } },
       series: [{ type: 'line', data: points.map((p) => p.value), showSymbol: false, lineStyle: { color: '#0b57d0', width: 2 } }],

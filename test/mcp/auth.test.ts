@@ -60,6 +60,12 @@ const VALID_ARGS: Record<string, Record<string, unknown>> = {
   list_invoices: { status: 'paid' },
   get_invoice: { invoice_id: 'inv_00000000000000000000000000' },
   get_analytics_summary: {},
+  get_revenue_report: {},
+  get_cohorts_report: {},
+  get_churn_report: {},
+  get_member_value_report: {},
+  get_trial_conversion_report: {},
+  get_payment_recovery_report: {},
   list_events: { types: ['member.entitlement.granted'] },
   list_webhook_endpoints: {},
   list_webhook_deliveries: { endpoint_id: 'we_00000000000000000000000000' },
@@ -87,7 +93,7 @@ test('a key lacking a tool\'s scope gets a tool error naming the missing scope (
   const client = await connect(app.url, narrow.key);
   try {
     const listed = (await client.listTools()).tools;
-    expect(listed).toHaveLength(30); // the spec's 14, plus list_invoices and get_invoice (issue 11), list_audit_log and the catalog's 13 (issue 31)
+    expect(listed).toHaveLength(36); // the spec's 14, plus list_invoices and get_invoice (issue 11), list_audit_log, the catalog's 13 and the six reports (issue 31)
     for (const tool of listed) {
       const scope = /Requires the API key scope (\S+)\./.exec(tool.description ?? '')?.[1];
       expect({ tool: tool.name, scope }).toEqual({ tool: tool.name, scope: expect.stringMatching(/^[a-z]+:(read|write)$/) });

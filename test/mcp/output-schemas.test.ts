@@ -70,6 +70,12 @@ function successCalls(): [string, Record<string, unknown> | (() => Record<string
     ['list_invoices', {}],
     ['get_invoice', { invoice_id: ids.invoice }],
     ['get_analytics_summary', {}],
+    ['get_revenue_report', {}],
+    ['get_cohorts_report', {}],
+    ['get_churn_report', {}],
+    ['get_member_value_report', {}],
+    ['get_trial_conversion_report', {}],
+    ['get_payment_recovery_report', {}],
     ['list_events', {}],
     ['list_webhook_endpoints', {}],
     ['list_webhook_deliveries', { endpoint_id: ids.endpoint }],
@@ -89,7 +95,7 @@ function validate(schema: Json, value: unknown): string[] {
 }
 
 test('every tool advertises an object outputSchema: its operation\'s result, or the problem of an error result', () => {
-  expect(listed).toHaveLength(30);
+  expect(listed).toHaveLength(36);
   for (const tool of listed) {
     const schema = tool.outputSchema as Json | undefined;
     expect({ tool: tool.name, type: schema?.type, branches: (schema?.anyOf as unknown[] | undefined)?.length }).toEqual({ tool: tool.name, type: 'object', branches: 2 });

@@ -55,13 +55,13 @@ test('the v2 client negotiates protocol 2026-07-28 and calls a tool: the result 
   }
 });
 
-test('both eras list the same 30 tools with the same titles, descriptions, input and output schemas and annotations', async () => {
+test('both eras list the same 36 tools with the same titles, descriptions, input and output schemas and annotations', async () => {
   const modern = await connectV2(tenant.key, 'auto');
   const old: V1Client = await connectV1(app.url, tenant.key);
   try {
     const byName = (tools: { name: string }[]) => Object.fromEntries(tools.map((t) => [t.name, t]));
     const modernTools = (await modern.listTools()).tools;
-    expect(modernTools).toHaveLength(30);
+    expect(modernTools).toHaveLength(36);
     expect(byName(modernTools)).toEqual(byName((await old.listTools()).tools));
     const checkout = modernTools.find((t) => t.name === 'create_checkout_link');
     expect(checkout?.annotations).toEqual({ title: checkout?.title, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true });

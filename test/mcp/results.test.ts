@@ -139,6 +139,13 @@ test('list_purchases: same list as GET /v1/purchases', async () => {
   await sameAsRest('list_purchases', { cursor: page.body.next_cursor }, 'GET', `/v1/purchases?cursor=${page.body.next_cursor}`);
 });
 
+test('the report tools answer what GET /v1/analytics/<report> answers', async () => {
+  const revenue = await sameAsRest('get_revenue_report', { granularity: 'month' }, 'GET', '/v1/analytics/revenue?granularity=month');
+  expect(revenue.body.granularity).toBe('month');
+  await sameAsRest('get_cohorts_report', {}, 'GET', '/v1/analytics/cohorts');
+  await sameAsRest('get_churn_report', { from: '2020-01-01' }, 'GET', '/v1/analytics/churn?from=2020-01-01');
+});
+
 test('get_analytics_summary: same figures as GET /v1/analytics/summary', async () => {
   const result = await callTool(client, 'get_analytics_summary');
   const rest = await call(app.url, 'GET', '/v1/analytics/summary', { key: tenant.key });

@@ -10,7 +10,7 @@ import { tools } from '../../src/mcp/tools';
 import { connect } from '../support/mcp-client';
 
 // The spec's tool table, plus the additive invoice tools of issue 11, list_members'
-// additive search and filters and the audit log (issue 31): inputs (required ones
+// additive search and filters, the audit log and the reports (issue 31): inputs (required ones
 // marked) and the scope of the REST twin.
 const TIER = ['name', 'description', 'kind', 'billing_mode', 'rank', 'active', 'features', 'perks', 'entitlements'];
 const PLAN = ['name', 'amount_cents', 'currency', 'interval', 'trial_days', 'access_days', 'active'];
@@ -28,6 +28,12 @@ const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string
   list_invoices: { inputs: ['member_id', 'subscription_id', 'status', 'cursor', 'limit'], required: [], scope: 'invoices:read' },
   get_invoice: { inputs: ['invoice_id'], required: ['invoice_id'], scope: 'invoices:read' },
   get_analytics_summary: { inputs: [], required: [], scope: 'analytics:read' },
+  get_revenue_report: { inputs: ['granularity', 'from', 'to'], required: [], scope: 'analytics:read' },
+  get_cohorts_report: { inputs: ['from', 'to'], required: [], scope: 'analytics:read' },
+  get_churn_report: { inputs: ['from', 'to'], required: [], scope: 'analytics:read' },
+  get_member_value_report: { inputs: ['from', 'to'], required: [], scope: 'analytics:read' },
+  get_trial_conversion_report: { inputs: ['from', 'to'], required: [], scope: 'analytics:read' },
+  get_payment_recovery_report: { inputs: ['from', 'to'], required: [], scope: 'analytics:read' },
   list_events: { inputs: ['types', 'after_id', 'limit'], required: [], scope: 'events:read' },
   list_webhook_endpoints: { inputs: [], required: [], scope: 'webhooks:read' },
   list_webhook_deliveries: { inputs: ['endpoint_id', 'cursor'], required: ['endpoint_id'], scope: 'webhooks:read' },
@@ -124,6 +130,12 @@ const ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: bool
   list_invoices: R,
   get_invoice: R,
   get_analytics_summary: R,
+  get_revenue_report: R,
+  get_cohorts_report: R,
+  get_churn_report: R,
+  get_member_value_report: R,
+  get_trial_conversion_report: R,
+  get_payment_recovery_report: R,
   list_events: R,
   list_webhook_endpoints: R,
   list_webhook_deliveries: R,
