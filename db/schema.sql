@@ -1,4 +1,4 @@
--- db/migrations sha256:291d189d09068027d173a98b56d94baeb96803a9f92aa5e84d160bc6582ec6dd (regenerate with npm run db:schema)
+-- db/migrations sha256:65349e234ba2ddd151821d75277591293caeae0bab2747ec71e08fd5b9e6898e (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -121,6 +121,34 @@ CREATE TYPE billing.renewal_terms AS (
 CREATE FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval interval) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ select ((p_ts at time zone 'UTC') + p_interval) at time zone 'UTC' $$;
+
+
+--
+-- Name: analytics_period(jsonb, boolean); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.analytics_period(p_args jsonb, p_monthly boolean, OUT v_from date, OUT v_to date) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_today date := (billing.now() at time zone 'UTC')::date;
+begin
+  v_to := coalesce((p_args->>'to')::date, v_today);
+  if p_monthly then
+    v_to := date_trunc('month', v_to::timestamp)::date;
+    v_from := coalesce(date_trunc('month', (p_args->>'from')::date::timestamp)::date, (v_to - interval '11 months')::date);
+  else
+    v_from := coalesce((p_args->>'from')::date, v_to - 29);
+    if v_to - v_from > 365 then
+      perform billing.raise('BL422', 'from: a daily report covers at most 366 days; ask for granularity=month for longer.', 'from');
+    end if;
+  end if;
+  if v_from > v_to then
+    perform billing.raise('BL422', 'from: must not be after to.', 'from');
+  end if;
+end
+$$;
 
 
 --
@@ -461,6 +489,26 @@ $$;
 
 
 --
+-- Name: benefit_problem(text, text, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.benefit_problem(p_platform text, p_type text, p_value text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+  select case
+    when billing.benefit_type_problem(p_platform, p_type) is not null then
+      format('type: a %s connection cannot carry out a benefit of type "%s" (it can: %s)', p_platform, left(p_type, 100),
+        case p_platform when 'discord' then '"role", "channel"' when 'telegram' then '"chat"' else 'none' end)
+    when p_platform = 'discord' and p_value !~ '^[1-9][0-9]{0,19}$' then
+      format('value: expected the Discord %s id (a snowflake: digits, e.g. "1234567890123456789")', p_type)
+    when p_platform = 'telegram' and p_value !~ '^(-?[1-9][0-9]{0,15}|@[A-Za-z][A-Za-z0-9_]{4,31})$' then
+      'value: expected the Telegram chat id (an integer, e.g. "-1001234567890") or a public @channelname'
+  end
+$_$;
+
+
+--
 -- Name: benefit_type_problem(text, text); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -508,6 +556,269 @@ $$;
 
 
 --
+-- Name: catalog_discount_put(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.catalog_discount_put(p jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_c text := billing.current_community_id();
+  v_code text;
+  v_name text;
+  v_type text;
+  v_percent numeric;
+  v_amount integer;
+  v_currency text;
+  v_duration text;
+  v_months integer;
+  v_limit integer;
+  v_min integer;
+  v_max integer;
+  v_starts timestamptz;
+  v_expires timestamptz;
+  v_active boolean;
+  v_tiers text[] := '{}';
+  v_members jsonb := '[]';
+  v_item jsonb;
+  v_i integer := 0;
+  v_at text;
+  v_id text;
+  v_field text;
+  v_old billing.discount_codes;
+  v_fields text[] := '{}';
+  v_action text := 'unchanged';
+begin
+  perform billing_private.catalog_known(p, array['code', 'name', 'value_type', 'percent_off', 'amount_off_cents', 'currency',
+    'duration', 'duration_months', 'use_limit', 'min_spend_cents', 'max_spend_cents', 'starts_at', 'expires_at', 'is_active',
+    'tiers', 'members'], '');
+  if jsonb_typeof(p->'code') is null then perform billing_private.catalog_problem('code', 'required'); end if;
+  if jsonb_typeof(p->'code') <> 'string' or p->>'code' !~ '^[A-Za-z0-9_-]{1,64}$' then
+    perform billing_private.catalog_problem('code', 'expected 1 to 64 letters, digits, "_" or "-"');
+  end if;
+  v_code := p->>'code';
+  v_name := billing_private.catalog_text(p, 'name', 200, false);
+  if jsonb_typeof(p->'value_type') is null then perform billing_private.catalog_problem('value_type', 'required'); end if;
+  v_type := billing_private.catalog_enum(p, 'value_type', array['percent', 'amount']);
+  if jsonb_typeof(p->'percent_off') not in ('null', 'number')
+     or (jsonb_typeof(p->'percent_off') = 'number' and not ((p->'percent_off')::numeric > 0 and (p->'percent_off')::numeric <= 100)) then
+    perform billing_private.catalog_problem('percent_off', 'expected a number above 0 and at most 100');
+  end if;
+  v_percent := case when jsonb_typeof(p->'percent_off') = 'number' then (p->'percent_off')::numeric end;
+  v_amount := billing_private.catalog_int(p, 'amount_off_cents', 1, 2147483647);
+  if jsonb_typeof(p->'currency') not in ('null', 'string') or (jsonb_typeof(p->'currency') = 'string' and p->>'currency' !~ '^[a-z]{3}$') then
+    perform billing_private.catalog_problem('currency', 'expected a lowercase three-letter currency code, e.g. "usd"');
+  end if;
+  v_currency := case when jsonb_typeof(p->'currency') = 'string' then p->>'currency' end;
+  v_duration := coalesce(billing_private.catalog_enum(p, 'duration', array['once', 'repeating', 'forever']), 'once');
+  v_months := billing_private.catalog_int(p, 'duration_months', 1, 2147483647);
+  v_limit := billing_private.catalog_int(p, 'use_limit', 1, 2147483647);
+  v_min := billing_private.catalog_int(p, 'min_spend_cents', 0, 2147483647);
+  v_max := billing_private.catalog_int(p, 'max_spend_cents', 0, 2147483647);
+  foreach v_field in array array['starts_at', 'expires_at'] loop
+    if jsonb_typeof(p->v_field) not in ('null', 'string')
+       or (jsonb_typeof(p->v_field) = 'string' and p->>v_field !~ '^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$') then
+      perform billing_private.catalog_problem(v_field, 'expected an ISO 8601 timestamp, e.g. "2026-01-01T00:00:00Z"');
+    end if;
+    begin
+      if v_field = 'starts_at' then v_starts := (p->>v_field)::timestamptz; else v_expires := (p->>v_field)::timestamptz; end if;
+    exception when others then
+      perform billing_private.catalog_problem(v_field, 'expected an ISO 8601 timestamp, e.g. "2026-01-01T00:00:00Z"');
+    end;
+  end loop;
+  v_active := coalesce(billing_private.catalog_bool(p, 'is_active'), true);
+  for v_item in select x from jsonb_array_elements(billing_private.catalog_array(p, 'tiers')) x loop
+    select t.id into v_id from billing.tiers t where t.community_id = v_c and t.key = v_item #>> '{}';
+    if v_id is null or jsonb_typeof(v_item) <> 'string' then
+      perform billing_private.catalog_problem(format('tiers[%s]', v_i),
+        format('unknown tier "%s" (no tier of the community has this key)', left(v_item #>> '{}', 100)));
+    end if;
+    if not v_id = any (v_tiers) then v_tiers := v_tiers || v_id; end if;
+    v_id := null;
+    v_i := v_i + 1;
+  end loop;
+  v_i := 0;
+  for v_item in select x from jsonb_array_elements(billing_private.catalog_array(p, 'members')) x loop
+    v_at := format('members[%s]', v_i);
+    perform billing_private.catalog_known(v_item, array['platform', 'platform_uid', 'username'], v_at);
+    if jsonb_typeof(v_item->'platform') is distinct from 'string' or v_item->>'platform' not in ('discord', 'telegram') then
+      perform billing_private.catalog_problem(v_at || '.platform', 'expected one of "discord", "telegram"');
+    end if;
+    v_members := v_members || jsonb_build_array(jsonb_build_object('platform', v_item->>'platform',
+      'platform_uid', billing_private.catalog_text(v_item, 'platform_uid', 200, true, v_at || '.platform_uid'),
+      'username', billing_private.catalog_text(v_item, 'username', 200, false, v_at || '.username')));
+    v_i := v_i + 1;
+  end loop;
+  -- The rules across fields.
+  if v_type = 'percent' then
+    if v_percent is null then perform billing_private.catalog_problem('percent_off', 'required when value_type is "percent"'); end if;
+    if v_amount is not null then perform billing_private.catalog_problem('amount_off_cents', 'only for value_type "amount"'); end if;
+  else
+    if v_amount is null then perform billing_private.catalog_problem('amount_off_cents', 'required when value_type is "amount"'); end if;
+    if v_currency is null then perform billing_private.catalog_problem('currency', 'required when value_type is "amount"'); end if;
+    if v_percent is not null then perform billing_private.catalog_problem('percent_off', 'only for value_type "percent"'); end if;
+  end if;
+  if v_duration = 'repeating' and v_months is null then
+    perform billing_private.catalog_problem('duration_months', 'required when duration is "repeating"');
+  elsif v_duration <> 'repeating' and v_months is not null then
+    perform billing_private.catalog_problem('duration_months', 'only for duration "repeating"');
+  end if;
+  if v_min > v_max then perform billing_private.catalog_problem('max_spend_cents', 'expected at least min_spend_cents'); end if;
+  if v_starts >= v_expires then perform billing_private.catalog_problem('expires_at', 'expected a time after starts_at'); end if;
+
+  select * into v_old from billing.discount_codes d where d.community_id = v_c and lower(d.code) = lower(v_code) for update;
+  if v_old.id is null then
+    insert into billing.discount_codes (community_id, code, name, value_type, percent_off, amount_off_cents, currency, duration,
+      duration_months, use_limit, min_spend_cents, max_spend_cents, starts_at, expires_at, is_active, tier_ids, members)
+    values (v_c, v_code, v_name, v_type, v_percent, v_amount, v_currency, v_duration, v_months, v_limit, v_min, v_max,
+      v_starts, v_expires, v_active, v_tiers, v_members)
+    returning id::text into v_id;
+    v_action := 'created';
+  else
+    v_id := v_old.id::text;
+    v_fields := billing_private.catalog_changed_fields(jsonb_build_object('code', v_old.code, 'name', v_old.name,
+        'value_type', v_old.value_type, 'percent_off', v_old.percent_off, 'amount_off_cents', v_old.amount_off_cents,
+        'currency', v_old.currency, 'duration', v_old.duration, 'duration_months', v_old.duration_months,
+        'use_limit', v_old.use_limit, 'min_spend_cents', v_old.min_spend_cents, 'max_spend_cents', v_old.max_spend_cents,
+        'starts_at', v_old.starts_at, 'expires_at', v_old.expires_at, 'is_active', v_old.is_active,
+        'tier_ids', to_jsonb(v_old.tier_ids), 'members', v_old.members),
+      jsonb_build_object('code', v_code, 'name', v_name, 'value_type', v_type, 'percent_off', v_percent,
+        'amount_off_cents', v_amount, 'currency', v_currency, 'duration', v_duration, 'duration_months', v_months,
+        'use_limit', v_limit, 'min_spend_cents', v_min, 'max_spend_cents', v_max, 'starts_at', v_starts,
+        'expires_at', v_expires, 'is_active', v_active, 'tier_ids', to_jsonb(v_tiers), 'members', v_members));
+    if cardinality(v_fields) > 0 then
+      update billing.discount_codes d set code = v_code, name = v_name, value_type = v_type, percent_off = v_percent,
+        amount_off_cents = v_amount, currency = v_currency, duration = v_duration, duration_months = v_months,
+        use_limit = v_limit, min_spend_cents = v_min, max_spend_cents = v_max, starts_at = v_starts,
+        expires_at = v_expires, is_active = v_active, tier_ids = v_tiers, members = v_members
+      where d.community_id = v_c and d.id = v_old.id;
+      v_action := 'updated';
+    end if;
+  end if;
+  return jsonb_build_object('id', v_id, 'key', v_code, 'action', v_action, 'fields', to_jsonb(v_fields));
+end
+$_$;
+
+
+--
+-- Name: entitlements; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.entitlements (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('ent'::text) NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY billing.entitlements FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: catalog_entitlement_json(billing.entitlements); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.catalog_entitlement_json(e billing.entitlements) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('id', e.id, 'key', e.key, 'name', e.name,
+    'benefits', coalesce((select jsonb_agg(jsonb_build_object('platform', pc.key, 'type', b.type, 'value', b.value)
+        order by pc.key, b.type, b.value)
+      from billing.entitlement_benefits b
+      join billing.platform_configs pc on pc.community_id = b.community_id and pc.id = b.platform_config_id
+      where b.community_id = e.community_id and b.entitlement_id = e.id), '[]'),
+    'created_at', billing.iso(e.created_at))
+$$;
+
+
+--
+-- Name: catalog_entitlement_put(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.catalog_entitlement_put(p jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_c text := billing.current_community_id();
+  v_key text;
+  v_name text;
+  v_item jsonb;
+  v_i integer := 0;
+  v_at text;
+  v_pc billing.platform_configs;
+  v_type text;
+  v_value text;
+  v_problem text;
+  v_benefits jsonb := '[]';
+  v_old billing.entitlements;
+  v_id text;
+  v_fields text[] := '{}';
+  v_action text := 'unchanged';
+begin
+  perform billing_private.catalog_known(p, array['key', 'name', 'benefits'], '');
+  v_key := billing_private.catalog_key(p, 'key');
+  v_name := billing_private.catalog_text(p, 'name', 200, true);
+  for v_item in select x from jsonb_array_elements(billing_private.catalog_array(p, 'benefits')) x loop
+    v_at := format('benefits[%s]', v_i);
+    perform billing_private.catalog_known(v_item, array['platform', 'type', 'value'], v_at);
+    perform billing_private.catalog_key(v_item, 'platform', v_at || '.platform');
+    v_type := billing_private.catalog_text(v_item, 'type', 100, true, v_at || '.type');
+    v_value := billing_private.catalog_text(v_item, 'value', 500, true, v_at || '.value');
+    select * into v_pc from billing.platform_configs pc where pc.community_id = v_c and pc.key = v_item->>'platform';
+    if v_pc.id is null then
+      perform billing_private.catalog_problem(v_at || '.platform',
+        format('unknown platform "%s" (no platform connection of the community has this key)', v_item->>'platform'));
+    end if;
+    v_problem := billing.benefit_problem(v_pc.platform, v_type, v_value);
+    if v_problem is not null then
+      perform billing_private.catalog_problem(v_at || '.' || split_part(v_problem, ': ', 1), substr(v_problem, strpos(v_problem, ': ') + 2));
+    end if;
+    v_benefits := v_benefits || jsonb_build_array(jsonb_build_object('platform_config_id', v_pc.id, 'type', v_type, 'value', v_value));
+    v_pc := null;
+    v_i := v_i + 1;
+  end loop;
+
+  select * into v_old from billing.entitlements e where e.community_id = v_c and e.key = v_key for update;
+  if v_old.id is null then
+    insert into billing.entitlements (community_id, key, name) values (v_c, v_key, v_name) returning id into v_id;
+    v_action := 'created';
+  else
+    v_id := v_old.id;
+    if v_old.name is distinct from v_name then
+      update billing.entitlements e set name = v_name where e.community_id = v_c and e.id = v_id;
+      v_fields := array['name'];
+    end if;
+  end if;
+  if exists (select 1 from billing.entitlement_benefits b where b.community_id = v_c and b.entitlement_id = v_id
+             and not exists (select 1 from jsonb_to_recordset(v_benefits) as w(platform_config_id text, type text, value text)
+                             where w.platform_config_id = b.platform_config_id and w.type = b.type and w.value = b.value)) then
+    delete from billing.entitlement_benefits b where b.community_id = v_c and b.entitlement_id = v_id
+      and not exists (select 1 from jsonb_to_recordset(v_benefits) as w(platform_config_id text, type text, value text)
+                      where w.platform_config_id = b.platform_config_id and w.type = b.type and w.value = b.value);
+    v_fields := array_append(array_remove(v_fields, 'benefits'), 'benefits');
+  end if;
+  if exists (select 1 from jsonb_to_recordset(v_benefits) as w(platform_config_id text, type text, value text)
+             where not exists (select 1 from billing.entitlement_benefits b where b.community_id = v_c and b.entitlement_id = v_id
+                               and b.platform_config_id = w.platform_config_id and b.type = w.type and b.value = w.value)) then
+    insert into billing.entitlement_benefits (community_id, entitlement_id, platform_config_id, type, value)
+    select distinct v_c, v_id, w.platform_config_id, w.type, w.value
+    from jsonb_to_recordset(v_benefits) as w(platform_config_id text, type text, value text)
+    where not exists (select 1 from billing.entitlement_benefits b where b.community_id = v_c and b.entitlement_id = v_id
+                      and b.platform_config_id = w.platform_config_id and b.type = w.type and b.value = w.value);
+    v_fields := array_append(array_remove(v_fields, 'benefits'), 'benefits');
+  end if;
+  if v_action = 'unchanged' and cardinality(v_fields) > 0 then v_action := 'updated'; end if;
+  return jsonb_build_object('id', v_id, 'key', v_key, 'action', v_action,
+    'fields', case when v_action = 'updated' then to_jsonb(v_fields) else '[]' end);
+end
+$$;
+
+
+--
 -- Name: plans; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -536,6 +847,113 @@ ALTER TABLE ONLY billing.plans FORCE ROW LEVEL SECURITY;
 
 
 --
+-- Name: catalog_plan_json(billing.plans); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.catalog_plan_json(p billing.plans) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('id', p.id, 'key', p.key, 'tier_id', p.tier_id, 'name', p.name,
+    'amount_cents', p.amount_cents, 'currency', p.currency, 'interval', p.interval, 'trial_days', p.trial_days,
+    'access_days', p.access_days, 'active', p.active, 'stripe_price_id', p.stripe_price_id,
+    'created_at', billing.iso(p.created_at))
+$$;
+
+
+--
+-- Name: catalog_plan_put(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.catalog_plan_put(p jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_c text := billing.current_community_id();
+  v_key text;
+  v_tier billing.tiers;
+  v_name text;
+  v_amount integer;
+  v_currency text;
+  v_interval text;
+  v_trial integer;
+  v_access integer;
+  v_active boolean;
+  v_stripe text;
+  v_old billing.plans;
+  v_id text;
+  v_fields text[] := '{}';
+  v_action text := 'unchanged';
+  v_change jsonb;
+begin
+  perform billing_private.catalog_known(p, array['key', 'tier_id', 'name', 'amount_cents', 'currency', 'interval',
+    'trial_days', 'access_days', 'active', 'stripe_price_id'], '');
+  v_key := billing_private.catalog_key(p, 'key');
+  if jsonb_typeof(p->'tier_id') is distinct from 'string' then
+    perform billing_private.catalog_problem('tier_id', 'required');
+  end if;
+  select * into v_tier from billing.tiers t where t.community_id = v_c and t.id = p->>'tier_id';
+  if v_tier.id is null then
+    perform billing_private.catalog_problem('tier_id', format('no tier %s in this community', left(p->>'tier_id', 100)));
+  end if;
+  v_name := billing_private.catalog_text(p, 'name', 200, false);
+  if jsonb_typeof(p->'amount_cents') is null then perform billing_private.catalog_problem('amount_cents', 'required'); end if;
+  v_amount := billing_private.catalog_int(p, 'amount_cents', 0, 2147483647);
+  if v_amount is null then perform billing_private.catalog_problem('amount_cents', 'expected a non-negative integer'); end if;
+  if jsonb_typeof(p->'currency') is null then perform billing_private.catalog_problem('currency', 'required'); end if;
+  if jsonb_typeof(p->'currency') <> 'string' or p->>'currency' !~ '^[a-z]{3}$' then
+    perform billing_private.catalog_problem('currency', 'expected a lowercase three-letter currency code, e.g. "usd"');
+  end if;
+  v_currency := p->>'currency';
+  v_interval := billing_private.catalog_enum(p, 'interval', array['month', 'year']);
+  v_trial := coalesce(billing_private.catalog_int(p, 'trial_days', 0, 2147483647), 0);
+  v_access := billing_private.catalog_int(p, 'access_days', 1, 2147483647);
+  v_active := coalesce(billing_private.catalog_bool(p, 'active'), true);
+  v_stripe := billing_private.catalog_text(p, 'stripe_price_id', 200, false);
+  if v_tier.billing_mode = 'recurring' then
+    if v_interval is null then perform billing_private.catalog_problem('interval', 'expected "month" or "year" for a recurring tier'); end if;
+    if v_access is not null then perform billing_private.catalog_problem('access_days', 'only one-time plans have access_days'); end if;
+  else
+    if v_interval is not null then perform billing_private.catalog_problem('interval', 'expected null for a one_time tier'); end if;
+    if v_trial <> 0 then perform billing_private.catalog_problem('trial_days', 'one-time plans have no trial'); end if;
+  end if;
+
+  select * into v_old from billing.plans pl where pl.community_id = v_c and pl.key = v_key for update;
+  if v_old.id is null then
+    insert into billing.plans (community_id, key, tier_id, name, amount_cents, currency, interval, trial_days, access_days, active, stripe_price_id)
+    values (v_c, v_key, v_tier.id, v_name, v_amount, v_currency, v_interval, v_trial, v_access, v_active, v_stripe)
+    returning id into v_id;
+    v_action := 'created';
+  else
+    v_id := v_old.id;
+    v_fields := billing_private.catalog_changed_fields(
+      jsonb_build_object('tier_id', v_old.tier_id, 'name', v_old.name, 'amount_cents', v_old.amount_cents,
+        'currency', v_old.currency, 'interval', v_old.interval, 'trial_days', v_old.trial_days,
+        'access_days', v_old.access_days, 'active', v_old.active)
+        || case when p ? 'stripe_price_id' then jsonb_build_object('stripe_price_id', v_old.stripe_price_id) else '{}' end,
+      jsonb_build_object('tier_id', v_tier.id, 'name', v_name, 'amount_cents', v_amount, 'currency', v_currency,
+        'interval', v_interval, 'trial_days', v_trial, 'access_days', v_access, 'active', v_active)
+        || case when p ? 'stripe_price_id' then jsonb_build_object('stripe_price_id', v_stripe) else '{}' end);
+    if cardinality(v_fields) > 0 then
+      update billing.plans pl set tier_id = v_tier.id, name = v_name, amount_cents = v_amount, currency = v_currency,
+        interval = v_interval, trial_days = v_trial, access_days = v_access, active = v_active,
+        stripe_price_id = case when p ? 'stripe_price_id' then v_stripe else pl.stripe_price_id end
+      where pl.community_id = v_c and pl.id = v_id;
+      v_action := 'updated';
+      if v_old.amount_cents <> v_amount then
+        v_change := jsonb_build_object('from_cents', v_old.amount_cents, 'to_cents', v_amount, 'currency', v_currency)
+          || billing.plan_price_subscribers(v_c, v_id, 1000);
+      end if;
+    end if;
+  end if;
+  return jsonb_build_object('id', v_id, 'key', v_key, 'action', v_action,
+    'fields', to_jsonb(v_fields), 'price_change', v_change);
+end
+$_$;
+
+
+--
 -- Name: tiers; Type: TABLE; Schema: billing; Owner: -
 --
 
@@ -559,6 +977,134 @@ CREATE TABLE billing.tiers (
 );
 
 ALTER TABLE ONLY billing.tiers FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: catalog_tier_json(billing.tiers); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.catalog_tier_json(t billing.tiers) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('id', t.id, 'key', t.key, 'name', t.name, 'description', t.description,
+    'kind', t.kind, 'billing_mode', t.billing_mode, 'rank', t.rank, 'active', t.active,
+    'features', to_jsonb(t.features), 'perks', t.perks,
+    'entitlements', coalesce((select jsonb_agg(e.key order by e.key) from billing.tier_entitlements te
+      join billing.entitlements e on e.community_id = te.community_id and e.id = te.entitlement_id
+      where te.community_id = t.community_id and te.tier_id = t.id), '[]'),
+    'plans', coalesce((select jsonb_agg(billing.catalog_plan_json(p) order by p.key) from billing.plans p
+      where p.community_id = t.community_id and p.tier_id = t.id), '[]'),
+    'created_at', billing.iso(t.created_at), 'updated_at', billing.iso(t.updated_at))
+$$;
+
+
+--
+-- Name: catalog_tier_put(jsonb); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.catalog_tier_put(p jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_c text := billing.current_community_id();
+  v_key text;
+  v_name text;
+  v_description text;
+  v_kind text;
+  v_mode text;
+  v_rank integer;
+  v_active boolean;
+  v_features text[] := '{}';
+  v_perks jsonb := '[]';
+  v_links text[] := '{}';
+  v_item jsonb;
+  v_i integer;
+  v_id text;
+  v_old billing.tiers;
+  v_new jsonb;
+  v_fields text[] := '{}';
+  v_action text := 'unchanged';
+begin
+  perform billing_private.catalog_known(p, array['key', 'name', 'description', 'kind', 'billing_mode', 'rank', 'active',
+    'features', 'perks', 'entitlements'], '');
+  v_key := billing_private.catalog_key(p, 'key');
+  v_name := billing_private.catalog_text(p, 'name', 200, true);
+  v_description := billing_private.catalog_text(p, 'description', 2000, false);
+  v_kind := coalesce(billing_private.catalog_enum(p, 'kind', array['subscription', 'one_time']), 'subscription');
+  v_mode := coalesce(billing_private.catalog_enum(p, 'billing_mode', array['recurring', 'one_time']),
+    case v_kind when 'one_time' then 'one_time' else 'recurring' end);
+  if v_kind = 'one_time' and v_mode <> 'one_time' then
+    perform billing_private.catalog_problem('billing_mode', 'a one_time tier is billed "one_time"');
+  end if;
+  v_rank := coalesce(billing_private.catalog_int(p, 'rank', -2147483648, 2147483647), 0);
+  v_active := coalesce(billing_private.catalog_bool(p, 'active'), true);
+  v_i := 0;
+  for v_item in select x from jsonb_array_elements(billing_private.catalog_array(p, 'features')) x loop
+    v_features := v_features || billing_private.catalog_text(jsonb_build_object('f', v_item), 'f', 500, true, format('features[%s]', v_i));
+    v_i := v_i + 1;
+  end loop;
+  v_i := 0;
+  for v_item in select x from jsonb_array_elements(billing_private.catalog_array(p, 'perks')) x loop
+    perform billing_private.catalog_known(v_item, array['title', 'detail'], format('perks[%s]', v_i));
+    v_perks := v_perks || jsonb_build_array(jsonb_build_object(
+      'title', billing_private.catalog_text(v_item, 'title', 200, true, format('perks[%s].title', v_i)),
+      'detail', billing_private.catalog_text(v_item, 'detail', 1000, false, format('perks[%s].detail', v_i))));
+    v_i := v_i + 1;
+  end loop;
+  v_i := 0;
+  for v_item in select x from jsonb_array_elements(billing_private.catalog_array(p, 'entitlements')) x loop
+    select e.id into v_id from billing.entitlements e where e.community_id = v_c and e.key = v_item #>> '{}';
+    if v_id is null or jsonb_typeof(v_item) <> 'string' then
+      perform billing_private.catalog_problem(format('entitlements[%s]', v_i),
+        format('unknown entitlement "%s" (no entitlement of the community has this key)', left(v_item #>> '{}', 100)));
+    end if;
+    if not v_id = any (v_links) then v_links := v_links || v_id; end if;
+    v_id := null;
+    v_i := v_i + 1;
+  end loop;
+
+  v_new := jsonb_build_object('name', v_name, 'description', v_description, 'kind', v_kind, 'billing_mode', v_mode,
+    'rank', v_rank, 'active', v_active, 'features', to_jsonb(v_features), 'perks', v_perks);
+  select * into v_old from billing.tiers t where t.community_id = v_c and t.key = v_key for update;
+  if v_old.id is null then
+    insert into billing.tiers (community_id, key, name, description, kind, billing_mode, rank, active, features, perks)
+    values (v_c, v_key, v_name, v_description, v_kind, v_mode, v_rank, v_active, v_features, v_perks)
+    returning id into v_id;
+    v_action := 'created';
+  else
+    v_id := v_old.id;
+    v_fields := billing_private.catalog_changed_fields(jsonb_build_object('name', v_old.name, 'description', v_old.description,
+      'kind', v_old.kind, 'billing_mode', v_old.billing_mode, 'rank', v_old.rank, 'active', v_old.active,
+      'features', to_jsonb(v_old.features), 'perks', v_old.perks), v_new);
+    if cardinality(v_fields) > 0 then
+      update billing.tiers t set name = v_name, description = v_description, kind = v_kind, billing_mode = v_mode,
+        rank = v_rank, active = v_active, features = v_features, perks = v_perks, updated_at = now()
+      where t.community_id = v_c and t.id = v_id;
+      v_action := 'updated';
+    end if;
+  end if;
+  -- The links become exactly the listed ones; no statement runs when nothing differs
+  -- (the ledger's statement triggers fire even for zero rows).
+  if exists (select 1 from billing.tier_entitlements te where te.community_id = v_c and te.tier_id = v_id
+             and not te.entitlement_id = any (v_links)) then
+    delete from billing.tier_entitlements te where te.community_id = v_c and te.tier_id = v_id
+      and not te.entitlement_id = any (v_links);
+    v_fields := array_append(array_remove(v_fields, 'entitlements'), 'entitlements');
+  end if;
+  if exists (select 1 from unnest(v_links) l where not exists (select 1 from billing.tier_entitlements te
+             where te.community_id = v_c and te.tier_id = v_id and te.entitlement_id = l)) then
+    insert into billing.tier_entitlements (community_id, tier_id, entitlement_id)
+    select v_c, v_id, l from unnest(v_links) l where not exists (select 1 from billing.tier_entitlements te
+      where te.community_id = v_c and te.tier_id = v_id and te.entitlement_id = l);
+    v_fields := array_append(array_remove(v_fields, 'entitlements'), 'entitlements');
+  end if;
+  if v_action = 'unchanged' and cardinality(v_fields) > 0 then v_action := 'updated'; end if;
+  return jsonb_build_object('id', v_id, 'key', v_key, 'action', v_action,
+    'fields', case when v_action = 'updated' then to_jsonb(v_fields) else '[]' end);
+end
+$$;
 
 
 --
@@ -3246,21 +3792,6 @@ $$;
 
 
 --
--- Name: entitlements; Type: TABLE; Schema: billing; Owner: -
---
-
-CREATE TABLE billing.entitlements (
-    community_id text NOT NULL COLLATE pg_catalog."C",
-    id text DEFAULT billing.gen_id('ent'::text) NOT NULL COLLATE pg_catalog."C",
-    key text NOT NULL,
-    name text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
-ALTER TABLE ONLY billing.entitlements FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: member_entitlement_json(billing.member_entitlements, billing.entitlements); Type: FUNCTION; Schema: billing; Owner: -
 --
 
@@ -3594,6 +4125,22 @@ CREATE FUNCTION billing.plan_line(p_plan billing.plans, p_amount bigint, p_start
     'period_start', billing.iso(p_start), 'period_end', billing.iso(p_end))
   from (select 1) one
   left join billing.tiers t on t.community_id = p_plan.community_id and t.id = p_plan.tier_id
+$$;
+
+
+--
+-- Name: plan_price_change_preview(text, text, integer); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.plan_price_change_preview(p_community_id text, p_plan_id text, p_amount_cents integer) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('subscriptions', count(*)::integer,
+    'pending_migration', count(*) filter (where s.price_migration_id is not null)::integer)
+  from billing.subscriptions s
+  where s.community_id = p_community_id and s.plan_id = p_plan_id and s.status <> 'cancelled'
+    and s.price_cents <> p_amount_cents
 $$;
 
 
@@ -5680,6 +6227,70 @@ $$;
 
 
 --
+-- Name: analytics_churn(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_churn(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_from date;
+  v_to date;
+begin
+  select p.v_from, p.v_to into v_from, v_to from billing.analytics_period(p_args, true) p;
+  return jsonb_build_object('from', to_char(v_from, 'YYYY-MM-DD'), 'to', to_char(v_to, 'YYYY-MM-DD'), 'data',
+    (select coalesce(jsonb_agg(jsonb_build_object('month', to_char(c.month, 'YYYY-MM-DD'),
+        'paying_at_start', c.paying_at_start, 'churned', c.churned, 'paying_at_end', c.paying_at_end,
+        'churn_rate', c.churn_rate) order by c.month), '[]')
+     from analytics.churn_monthly c where c.month between v_from and v_to));
+end
+$$;
+
+
+--
+-- Name: analytics_cohorts(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_cohorts(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_from date;
+  v_to date;
+begin
+  select p.v_from, p.v_to into v_from, v_to from billing.analytics_period(p_args, true) p;
+  return jsonb_build_object('from', to_char(v_from, 'YYYY-MM-DD'), 'to', to_char(v_to, 'YYYY-MM-DD'), 'data',
+    (select coalesce(jsonb_agg(jsonb_build_object('cohort', to_char(c.cohort_month, 'YYYY-MM-DD'),
+        'month', to_char(c.month, 'YYYY-MM-DD'), 'month_offset', c.month_offset, 'members', c.members,
+        'retained', c.retained, 'churned', c.churned, 'retention_rate', c.retention_rate)
+        order by c.cohort_month, c.month), '[]')
+     from analytics.cohort_retention c where c.cohort_month between v_from and v_to));
+end
+$$;
+
+
+--
+-- Name: analytics_member_value(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_member_value(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_from date;
+  v_to date;
+begin
+  select p.v_from, p.v_to into v_from, v_to from billing.analytics_period(p_args, true) p;
+  return jsonb_build_object('from', to_char(v_from, 'YYYY-MM-DD'), 'to', to_char(v_to, 'YYYY-MM-DD'), 'data',
+    (select coalesce(jsonb_agg(jsonb_build_object('month', to_char(v.month, 'YYYY-MM-DD'), 'currency', v.currency,
+        'net_cents', v.net_cents, 'paying_members', v.paying_members, 'arpu_cents', v.arpu_cents,
+        'churn_rate', v.churn_rate, 'ltv_cents', v.ltv_cents) order by v.month, v.currency), '[]')
+     from analytics.member_value_monthly v where v.month between v_from and v_to));
+end
+$$;
+
+
+--
 -- Name: analytics_overview(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -5693,6 +6304,61 @@ begin
     perform billing.raise('BL422', 'days: 30 or 90.', 'days');
   end if;
   return billing_private.analytics_overview(v_days);
+end
+$$;
+
+
+--
+-- Name: analytics_payment_recovery(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_payment_recovery(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_from date;
+  v_to date;
+begin
+  select p.v_from, p.v_to into v_from, v_to from billing.analytics_period(p_args, true) p;
+  return jsonb_build_object('from', to_char(v_from, 'YYYY-MM-DD'), 'to', to_char(v_to, 'YYYY-MM-DD'), 'data',
+    (select coalesce(jsonb_agg(jsonb_build_object('month', to_char(r.month, 'YYYY-MM-DD'), 'currency', r.currency,
+        'failed_invoices', r.failed_invoices, 'recovered', r.recovered, 'lost', r.lost, 'pending', r.pending,
+        'recovered_cents', r.recovered_cents, 'recovery_rate', r.recovery_rate) order by r.month, r.currency), '[]')
+     from analytics.payment_recovery_monthly r where r.month between v_from and v_to));
+end
+$$;
+
+
+--
+-- Name: analytics_revenue(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_revenue(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_month boolean := coalesce(p_args->>'granularity', 'day') = 'month';
+  v_from date;
+  v_to date;
+  v_rows jsonb;
+begin
+  select p.v_from, p.v_to into v_from, v_to from billing.analytics_period(p_args, v_month) p;
+  with r as (
+    select d.day as period, d.currency, d.gross_cents, d.refunds_cents, d.net_cents, d.paid_invoices, d.refunds
+    from analytics.revenue_report_daily d where not v_month and d.day between v_from and v_to
+    union all
+    select m.month, m.currency, m.gross_cents, m.refunds_cents, m.net_cents, m.paid_invoices, m.refunds
+    from analytics.revenue_report_monthly m where v_month and m.month between v_from and v_to)
+  select coalesce(jsonb_agg(jsonb_build_object('period', to_char(g.p, 'YYYY-MM-DD'), 'currency', c.currency,
+      'gross_cents', coalesce(r.gross_cents, 0), 'refunds_cents', coalesce(r.refunds_cents, 0),
+      'net_cents', coalesce(r.net_cents, 0), 'paid_invoices', coalesce(r.paid_invoices, 0),
+      'refunds', coalesce(r.refunds, 0)) order by g.p, c.currency), '[]')
+    into v_rows
+  from generate_series(v_from::timestamp, v_to::timestamp, case when v_month then interval '1 month' else interval '1 day' end) g(p)
+  cross join (select distinct r.currency from r) c
+  left join r on r.period = g.p::date and r.currency = c.currency;
+  return jsonb_build_object('granularity', case when v_month then 'month' else 'day' end,
+    'from', to_char(v_from, 'YYYY-MM-DD'), 'to', to_char(v_to, 'YYYY-MM-DD'), 'data', v_rows);
 end
 $$;
 
@@ -5724,6 +6390,27 @@ CREATE FUNCTION billing_api.analytics_summary(p_args jsonb) RETURNS jsonb
     AS $$
 begin
   return billing_private.analytics_overview(null)->'summary';
+end
+$$;
+
+
+--
+-- Name: analytics_trial_conversion(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.analytics_trial_conversion(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_from date;
+  v_to date;
+begin
+  select p.v_from, p.v_to into v_from, v_to from billing.analytics_period(p_args, true) p;
+  return jsonb_build_object('from', to_char(v_from, 'YYYY-MM-DD'), 'to', to_char(v_to, 'YYYY-MM-DD'), 'data',
+    (select coalesce(jsonb_agg(jsonb_build_object('month', to_char(t.month, 'YYYY-MM-DD'),
+        'trials_ended', t.trials_ended, 'converted', t.converted, 'conversion_rate', t.conversion_rate)
+        order by t.month), '[]')
+     from analytics.trial_conversion_monthly t where t.month between v_from and v_to));
 end
 $$;
 
@@ -5820,6 +6507,107 @@ $$;
 
 
 --
+-- Name: catalog_discount_archive(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_discount_archive(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_d billing.discount_codes := billing_private.catalog_discount_row(p_args->>'id');
+begin
+  if v_d.archived_at is null then
+    update billing.discount_codes d set archived_at = billing.now(), is_active = false
+    where d.community_id = v_d.community_id and d.id = v_d.id;
+  end if;
+  return billing_private.catalog_discount_answer(v_d.id::text);
+end
+$$;
+
+
+--
+-- Name: catalog_discount_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_discount_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if exists (select 1 from billing.discount_codes d where d.community_id = billing.current_community_id()
+             and lower(d.code) = lower(p_args->>'code')) then
+    perform billing.raise('BL409', format('A discount code %s exists already (codes match case-insensitively).', p_args->>'code'), 'code');
+  end if;
+  return billing_private.catalog_discount_answer(billing.catalog_discount_put(p_args)->>'id');
+end
+$$;
+
+
+--
+-- Name: catalog_discount_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_discount_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_d billing.discount_codes := billing_private.catalog_discount_row(p_args->>'id');
+begin
+  if v_d.archived_at is not null then
+    perform billing.raise('BL409', 'Discount code ' || v_d.code || ' is archived: create a new code instead.');
+  end if;
+  perform billing.catalog_discount_put(billing_private.catalog_discount_input(v_d) || (p_args - 'id'));
+  return billing_private.catalog_discount_answer(v_d.id::text);
+end
+$$;
+
+
+--
+-- Name: catalog_entitlement_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_entitlement_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_r jsonb;
+  v_e billing.entitlements;
+begin
+  if exists (select 1 from billing.entitlements e where e.community_id = billing.current_community_id() and e.key = p_args->>'key') then
+    perform billing.raise('BL409', format('An entitlement with the key %s exists already: change it instead.', p_args->>'key'), 'key');
+  end if;
+  v_r := billing.catalog_entitlement_put(p_args);
+  select * into v_e from billing.entitlements e where e.community_id = billing.current_community_id() and e.id = v_r->>'id';
+  return billing.catalog_entitlement_json(v_e);
+end
+$$;
+
+
+--
+-- Name: catalog_entitlement_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_entitlement_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_e billing.entitlements;
+begin
+  select * into v_e from billing.entitlements e where e.community_id = billing.current_community_id() and e.id = p_args->>'id' for update;
+  if v_e.id is null then perform billing.raise('BL404', 'No entitlement ' || (p_args->>'id') || '.'); end if;
+  perform billing.catalog_entitlement_put(jsonb_build_object('key', v_e.key, 'name', v_e.name,
+    'benefits', billing.catalog_entitlement_json(v_e)->'benefits') || (p_args - 'id'));
+  select * into v_e from billing.entitlements e where e.community_id = v_e.community_id and e.id = v_e.id;
+  return billing.catalog_entitlement_json(v_e);
+end
+$$;
+
+
+--
 -- Name: catalog_file(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
 --
 
@@ -5876,6 +6664,163 @@ begin
   into v_out
   from billing.communities c where c.id = v_community;
   return coalesce(v_out, '{}');
+end
+$$;
+
+
+--
+-- Name: catalog_get(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_get(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return jsonb_build_object(
+    'platforms', coalesce((select jsonb_agg(jsonb_build_object('id', pc.id, 'key', pc.key, 'platform', pc.platform,
+      'name', pc.name, 'settings', pc.settings) order by pc.key) from billing.platform_configs pc), '[]'),
+    'tiers', coalesce((select jsonb_agg(billing.catalog_tier_json(t) order by t.rank, t.key) from billing.tiers t), '[]'),
+    'entitlements', coalesce((select jsonb_agg(billing.catalog_entitlement_json(e) order by e.key) from billing.entitlements e), '[]'));
+end
+$$;
+
+
+--
+-- Name: catalog_plan_archive(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_plan_archive(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_p billing.plans;
+begin
+  select * into v_p from billing.plans p where p.community_id = billing.current_community_id() and p.id = p_args->>'id' for update;
+  if v_p.id is null then perform billing.raise('BL404', 'No plan ' || (p_args->>'id') || '.'); end if;
+  return billing_private.catalog_plan_answer(billing.catalog_plan_put(billing_private.catalog_plan_input(v_p) || '{"active": false}'));
+end
+$$;
+
+
+--
+-- Name: catalog_plan_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_plan_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if exists (select 1 from billing.plans p where p.community_id = billing.current_community_id() and p.key = p_args->>'key') then
+    perform billing.raise('BL409', format('A plan with the key %s exists already: change it instead.', p_args->>'key'), 'key');
+  end if;
+  return billing_private.catalog_plan_answer(billing.catalog_plan_put(p_args));
+end
+$$;
+
+
+--
+-- Name: catalog_plan_price_preview(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_plan_price_preview(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_p billing.plans;
+  v_amount integer;
+begin
+  select * into v_p from billing.plans p where p.community_id = billing.current_community_id() and p.id = p_args->>'id';
+  if v_p.id is null then perform billing.raise('BL404', 'No plan ' || (p_args->>'id') || '.'); end if;
+  v_amount := billing_private.catalog_int(p_args, 'amount_cents', 0, 2147483647);
+  if v_amount is null then perform billing_private.catalog_problem('amount_cents', 'required'); end if;
+  return jsonb_build_object('plan_id', v_p.id, 'from_cents', v_p.amount_cents, 'to_cents', v_amount, 'currency', v_p.currency)
+    || case when v_amount = v_p.amount_cents then '{"subscriptions": 0, "pending_migration": 0}'::jsonb
+       else billing.plan_price_change_preview(v_p.community_id, v_p.id, v_amount) end;
+end
+$$;
+
+
+--
+-- Name: catalog_plan_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_plan_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_p billing.plans;
+begin
+  select * into v_p from billing.plans p where p.community_id = billing.current_community_id() and p.id = p_args->>'id' for update;
+  if v_p.id is null then perform billing.raise('BL404', 'No plan ' || (p_args->>'id') || '.'); end if;
+  return billing_private.catalog_plan_answer(billing.catalog_plan_put(billing_private.catalog_plan_input(v_p) || (p_args - 'id')));
+end
+$$;
+
+
+--
+-- Name: catalog_tier_archive(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_tier_archive(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_t billing.tiers;
+begin
+  select * into v_t from billing.tiers t where t.community_id = billing.current_community_id() and t.id = p_args->>'id' for update;
+  if v_t.id is null then perform billing.raise('BL404', 'No tier ' || (p_args->>'id') || '.'); end if;
+  perform billing.catalog_tier_put(billing_private.catalog_tier_input(v_t) || jsonb_build_object('active', false));
+  select * into v_t from billing.tiers t where t.community_id = v_t.community_id and t.id = v_t.id;
+  return billing.catalog_tier_json(v_t);
+end
+$$;
+
+
+--
+-- Name: catalog_tier_create(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_tier_create(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_r jsonb;
+  v_t billing.tiers;
+begin
+  if exists (select 1 from billing.tiers t where t.community_id = billing.current_community_id() and t.key = p_args->>'key') then
+    perform billing.raise('BL409', format('A tier with the key %s exists already: change it instead.', p_args->>'key'), 'key');
+  end if;
+  v_r := billing.catalog_tier_put(p_args);
+  select * into v_t from billing.tiers t where t.community_id = billing.current_community_id() and t.id = v_r->>'id';
+  return billing.catalog_tier_json(v_t);
+end
+$$;
+
+
+--
+-- Name: catalog_tier_update(jsonb); Type: FUNCTION; Schema: billing_api; Owner: -
+--
+
+CREATE FUNCTION billing_api.catalog_tier_update(p_args jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_t billing.tiers;
+begin
+  select * into v_t from billing.tiers t where t.community_id = billing.current_community_id() and t.id = p_args->>'id' for update;
+  if v_t.id is null then perform billing.raise('BL404', 'No tier ' || (p_args->>'id') || '.'); end if;
+  perform billing.catalog_tier_put(billing_private.catalog_tier_input(v_t) || (p_args - 'id'));
+  perform billing_private.catalog_check_tier_plans(v_t.id);
+  select * into v_t from billing.tiers t where t.community_id = v_t.community_id and t.id = v_t.id;
+  return billing.catalog_tier_json(v_t);
 end
 $$;
 
@@ -8303,7 +9248,8 @@ CREATE FUNCTION billing_private.api_key_scopes() RETURNS text[]
     AS $$
   select array['subscriptions:read', 'subscriptions:write', 'plans:read', 'members:read', 'members:write',
     'purchases:read', 'analytics:read', 'events:read', 'discounts:read', 'checkout:write',
-    'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write', 'audit:read', 'members:export', 'members:erase']
+    'webhooks:read', 'webhooks:write', 'invoices:read', 'invoices:write', 'audit:read', 'members:export', 'members:erase',
+    'catalog:write']
 $$;
 
 
@@ -8401,6 +9347,290 @@ begin
     or (pg_has_role(session_user, 'billing_operator', 'MEMBER')
         and not pg_has_role(session_user, 'billing_owner_probe', 'MEMBER'));
 end
+$$;
+
+
+--
+-- Name: catalog_array(jsonb, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_array(p jsonb, p_field text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if jsonb_typeof(p->p_field) is null or jsonb_typeof(p->p_field) = 'null' then return '[]'; end if;
+  if jsonb_typeof(p->p_field) <> 'array' then perform billing_private.catalog_problem(p_field, 'expected an array'); end if;
+  return p->p_field;
+end
+$$;
+
+
+--
+-- Name: catalog_bool(jsonb, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_bool(p jsonb, p_field text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if jsonb_typeof(p->p_field) is null or jsonb_typeof(p->p_field) = 'null' then return null; end if;
+  if jsonb_typeof(p->p_field) <> 'boolean' then perform billing_private.catalog_problem(p_field, 'expected true or false'); end if;
+  return (p->p_field)::boolean;
+end
+$$;
+
+
+--
+-- Name: catalog_changed_fields(jsonb, jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_changed_fields(p_old jsonb, p_new jsonb) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select coalesce(array_agg(k order by o), '{}') from jsonb_object_keys(p_new) with ordinality as j(k, o)
+  where p_old->k is distinct from p_new->k
+$$;
+
+
+--
+-- Name: catalog_check_tier_plans(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_check_tier_plans(p_tier_id text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  perform billing.check_tier_plans(billing.current_community_id(), p_tier_id);
+exception when check_violation then
+  perform billing_private.catalog_problem('billing_mode', sqlerrm);
+end
+$$;
+
+
+--
+-- Name: catalog_discount_answer(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_discount_answer(p_id text) RETURNS jsonb
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select billing.discount_json(d) || jsonb_build_object('tiers', billing_private.catalog_discount_input(d)->'tiers',
+    'archived', d.archived_at is not null)
+  from billing.discount_codes d where d.community_id = billing.current_community_id() and d.id::text = p_id
+$$;
+
+
+--
+-- Name: catalog_discount_input(billing.discount_codes); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_discount_input(d billing.discount_codes) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('code', d.code, 'name', d.name, 'value_type', d.value_type, 'percent_off', d.percent_off,
+    'amount_off_cents', d.amount_off_cents, 'currency', d.currency, 'duration', d.duration,
+    'duration_months', d.duration_months, 'use_limit', d.use_limit, 'min_spend_cents', d.min_spend_cents,
+    'max_spend_cents', d.max_spend_cents, 'starts_at', billing.iso(d.starts_at), 'expires_at', billing.iso(d.expires_at),
+    'is_active', d.is_active,
+    'tiers', coalesce((select jsonb_agg(t.key order by t.key) from billing.tiers t
+      where t.community_id = d.community_id and t.id = any (d.tier_ids)), '[]'),
+    'members', d.members)
+$$;
+
+
+--
+-- Name: catalog_discount_row(text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_discount_row(p_id text) RETURNS billing.discount_codes
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+  v_d billing.discount_codes;
+begin
+  if p_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+    select * into v_d from billing.discount_codes d where d.community_id = billing.current_community_id() and d.id = p_id::uuid;
+  end if;
+  if v_d.id is null then perform billing.raise('BL404', 'No discount code ' || p_id || '.'); end if;
+  return v_d;
+end
+$_$;
+
+
+--
+-- Name: catalog_enum(jsonb, text, text[]); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_enum(p jsonb, p_field text, p_values text[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  if jsonb_typeof(p->p_field) is null or jsonb_typeof(p->p_field) = 'null' then return null; end if;
+  if jsonb_typeof(p->p_field) <> 'string' or not (p->>p_field = any (p_values)) then
+    perform billing_private.catalog_problem(p_field, 'expected one of ' ||
+      (select string_agg('"' || v || '"', ', ') from unnest(p_values) v));
+  end if;
+  return p->>p_field;
+end
+$$;
+
+
+--
+-- Name: catalog_int(jsonb, text, bigint, bigint); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_int(p jsonb, p_field text, p_min bigint, p_max bigint) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_expected text := case p_min when 0 then 'expected a non-negative integer' when 1 then 'expected a positive integer'
+    else 'expected an integer' end;
+  v numeric;
+begin
+  if jsonb_typeof(p->p_field) is null or jsonb_typeof(p->p_field) = 'null' then return null; end if;
+  if jsonb_typeof(p->p_field) <> 'number' then perform billing_private.catalog_problem(p_field, v_expected); end if;
+  v := (p->p_field)::numeric;
+  if v <> trunc(v) or v < p_min or v > p_max then perform billing_private.catalog_problem(p_field, v_expected); end if;
+  return v::integer;
+end
+$$;
+
+
+--
+-- Name: catalog_key(jsonb, text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_key(p jsonb, p_field text, p_at text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+  if jsonb_typeof(p->p_field) is distinct from 'string' or p->>p_field !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
+    if jsonb_typeof(p->p_field) is null then perform billing_private.catalog_problem(coalesce(p_at, p_field), 'required'); end if;
+    perform billing_private.catalog_problem(coalesce(p_at, p_field),
+      'expected a key: letters, digits, "_", ".", ":" or "-", at most 100 characters');
+  end if;
+  return p->>p_field;
+end
+$_$;
+
+
+--
+-- Name: catalog_known(jsonb, text[], text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_known(p jsonb, p_known text[], p_at text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_unknown text;
+begin
+  if jsonb_typeof(p) is distinct from 'object' then
+    perform billing_private.catalog_problem(p_at, 'expected an object');
+  end if;
+  select k into v_unknown from jsonb_object_keys(p) k where not (k = any (p_known)) order by k limit 1;
+  if v_unknown is not null then
+    perform billing_private.catalog_problem(concat_ws('.', nullif(p_at, ''), v_unknown), 'unknown field');
+  end if;
+end
+$$;
+
+
+--
+-- Name: catalog_plan_answer(jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_plan_answer(p_put jsonb) RETURNS jsonb
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select billing.catalog_plan_json(p) || jsonb_build_object('price_change', p_put->'price_change')
+  from billing.plans p where p.community_id = billing.current_community_id() and p.id = p_put->>'id'
+$$;
+
+
+--
+-- Name: catalog_plan_input(billing.plans); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_plan_input(p billing.plans) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('key', p.key, 'tier_id', p.tier_id, 'name', p.name, 'amount_cents', p.amount_cents,
+    'currency', p.currency, 'interval', p.interval, 'trial_days', p.trial_days, 'access_days', p.access_days,
+    'active', p.active)
+$$;
+
+
+--
+-- Name: catalog_problem(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_problem(p_field text, p_problem text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  raise exception using errcode = 'BL422', message = p_field || ': ' || p_problem, detail = p_field;
+end
+$$;
+
+
+--
+-- Name: catalog_text(jsonb, text, integer, boolean, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_text(p jsonb, p_field text, p_max integer, p_required boolean, p_at text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_at text := coalesce(p_at, p_field);
+  v text;
+begin
+  if p is null or jsonb_typeof(p->p_field) is null or jsonb_typeof(p->p_field) = 'null' then
+    if p_required then perform billing_private.catalog_problem(v_at, 'required'); end if;
+    return null;
+  end if;
+  if jsonb_typeof(p->p_field) <> 'string' then
+    perform billing_private.catalog_problem(v_at, 'expected a string');
+  end if;
+  v := btrim(p->>p_field, E' \t\n\r');
+  if v = '' then
+    perform billing_private.catalog_problem(v_at, 'expected a non-empty string');
+  end if;
+  if length(v) > p_max then
+    perform billing_private.catalog_problem(v_at, format('expected at most %s characters', p_max));
+  end if;
+  return v;
+end
+$$;
+
+
+--
+-- Name: catalog_tier_input(billing.tiers); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.catalog_tier_input(t billing.tiers) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select jsonb_build_object('key', t.key, 'name', t.name, 'description', t.description, 'kind', t.kind,
+    'billing_mode', t.billing_mode, 'rank', t.rank, 'active', t.active, 'features', to_jsonb(t.features), 'perks', t.perks,
+    'entitlements', coalesce((select jsonb_agg(e.key order by e.key) from billing.tier_entitlements te
+      join billing.entitlements e on e.community_id = te.community_id and e.id = te.entitlement_id
+      where te.community_id = t.community_id and te.tier_id = t.id), '[]'))
 $$;
 
 
@@ -9354,14 +10584,33 @@ begin
       set_config('app.cursor_filters', p_args->>'cursor_filters', true);
   end if;
   case p_op
+    when 'analytics_churn' then return billing_api.analytics_churn(p_args);
+    when 'analytics_cohorts' then return billing_api.analytics_cohorts(p_args);
+    when 'analytics_member_value' then return billing_api.analytics_member_value(p_args);
     when 'analytics_overview' then return billing_api.analytics_overview(p_args);
+    when 'analytics_payment_recovery' then return billing_api.analytics_payment_recovery(p_args);
+    when 'analytics_revenue' then return billing_api.analytics_revenue(p_args);
     when 'analytics_series' then return billing_api.analytics_series(p_args);
     when 'analytics_summary' then return billing_api.analytics_summary(p_args);
+    when 'analytics_trial_conversion' then return billing_api.analytics_trial_conversion(p_args);
     when 'api_keys_create' then return billing_api.api_keys_create(p_args);
     when 'api_keys_list' then return billing_api.api_keys_list(p_args);
     when 'api_keys_revoke' then return billing_api.api_keys_revoke(p_args);
     when 'audit_log_list' then return billing_api.audit_log_list(p_args);
+    when 'catalog_discount_archive' then return billing_api.catalog_discount_archive(p_args);
+    when 'catalog_discount_create' then return billing_api.catalog_discount_create(p_args);
+    when 'catalog_discount_update' then return billing_api.catalog_discount_update(p_args);
+    when 'catalog_entitlement_create' then return billing_api.catalog_entitlement_create(p_args);
+    when 'catalog_entitlement_update' then return billing_api.catalog_entitlement_update(p_args);
     when 'catalog_file' then return billing_api.catalog_file(p_args);
+    when 'catalog_get' then return billing_api.catalog_get(p_args);
+    when 'catalog_plan_archive' then return billing_api.catalog_plan_archive(p_args);
+    when 'catalog_plan_create' then return billing_api.catalog_plan_create(p_args);
+    when 'catalog_plan_price_preview' then return billing_api.catalog_plan_price_preview(p_args);
+    when 'catalog_plan_update' then return billing_api.catalog_plan_update(p_args);
+    when 'catalog_tier_archive' then return billing_api.catalog_tier_archive(p_args);
+    when 'catalog_tier_create' then return billing_api.catalog_tier_create(p_args);
+    when 'catalog_tier_update' then return billing_api.catalog_tier_update(p_args);
     when 'checkout_create' then return billing_api.checkout_create(p_args);
     when 'checkout_set_provider' then return billing_api.checkout_set_provider(p_args);
     when 'discounts_list' then return billing_api.discounts_list(p_args);
@@ -11984,6 +13233,148 @@ CREATE VIEW analytics.churn WITH (security_invoker='true') AS
 
 
 --
+-- Name: mrr_movements; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.mrr_movements (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('mrm'::text) NOT NULL COLLATE pg_catalog."C",
+    subscription_id text NOT NULL COLLATE pg_catalog."C",
+    member_id text NOT NULL COLLATE pg_catalog."C",
+    plan_id text COLLATE pg_catalog."C",
+    occurred_at timestamp with time zone NOT NULL,
+    day date NOT NULL,
+    currency text NOT NULL,
+    kind text NOT NULL,
+    from_cents numeric NOT NULL,
+    to_cents numeric NOT NULL,
+    from_billing boolean NOT NULL,
+    to_billing boolean NOT NULL,
+    CONSTRAINT mrr_movements_kind_check CHECK ((kind = ANY (ARRAY['new'::text, 'expansion'::text, 'contraction'::text, 'churn'::text, 'reactivation'::text])))
+);
+
+ALTER TABLE ONLY billing.mrr_movements FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: payment_attempts; Type: TABLE; Schema: billing; Owner: -
+--
+
+CREATE TABLE billing.payment_attempts (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    id text DEFAULT billing.gen_id('pay'::text) NOT NULL COLLATE pg_catalog."C",
+    invoice_id text NOT NULL COLLATE pg_catalog."C",
+    status text NOT NULL,
+    amount_cents bigint NOT NULL,
+    failure_message text,
+    provider text NOT NULL,
+    provider_ref text,
+    attempted_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT payment_attempts_amount_cents_check CHECK ((amount_cents >= 0)),
+    CONSTRAINT payment_attempts_failure_explained CHECK (((status = 'failed'::text) = (failure_message IS NOT NULL))),
+    CONSTRAINT payment_attempts_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
+    CONSTRAINT payment_attempts_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY billing.payment_attempts FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: report_months; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.report_months WITH (security_invoker='true') AS
+ SELECT c.id AS community_id,
+    (m.m)::date AS month,
+    LEAST((((m.m + '1 mon'::interval) - '1 day'::interval))::date, t.today) AS last_day
+   FROM (((billing.communities c
+     CROSS JOIN LATERAL ( SELECT ((billing.community_now(c.id) AT TIME ZONE 'UTC'::text))::date AS today
+         OFFSET 0) t)
+     CROSS JOIN LATERAL ( SELECT LEAST(( SELECT min(mm.day) AS min
+                   FROM billing.mrr_movements mm
+                  WHERE (mm.community_id = c.id)), ( SELECT min(((i.paid_at AT TIME ZONE 'UTC'::text))::date) AS min
+                   FROM billing.invoices i
+                  WHERE ((i.community_id = c.id) AND (i.status = 'paid'::text))), ( SELECT min(((s.trial_end AT TIME ZONE 'UTC'::text))::date) AS min
+                   FROM billing.subscriptions s
+                  WHERE ((s.community_id = c.id) AND (s.trial_end IS NOT NULL))), ( SELECT min(((a.attempted_at AT TIME ZONE 'UTC'::text))::date) AS min
+                   FROM billing.payment_attempts a
+                  WHERE ((a.community_id = c.id) AND (a.status = 'failed'::text)))) AS first_day
+         OFFSET 0) f)
+     CROSS JOIN LATERAL generate_series(date_trunc('month'::text, (f.first_day)::timestamp without time zone), date_trunc('month'::text, (t.today)::timestamp without time zone), '1 mon'::interval) m(m))
+  WHERE ((f.first_day IS NOT NULL) AND (f.first_day <= t.today));
+
+
+--
+-- Name: member_months; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.member_months WITH (security_invoker='true') AS
+ SELECT rm.community_id,
+    rm.month,
+    b.member_id,
+    (COALESCE(sum(b.delta) FILTER (WHERE (b.day < rm.month)), (0)::numeric) > (0)::numeric) AS paying_at_start,
+    (sum(b.delta) > (0)::numeric) AS paying_at_end
+   FROM (analytics.report_months rm
+     JOIN ( SELECT mm.community_id,
+            mm.member_id,
+            mm.day,
+            sum(((mm.to_billing)::integer - (mm.from_billing)::integer)) AS delta
+           FROM billing.mrr_movements mm
+          GROUP BY mm.community_id, mm.member_id, mm.day) b ON (((b.community_id = rm.community_id) AND (b.day <= rm.last_day))))
+  GROUP BY rm.community_id, rm.month, b.member_id;
+
+
+--
+-- Name: churn_monthly; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.churn_monthly WITH (security_invoker='true') AS
+ SELECT rm.community_id,
+    rm.month,
+    count(mo.member_id) FILTER (WHERE mo.paying_at_start) AS paying_at_start,
+    count(mo.member_id) FILTER (WHERE (mo.paying_at_start AND (NOT mo.paying_at_end))) AS churned,
+    count(mo.member_id) FILTER (WHERE mo.paying_at_end) AS paying_at_end,
+    round(((count(mo.member_id) FILTER (WHERE (mo.paying_at_start AND (NOT mo.paying_at_end))))::numeric / (NULLIF(count(mo.member_id) FILTER (WHERE mo.paying_at_start), 0))::numeric), 4) AS churn_rate
+   FROM (analytics.report_months rm
+     LEFT JOIN analytics.member_months mo ON (((mo.community_id = rm.community_id) AND (mo.month = rm.month))))
+  GROUP BY rm.community_id, rm.month;
+
+
+--
+-- Name: member_cohorts; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.member_cohorts WITH (security_invoker='true') AS
+ SELECT mm.community_id,
+    mm.member_id,
+    (date_trunc('month'::text, (min(mm.day))::timestamp without time zone))::date AS cohort_month,
+    min(mm.day) AS first_paying_day
+   FROM billing.mrr_movements mm
+  WHERE (mm.to_billing AND (NOT mm.from_billing))
+  GROUP BY mm.community_id, mm.member_id;
+
+
+--
+-- Name: cohort_retention; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.cohort_retention WITH (security_invoker='true') AS
+ SELECT c.community_id,
+    c.cohort_month,
+    rm.month,
+    (((((EXTRACT(year FROM rm.month) - EXTRACT(year FROM c.cohort_month)) * (12)::numeric) + EXTRACT(month FROM rm.month)) - EXTRACT(month FROM c.cohort_month)))::integer AS month_offset,
+    count(*) AS members,
+    count(*) FILTER (WHERE mo.paying_at_end) AS retained,
+    count(*) FILTER (WHERE (NOT COALESCE(mo.paying_at_end, false))) AS churned,
+    round(((count(*) FILTER (WHERE mo.paying_at_end))::numeric / (count(*))::numeric), 4) AS retention_rate
+   FROM ((analytics.member_cohorts c
+     JOIN analytics.report_months rm ON (((rm.community_id = c.community_id) AND (rm.month >= c.cohort_month))))
+     LEFT JOIN analytics.member_months mo ON (((mo.community_id = c.community_id) AND (mo.month = rm.month) AND (mo.member_id = c.member_id))))
+  GROUP BY c.community_id, c.cohort_month, rm.month;
+
+
+--
 -- Name: daily_activity; Type: VIEW; Schema: analytics; Owner: -
 --
 
@@ -12046,6 +13437,77 @@ CREATE VIEW analytics.entitlement_activity_daily WITH (security_invoker='true') 
 
 
 --
+-- Name: revenue_report_daily; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.revenue_report_daily WITH (security_invoker='true') AS
+ SELECT r.community_id,
+    r.day,
+    r.currency,
+    (sum(r.gross))::bigint AS gross_cents,
+    (sum(r.refunds))::bigint AS refunds_cents,
+    (sum((r.gross - r.refunds)))::bigint AS net_cents,
+    sum(r.paid) AS paid_invoices,
+    sum(r.refunded) AS refunds
+   FROM ( SELECT i.community_id,
+            ((i.paid_at AT TIME ZONE 'UTC'::text))::date AS day,
+            i.currency,
+            (i.amount_paid_cents - i.tax_cents) AS gross,
+            (0)::bigint AS refunds,
+            1 AS paid,
+            0 AS refunded
+           FROM billing.invoices i
+          WHERE ((i.status = 'paid'::text) AND (i.amount_paid_cents > 0))
+        UNION ALL
+         SELECT n.community_id,
+            ((n.created_at AT TIME ZONE 'UTC'::text))::date AS timezone,
+            n.currency,
+            0,
+            (n.amount_cents - n.tax_cents),
+            0,
+            1
+           FROM billing.credit_notes n) r
+  GROUP BY r.community_id, r.day, r.currency;
+
+
+--
+-- Name: revenue_report_monthly; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.revenue_report_monthly WITH (security_invoker='true') AS
+ SELECT d.community_id,
+    (date_trunc('month'::text, (d.day)::timestamp without time zone))::date AS month,
+    d.currency,
+    (sum(d.gross_cents))::bigint AS gross_cents,
+    (sum(d.refunds_cents))::bigint AS refunds_cents,
+    (sum(d.net_cents))::bigint AS net_cents,
+    (sum(d.paid_invoices))::bigint AS paid_invoices,
+    (sum(d.refunds))::bigint AS refunds
+   FROM analytics.revenue_report_daily d
+  GROUP BY d.community_id, ((date_trunc('month'::text, (d.day)::timestamp without time zone))::date), d.currency;
+
+
+--
+-- Name: member_value_monthly; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.member_value_monthly WITH (security_invoker='true') AS
+ SELECT r.community_id,
+    r.month,
+    r.currency,
+    r.net_cents,
+    p.paying_members,
+    (round(((r.net_cents)::numeric / (NULLIF(p.paying_members, 0))::numeric)))::bigint AS arpu_cents,
+    ch.churn_rate,
+    (round((((r.net_cents)::numeric / (NULLIF(p.paying_members, 0))::numeric) / NULLIF(((ch.churned)::numeric / (NULLIF(ch.paying_at_start, 0))::numeric), (0)::numeric))))::bigint AS ltv_cents
+   FROM ((analytics.revenue_report_monthly r
+     LEFT JOIN LATERAL ( SELECT count(DISTINCT i.member_id) AS paying_members
+           FROM billing.invoices i
+          WHERE ((i.community_id = r.community_id) AND (i.currency = r.currency) AND (i.status = 'paid'::text) AND (i.amount_paid_cents > 0) AND (i.paid_at >= ((r.month)::timestamp without time zone AT TIME ZONE 'UTC'::text)) AND (i.paid_at < ((r.month + '1 mon'::interval) AT TIME ZONE 'UTC'::text)))) p ON (true))
+     LEFT JOIN analytics.churn_monthly ch ON (((ch.community_id = r.community_id) AND (ch.month = r.month))));
+
+
+--
 -- Name: mrr; Type: VIEW; Schema: analytics; Owner: -
 --
 
@@ -12074,30 +13536,6 @@ CREATE VIEW analytics.mrr_by_tier WITH (security_invoker='true') AS
      JOIN billing.tiers t ON (((t.community_id = m.community_id) AND (t.id = m.tier_id))))
   WHERE m.billing_now
   GROUP BY m.community_id, m.tier_id, t.name, m.currency;
-
-
---
--- Name: mrr_movements; Type: TABLE; Schema: billing; Owner: -
---
-
-CREATE TABLE billing.mrr_movements (
-    community_id text NOT NULL COLLATE pg_catalog."C",
-    id text DEFAULT billing.gen_id('mrm'::text) NOT NULL COLLATE pg_catalog."C",
-    subscription_id text NOT NULL COLLATE pg_catalog."C",
-    member_id text NOT NULL COLLATE pg_catalog."C",
-    plan_id text COLLATE pg_catalog."C",
-    occurred_at timestamp with time zone NOT NULL,
-    day date NOT NULL,
-    currency text NOT NULL,
-    kind text NOT NULL,
-    from_cents numeric NOT NULL,
-    to_cents numeric NOT NULL,
-    from_billing boolean NOT NULL,
-    to_billing boolean NOT NULL,
-    CONSTRAINT mrr_movements_kind_check CHECK ((kind = ANY (ARRAY['new'::text, 'expansion'::text, 'contraction'::text, 'churn'::text, 'reactivation'::text])))
-);
-
-ALTER TABLE ONLY billing.mrr_movements FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -12211,6 +13649,33 @@ CREATE VIEW analytics.paid_invoices_daily WITH (security_invoker='true') AS
 
 
 --
+-- Name: payment_recovery_monthly; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.payment_recovery_monthly WITH (security_invoker='true') AS
+ SELECT f.community_id,
+    f.month,
+    f.currency,
+    count(*) AS failed_invoices,
+    count(*) FILTER (WHERE (f.status = 'paid'::text)) AS recovered,
+    count(*) FILTER (WHERE (f.status = ANY (ARRAY['uncollectible'::text, 'void'::text]))) AS lost,
+    count(*) FILTER (WHERE (f.status = ANY (ARRAY['open'::text, 'draft'::text]))) AS pending,
+    (COALESCE(sum(f.amount_paid_cents) FILTER (WHERE (f.status = 'paid'::text)), (0)::numeric))::bigint AS recovered_cents,
+    round(((count(*) FILTER (WHERE (f.status = 'paid'::text)))::numeric / (count(*))::numeric), 4) AS recovery_rate
+   FROM ( SELECT i.community_id,
+            i.currency,
+            i.status,
+            i.amount_paid_cents,
+            (date_trunc('month'::text, (a.first_failed_at AT TIME ZONE 'UTC'::text)))::date AS month
+           FROM (billing.invoices i
+             CROSS JOIN LATERAL ( SELECT min(pa.attempted_at) AS first_failed_at
+                   FROM billing.payment_attempts pa
+                  WHERE ((pa.community_id = i.community_id) AND (pa.invoice_id = i.id) AND (pa.status = 'failed'::text))) a)
+          WHERE (a.first_failed_at IS NOT NULL)) f
+  GROUP BY f.community_id, f.month, f.currency;
+
+
+--
 -- Name: recent_activity; Type: VIEW; Schema: analytics; Owner: -
 --
 
@@ -12290,6 +13755,26 @@ CREATE VIEW analytics.trial_conversion WITH (security_invoker='true') AS
    FROM billing.subscriptions s
   WHERE (s.trial_end IS NOT NULL)
   GROUP BY s.community_id;
+
+
+--
+-- Name: trial_conversion_monthly; Type: VIEW; Schema: analytics; Owner: -
+--
+
+CREATE VIEW analytics.trial_conversion_monthly WITH (security_invoker='true') AS
+ SELECT t.community_id,
+    t.month,
+    count(*) AS trials_ended,
+    count(*) FILTER (WHERE t.converted) AS converted,
+    round(((count(*) FILTER (WHERE t.converted))::numeric / (count(*))::numeric), 4) AS conversion_rate
+   FROM ( SELECT s.community_id,
+            (date_trunc('month'::text, (s.trial_end AT TIME ZONE 'UTC'::text)))::date AS month,
+            (EXISTS ( SELECT 1
+                   FROM billing.invoices i
+                  WHERE ((i.community_id = s.community_id) AND (i.subscription_id = s.id) AND (i.status = 'paid'::text) AND (i.amount_paid_cents > 0) AND (i.paid_at >= s.trial_end)))) AS converted
+           FROM billing.subscriptions s
+          WHERE ((s.trial_end IS NOT NULL) AND (s.trial_end <= billing.community_now(s.community_id)))) t
+  GROUP BY t.community_id, t.month;
 
 
 --
@@ -12449,30 +13934,6 @@ CREATE TABLE billing.member_provider_customers (
 );
 
 ALTER TABLE ONLY billing.member_provider_customers FORCE ROW LEVEL SECURITY;
-
-
---
--- Name: payment_attempts; Type: TABLE; Schema: billing; Owner: -
---
-
-CREATE TABLE billing.payment_attempts (
-    community_id text NOT NULL COLLATE pg_catalog."C",
-    id text DEFAULT billing.gen_id('pay'::text) NOT NULL COLLATE pg_catalog."C",
-    invoice_id text NOT NULL COLLATE pg_catalog."C",
-    status text NOT NULL,
-    amount_cents bigint NOT NULL,
-    failure_message text,
-    provider text NOT NULL,
-    provider_ref text,
-    attempted_at timestamp with time zone NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT payment_attempts_amount_cents_check CHECK ((amount_cents >= 0)),
-    CONSTRAINT payment_attempts_failure_explained CHECK (((status = 'failed'::text) = (failure_message IS NOT NULL))),
-    CONSTRAINT payment_attempts_provider_check CHECK ((provider = ANY (ARRAY['sandbox'::text, 'stripe'::text]))),
-    CONSTRAINT payment_attempts_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))
-);
-
-ALTER TABLE ONLY billing.payment_attempts FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -12698,6 +14159,56 @@ COMMENT ON VIEW billing_graphql.churn IS '@primaryKey window_start
 @scope analytics:read
 @behavior -insert -update -delete
 Churn over the last 30 days. Needs analytics:read.';
+
+
+--
+-- Name: churn_monthly; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.churn_monthly WITH (security_invoker='true', security_barrier='false') AS
+ SELECT c.month,
+    c.paying_at_start,
+    c.churned,
+    c.paying_at_end,
+    c.churn_rate
+   FROM analytics.churn_monthly c
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW churn_monthly; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.churn_monthly IS '@primaryKey month
+@scope analytics:read
+@behavior -insert -update -delete
+Member churn per month: members paying at its start who were not at its end. Needs analytics:read.';
+
+
+--
+-- Name: cohort_retention; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.cohort_retention WITH (security_invoker='true', security_barrier='false') AS
+ SELECT c.cohort_month,
+    c.month,
+    c.month_offset,
+    c.members,
+    c.retained,
+    c.churned,
+    c.retention_rate
+   FROM analytics.cohort_retention c
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW cohort_retention; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.cohort_retention IS '@primaryKey cohort_month,month
+@scope analytics:read
+@behavior -insert -update -delete
+Retention by monthly cohort (members by the month they first paid): members paying at each month''s end. Needs analytics:read.';
 
 
 --
@@ -13361,6 +14872,32 @@ COMMENT ON COLUMN billing_graphql.member_identities.created_at IS '@notNull';
 
 
 --
+-- Name: member_value_monthly; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.member_value_monthly WITH (security_invoker='true', security_barrier='false') AS
+ SELECT v.month,
+    v.currency,
+    v.net_cents,
+    v.paying_members,
+    v.arpu_cents,
+    v.churn_rate,
+    v.ltv_cents
+   FROM analytics.member_value_monthly v
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW member_value_monthly; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.member_value_monthly IS '@primaryKey month,currency
+@scope analytics:read
+@behavior -insert -update -delete
+Average revenue per paying member (ARPU) and lifetime value (ARPU / churn rate) per month and currency. Needs analytics:read.';
+
+
+--
 -- Name: members; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
@@ -13668,6 +15205,33 @@ COMMENT ON COLUMN billing_graphql.payment_attempts.created_at IS '@notNull';
 
 
 --
+-- Name: payment_recovery_monthly; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.payment_recovery_monthly WITH (security_invoker='true', security_barrier='false') AS
+ SELECT r.month,
+    r.currency,
+    r.failed_invoices,
+    r.recovered,
+    r.lost,
+    r.pending,
+    r.recovered_cents,
+    r.recovery_rate
+   FROM analytics.payment_recovery_monthly r
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW payment_recovery_monthly; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.payment_recovery_monthly IS '@primaryKey month,currency
+@scope analytics:read
+@behavior -insert -update -delete
+Invoices whose payment failed, per month of the first failure, and how many were paid since. Needs analytics:read.';
+
+
+--
 -- Name: plans; Type: VIEW; Schema: billing_graphql; Owner: -
 --
 
@@ -13864,6 +15428,58 @@ COMMENT ON VIEW billing_graphql.revenue_daily IS '@primaryKey day,currency
 @scope analytics:read
 @behavior -insert -update -delete
 Revenue from subscriptions (paid invoices) and purchases by day, net of tax. Needs analytics:read.';
+
+
+--
+-- Name: revenue_report_daily; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.revenue_report_daily WITH (security_invoker='true', security_barrier='false') AS
+ SELECT r.day,
+    r.currency,
+    r.gross_cents,
+    r.refunds_cents,
+    r.net_cents,
+    r.paid_invoices,
+    r.refunds
+   FROM analytics.revenue_report_daily r
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW revenue_report_daily; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.revenue_report_daily IS '@primaryKey day,currency
+@scope analytics:read
+@behavior -insert -update -delete
+Revenue per day and currency, net of tax: gross (paid invoices), refunds (credit notes) and net. Needs analytics:read.';
+
+
+--
+-- Name: revenue_report_monthly; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.revenue_report_monthly WITH (security_invoker='true', security_barrier='false') AS
+ SELECT r.month,
+    r.currency,
+    r.gross_cents,
+    r.refunds_cents,
+    r.net_cents,
+    r.paid_invoices,
+    r.refunds
+   FROM analytics.revenue_report_monthly r
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW revenue_report_monthly; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.revenue_report_monthly IS '@primaryKey month,currency
+@scope analytics:read
+@behavior -insert -update -delete
+Revenue per calendar month and currency, net of tax: gross, refunds and net. Needs analytics:read.';
 
 
 --
@@ -14098,6 +15714,29 @@ COMMENT ON VIEW billing_graphql.trial_conversion IS '@primaryKey id
 @scope analytics:read
 @behavior -insert -update -delete
 Trials started, ended and converted. Needs analytics:read.';
+
+
+--
+-- Name: trial_conversion_monthly; Type: VIEW; Schema: billing_graphql; Owner: -
+--
+
+CREATE VIEW billing_graphql.trial_conversion_monthly WITH (security_invoker='true', security_barrier='false') AS
+ SELECT t.month,
+    t.trials_ended,
+    t.converted,
+    t.conversion_rate
+   FROM analytics.trial_conversion_monthly t
+  WHERE ( SELECT billing.has_scope('analytics:read'::text) AS has_scope);
+
+
+--
+-- Name: VIEW trial_conversion_monthly; Type: COMMENT; Schema: billing_graphql; Owner: -
+--
+
+COMMENT ON VIEW billing_graphql.trial_conversion_monthly IS '@primaryKey month
+@scope analytics:read
+@behavior -insert -update -delete
+Trials ended per month and how many were paid after. Needs analytics:read.';
 
 
 --
@@ -18171,6 +19810,14 @@ GRANT ALL ON FUNCTION billing.add_utc(p_ts timestamp with time zone, p_interval 
 
 
 --
+-- Name: FUNCTION analytics_period(p_args jsonb, p_monthly boolean, OUT v_from date, OUT v_to date); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.analytics_period(p_args jsonb, p_monthly boolean, OUT v_from date, OUT v_to date) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.analytics_period(p_args jsonb, p_monthly boolean, OUT v_from date, OUT v_to date) TO billing_api;
+
+
+--
 -- Name: FUNCTION api_call(p_credential text, p_ip text, p_limits jsonb, p_scope text, p_op text, p_args jsonb, p_idem jsonb, p_leased boolean, p_request_id text); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -18246,10 +19893,19 @@ GRANT ALL ON FUNCTION billing.audit_entry_json(a billing.audit_log) TO billing_a
 
 
 --
+-- Name: FUNCTION benefit_problem(p_platform text, p_type text, p_value text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.benefit_problem(p_platform text, p_type text, p_value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.benefit_problem(p_platform text, p_type text, p_value text) TO billing_api;
+
+
+--
 -- Name: FUNCTION benefit_type_problem(p_platform text, p_type text); Type: ACL; Schema: billing; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing.benefit_type_problem(p_platform text, p_type text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.benefit_type_problem(p_platform text, p_type text) TO billing_writer;
 
 
 --
@@ -18261,11 +19917,61 @@ GRANT ALL ON FUNCTION billing.benefits_with_delivery(p_community_id text, p_memb
 
 
 --
+-- Name: FUNCTION catalog_discount_put(p jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.catalog_discount_put(p jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.catalog_discount_put(p jsonb) TO billing_writer;
+
+
+--
+-- Name: TABLE entitlements; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.entitlements TO billing_api;
+GRANT SELECT ON TABLE billing.entitlements TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.entitlements TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_entitlement_json(e billing.entitlements); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.catalog_entitlement_json(e billing.entitlements) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.catalog_entitlement_json(e billing.entitlements) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_entitlement_put(p jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.catalog_entitlement_put(p jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.catalog_entitlement_put(p jsonb) TO billing_writer;
+
+
+--
 -- Name: TABLE plans; Type: ACL; Schema: billing; Owner: -
 --
 
 GRANT SELECT ON TABLE billing.plans TO billing_api;
 GRANT SELECT ON TABLE billing.plans TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.plans TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_plan_json(p billing.plans); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.catalog_plan_json(p billing.plans) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.catalog_plan_json(p billing.plans) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_plan_put(p jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.catalog_plan_put(p jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.catalog_plan_put(p jsonb) TO billing_writer;
 
 
 --
@@ -18274,6 +19980,23 @@ GRANT SELECT ON TABLE billing.plans TO billing_operator;
 
 GRANT SELECT ON TABLE billing.tiers TO billing_api;
 GRANT SELECT ON TABLE billing.tiers TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.tiers TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_tier_json(t billing.tiers); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.catalog_tier_json(t billing.tiers) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.catalog_tier_json(t billing.tiers) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_tier_put(p jsonb); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.catalog_tier_put(p jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.catalog_tier_put(p jsonb) TO billing_writer;
 
 
 --
@@ -18289,6 +20012,7 @@ GRANT ALL ON FUNCTION billing.check_eligible(p_member_id text, p_tier billing.ti
 --
 
 REVOKE ALL ON FUNCTION billing.check_tier_plans(p_community_id text, p_tier_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.check_tier_plans(p_community_id text, p_tier_id text) TO billing_api;
 
 
 --
@@ -18610,6 +20334,7 @@ GRANT ALL ON FUNCTION billing.current_scopes() TO billing_api;
 
 GRANT SELECT ON TABLE billing.discount_codes TO billing_api;
 GRANT SELECT ON TABLE billing.discount_codes TO billing_operator;
+GRANT SELECT,INSERT,UPDATE ON TABLE billing.discount_codes TO billing_writer;
 
 
 --
@@ -18949,6 +20674,7 @@ GRANT ALL ON FUNCTION billing.jsonb_changed(p_old jsonb, p_new jsonb) TO billing
 --
 
 REVOKE ALL ON FUNCTION billing.ledger_benefits_changed(p_community_id text, p_entitlement_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_benefits_changed(p_community_id text, p_entitlement_ids text[]) TO billing_writer;
 
 
 --
@@ -18964,6 +20690,7 @@ GRANT ALL ON FUNCTION billing.ledger_desired(p_community_id text, p_member_id te
 --
 
 REVOKE ALL ON FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_members_on_tiers(p_community_id text, p_tier_ids text[]) TO billing_writer;
 
 
 --
@@ -18995,6 +20722,7 @@ GRANT ALL ON FUNCTION billing.ledger_refresh_member(p_community_id text, p_membe
 --
 
 REVOKE ALL ON FUNCTION billing.ledger_refresh_members(p_community_id text, p_member_ids text[], p_reason text, p_trigger_event_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.ledger_refresh_members(p_community_id text, p_member_ids text[], p_reason text, p_trigger_event_id text) TO billing_writer;
 
 
 --
@@ -19254,14 +20982,6 @@ GRANT ALL ON FUNCTION billing.member_entitlement_json(p_me billing.member_entitl
 
 
 --
--- Name: TABLE entitlements; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT SELECT ON TABLE billing.entitlements TO billing_api;
-GRANT SELECT ON TABLE billing.entitlements TO billing_operator;
-
-
---
 -- Name: FUNCTION member_entitlement_json(p_me billing.member_entitlements, p_ent billing.entitlements); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -19400,6 +21120,14 @@ REVOKE ALL ON FUNCTION billing.plan_line(p_plan billing.plans, p_amount bigint, 
 
 
 --
+-- Name: FUNCTION plan_price_change_preview(p_community_id text, p_plan_id text, p_amount_cents integer); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.plan_price_change_preview(p_community_id text, p_plan_id text, p_amount_cents integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.plan_price_change_preview(p_community_id text, p_plan_id text, p_amount_cents integer) TO billing_api;
+
+
+--
 -- Name: FUNCTION plan_price_migrate(p_community_id text, p_plan_id text, p_notice_days integer); Type: ACL; Schema: billing; Owner: -
 --
 
@@ -19411,6 +21139,7 @@ REVOKE ALL ON FUNCTION billing.plan_price_migrate(p_community_id text, p_plan_id
 --
 
 REVOKE ALL ON FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.plan_price_subscribers(p_community_id text, p_plan_id text, p_limit integer) TO billing_writer;
 
 
 --
@@ -20019,11 +21748,51 @@ GRANT ALL ON FUNCTION billing.webhook_endpoint_json(p_endpoint billing.webhook_e
 
 
 --
+-- Name: FUNCTION analytics_churn(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_churn(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_churn(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION analytics_cohorts(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_cohorts(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_cohorts(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION analytics_member_value(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_member_value(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_member_value(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION analytics_overview(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_api.analytics_overview(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.analytics_overview(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION analytics_payment_recovery(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_payment_recovery(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_payment_recovery(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION analytics_revenue(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_revenue(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_revenue(p_args jsonb) TO billing_api;
 
 
 --
@@ -20040,6 +21809,14 @@ GRANT ALL ON FUNCTION billing_api.analytics_series(p_args jsonb) TO billing_api;
 
 REVOKE ALL ON FUNCTION billing_api.analytics_summary(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.analytics_summary(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION analytics_trial_conversion(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.analytics_trial_conversion(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.analytics_trial_conversion(p_args jsonb) TO billing_api;
 
 
 --
@@ -20075,11 +21852,115 @@ GRANT ALL ON FUNCTION billing_api.audit_log_list(p_args jsonb) TO billing_api;
 
 
 --
+-- Name: FUNCTION catalog_discount_archive(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_discount_archive(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_discount_archive(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_discount_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_discount_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_discount_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_discount_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_discount_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_discount_update(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_entitlement_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_entitlement_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_entitlement_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_entitlement_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_entitlement_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_entitlement_update(p_args jsonb) TO billing_api;
+
+
+--
 -- Name: FUNCTION catalog_file(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
 --
 
 REVOKE ALL ON FUNCTION billing_api.catalog_file(p_args jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_api.catalog_file(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_get(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_get(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_get(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_plan_archive(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_plan_archive(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_plan_archive(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_plan_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_plan_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_plan_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_plan_price_preview(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_plan_price_preview(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_plan_price_preview(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_plan_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_plan_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_plan_update(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_tier_archive(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_tier_archive(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_tier_archive(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_tier_create(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_tier_create(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_tier_create(p_args jsonb) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_tier_update(p_args jsonb); Type: ACL; Schema: billing_api; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_api.catalog_tier_update(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_api.catalog_tier_update(p_args jsonb) TO billing_api;
 
 
 --
@@ -20763,6 +22644,134 @@ REVOKE ALL ON FUNCTION billing_private.audit_wanted() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_api;
 GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_worker;
 GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_operator;
+
+
+--
+-- Name: FUNCTION catalog_array(p jsonb, p_field text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_array(p jsonb, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_array(p jsonb, p_field text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_bool(p jsonb, p_field text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_bool(p jsonb, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_bool(p jsonb, p_field text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_changed_fields(p_old jsonb, p_new jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_changed_fields(p_old jsonb, p_new jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_changed_fields(p_old jsonb, p_new jsonb) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_check_tier_plans(p_tier_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_check_tier_plans(p_tier_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_check_tier_plans(p_tier_id text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_discount_answer(p_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_discount_answer(p_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_discount_answer(p_id text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_discount_input(d billing.discount_codes); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_discount_input(d billing.discount_codes) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_discount_input(d billing.discount_codes) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_discount_row(p_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_discount_row(p_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_discount_row(p_id text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_enum(p jsonb, p_field text, p_values text[]); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_enum(p jsonb, p_field text, p_values text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_enum(p jsonb, p_field text, p_values text[]) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_int(p jsonb, p_field text, p_min bigint, p_max bigint); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_int(p jsonb, p_field text, p_min bigint, p_max bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_int(p jsonb, p_field text, p_min bigint, p_max bigint) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_key(p jsonb, p_field text, p_at text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_key(p jsonb, p_field text, p_at text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_key(p jsonb, p_field text, p_at text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_known(p jsonb, p_known text[], p_at text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_known(p jsonb, p_known text[], p_at text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_known(p jsonb, p_known text[], p_at text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_plan_answer(p_put jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_plan_answer(p_put jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_plan_answer(p_put jsonb) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_plan_input(p billing.plans); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_plan_input(p billing.plans) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_plan_input(p billing.plans) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_problem(p_field text, p_problem text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_problem(p_field text, p_problem text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_problem(p_field text, p_problem text) TO billing_api;
+
+
+--
+-- Name: FUNCTION catalog_text(p jsonb, p_field text, p_max integer, p_required boolean, p_at text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_text(p jsonb, p_field text, p_max integer, p_required boolean, p_at text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_text(p jsonb, p_field text, p_max integer, p_required boolean, p_at text) TO billing_writer;
+
+
+--
+-- Name: FUNCTION catalog_tier_input(t billing.tiers); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.catalog_tier_input(t billing.tiers) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.catalog_tier_input(t billing.tiers) TO billing_writer;
 
 
 --
@@ -23270,6 +25279,62 @@ GRANT SELECT ON TABLE analytics.churn TO billing_operator;
 
 
 --
+-- Name: TABLE mrr_movements; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.mrr_movements TO billing_operator;
+GRANT SELECT ON TABLE billing.mrr_movements TO billing_api;
+
+
+--
+-- Name: TABLE payment_attempts; Type: ACL; Schema: billing; Owner: -
+--
+
+GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
+GRANT SELECT ON TABLE billing.payment_attempts TO billing_operator;
+
+
+--
+-- Name: TABLE report_months; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.report_months TO billing_api;
+GRANT SELECT ON TABLE analytics.report_months TO billing_operator;
+
+
+--
+-- Name: TABLE member_months; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.member_months TO billing_api;
+GRANT SELECT ON TABLE analytics.member_months TO billing_operator;
+
+
+--
+-- Name: TABLE churn_monthly; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.churn_monthly TO billing_api;
+GRANT SELECT ON TABLE analytics.churn_monthly TO billing_operator;
+
+
+--
+-- Name: TABLE member_cohorts; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.member_cohorts TO billing_api;
+GRANT SELECT ON TABLE analytics.member_cohorts TO billing_operator;
+
+
+--
+-- Name: TABLE cohort_retention; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.cohort_retention TO billing_api;
+GRANT SELECT ON TABLE analytics.cohort_retention TO billing_operator;
+
+
+--
 -- Name: TABLE daily_activity; Type: ACL; Schema: analytics; Owner: -
 --
 
@@ -23294,6 +25359,30 @@ GRANT SELECT ON TABLE analytics.entitlement_activity_daily TO billing_operator;
 
 
 --
+-- Name: TABLE revenue_report_daily; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.revenue_report_daily TO billing_api;
+GRANT SELECT ON TABLE analytics.revenue_report_daily TO billing_operator;
+
+
+--
+-- Name: TABLE revenue_report_monthly; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.revenue_report_monthly TO billing_api;
+GRANT SELECT ON TABLE analytics.revenue_report_monthly TO billing_operator;
+
+
+--
+-- Name: TABLE member_value_monthly; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.member_value_monthly TO billing_api;
+GRANT SELECT ON TABLE analytics.member_value_monthly TO billing_operator;
+
+
+--
 -- Name: TABLE mrr; Type: ACL; Schema: analytics; Owner: -
 --
 
@@ -23307,14 +25396,6 @@ GRANT SELECT ON TABLE analytics.mrr TO billing_operator;
 
 GRANT SELECT ON TABLE analytics.mrr_by_tier TO billing_api;
 GRANT SELECT ON TABLE analytics.mrr_by_tier TO billing_operator;
-
-
---
--- Name: TABLE mrr_movements; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT SELECT ON TABLE billing.mrr_movements TO billing_operator;
-GRANT SELECT ON TABLE billing.mrr_movements TO billing_api;
 
 
 --
@@ -23350,6 +25431,14 @@ GRANT SELECT ON TABLE analytics.paid_invoices_daily TO billing_operator;
 
 
 --
+-- Name: TABLE payment_recovery_monthly; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.payment_recovery_monthly TO billing_api;
+GRANT SELECT ON TABLE analytics.payment_recovery_monthly TO billing_operator;
+
+
+--
 -- Name: TABLE recent_activity; Type: ACL; Schema: analytics; Owner: -
 --
 
@@ -23382,6 +25471,14 @@ GRANT SELECT ON TABLE analytics.trial_conversion TO billing_operator;
 
 
 --
+-- Name: TABLE trial_conversion_monthly; Type: ACL; Schema: analytics; Owner: -
+--
+
+GRANT SELECT ON TABLE analytics.trial_conversion_monthly TO billing_api;
+GRANT SELECT ON TABLE analytics.trial_conversion_monthly TO billing_operator;
+
+
+--
 -- Name: TABLE benefit_deliveries; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -23404,6 +25501,7 @@ GRANT SELECT,INSERT,UPDATE ON TABLE billing.discount_redemptions TO billing_writ
 
 GRANT SELECT ON TABLE billing.entitlement_benefits TO billing_api;
 GRANT SELECT ON TABLE billing.entitlement_benefits TO billing_operator;
+GRANT SELECT,INSERT,DELETE ON TABLE billing.entitlement_benefits TO billing_writer;
 
 
 --
@@ -23562,14 +25660,6 @@ GRANT SELECT ON TABLE billing.member_provider_customers TO billing_api;
 
 
 --
--- Name: TABLE payment_attempts; Type: ACL; Schema: billing; Owner: -
---
-
-GRANT SELECT ON TABLE billing.payment_attempts TO billing_api;
-GRANT SELECT ON TABLE billing.payment_attempts TO billing_operator;
-
-
---
 -- Name: TABLE platform_actions; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -23658,6 +25748,7 @@ GRANT SELECT ON TABLE billing.sandbox_cards TO billing_operator;
 
 GRANT SELECT ON TABLE billing.tier_entitlements TO billing_api;
 GRANT SELECT ON TABLE billing.tier_entitlements TO billing_operator;
+GRANT SELECT,INSERT,DELETE ON TABLE billing.tier_entitlements TO billing_writer;
 
 
 --
@@ -23680,6 +25771,20 @@ GRANT SELECT ON TABLE billing_graphql.benefit_deliveries TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing_graphql.churn TO billing_api;
+
+
+--
+-- Name: TABLE churn_monthly; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.churn_monthly TO billing_api;
+
+
+--
+-- Name: TABLE cohort_retention; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.cohort_retention TO billing_api;
 
 
 --
@@ -23746,6 +25851,13 @@ GRANT SELECT ON TABLE billing_graphql.member_identities TO billing_api;
 
 
 --
+-- Name: TABLE member_value_monthly; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.member_value_monthly TO billing_api;
+
+
+--
 -- Name: TABLE members; Type: ACL; Schema: billing_graphql; Owner: -
 --
 
@@ -23802,6 +25914,13 @@ GRANT SELECT ON TABLE billing_graphql.payment_attempts TO billing_api;
 
 
 --
+-- Name: TABLE payment_recovery_monthly; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.payment_recovery_monthly TO billing_api;
+
+
+--
 -- Name: TABLE plans; Type: ACL; Schema: billing_graphql; Owner: -
 --
 
@@ -23820,6 +25939,20 @@ GRANT SELECT ON TABLE billing_graphql.purchases TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing_graphql.revenue_daily TO billing_api;
+
+
+--
+-- Name: TABLE revenue_report_daily; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.revenue_report_daily TO billing_api;
+
+
+--
+-- Name: TABLE revenue_report_monthly; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.revenue_report_monthly TO billing_api;
 
 
 --
@@ -23848,6 +25981,13 @@ GRANT SELECT ON TABLE billing_graphql.tiers TO billing_api;
 --
 
 GRANT SELECT ON TABLE billing_graphql.trial_conversion TO billing_api;
+
+
+--
+-- Name: TABLE trial_conversion_monthly; Type: ACL; Schema: billing_graphql; Owner: -
+--
+
+GRANT SELECT ON TABLE billing_graphql.trial_conversion_monthly TO billing_api;
 
 
 --
