@@ -1,4 +1,4 @@
--- db/migrations sha256:65349e234ba2ddd151821d75277591293caeae0bab2747ec71e08fd5b9e6898e (regenerate with npm run db:schema)
+-- db/migrations sha256:156b03734b667def82015203540dd5386ac9c1e73174fc2af2ae25524b682119 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -468,7 +468,7 @@ CREATE TABLE billing.audit_log (
     before jsonb,
     after jsonb,
     CONSTRAINT audit_log_actor_type_check CHECK ((actor_type = ANY (ARRAY['operator'::text, 'api_key'::text, 'member'::text, 'cli'::text, 'sql_login'::text, 'service'::text]))),
-    CONSTRAINT audit_log_operation_check CHECK ((operation = ANY (ARRAY['insert'::text, 'update'::text, 'delete'::text])))
+    CONSTRAINT audit_log_operation_check CHECK ((operation = ANY (ARRAY['insert'::text, 'update'::text, 'delete'::text, 'export'::text])))
 );
 
 ALTER TABLE ONLY billing.audit_log FORCE ROW LEVEL SECURITY;
@@ -7523,7 +7523,7 @@ $$;
 --
 
 CREATE FUNCTION billing_api.member_export(p_args jsonb) RETURNS jsonb
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql
     AS $$
 declare
   v_c text := billing.current_community_id();
@@ -7536,6 +7536,8 @@ begin
   if v_m.id is null then
     perform billing.raise('BL404', 'No member ' || v_id || '.');
   end if;
+  -- the export is in the audit log, by whom, without its data
+  perform billing_private.audit_export('members', v_id);
   return jsonb_build_object(
     'format', 'member-export/1',
     'exported_at', billing.iso(now()),
@@ -9298,6 +9300,24 @@ begin
     return jsonb_build_object('type', 'cli', 'id', v_cli, 'key_id', null, 'request_id', v_request);
   end if;
   return jsonb_build_object('type', 'service', 'id', session_user::text, 'key_id', null, 'request_id', v_request);
+end
+$$;
+
+
+--
+-- Name: audit_export(text, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.audit_export(p_table text, p_row_id text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_actor jsonb := billing_private.audit_actor();
+begin
+  insert into billing.audit_log (community_id, actor_type, actor_id, key_id, request_id, table_name, row_id, operation)
+  values (billing.current_community_id(), v_actor->>'type', v_actor->>'id', v_actor->>'key_id', v_actor->>'request_id',
+    p_table, p_row_id, 'export');
 end
 $$;
 
@@ -22630,6 +22650,14 @@ REVOKE ALL ON FUNCTION billing_private.audit_actor() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION audit_export(p_table text, p_row_id text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.audit_export(p_table text, p_row_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.audit_export(p_table text, p_row_id text) TO billing_api;
+
+
+--
 -- Name: FUNCTION audit_purge(); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -22643,7 +22671,6 @@ REVOKE ALL ON FUNCTION billing_private.audit_purge() FROM PUBLIC;
 REVOKE ALL ON FUNCTION billing_private.audit_wanted() FROM PUBLIC;
 GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_api;
 GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_worker;
-GRANT ALL ON FUNCTION billing_private.audit_wanted() TO billing_operator;
 
 
 --

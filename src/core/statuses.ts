@@ -29,7 +29,8 @@ export const CANCELLATION_REASONS = ['cancellation_requested', 'payment_failed',
 export const DISPUTE_STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;
 /** Who made a change the audit log records (billing.audit_log.actor_type, 12-audit.sql), and how. */
 export const AUDIT_ACTOR_TYPES = ['operator', 'api_key', 'member', 'cli', 'sql_login', 'service'] as const;
-export const AUDIT_OPERATIONS = ['insert', 'update', 'delete'] as const;
+// 'export': a member's data exported, a line without the data (billing_private.audit_export).
+export const AUDIT_OPERATIONS = ['insert', 'update', 'delete', 'export'] as const;
 /**
  * The tables the audit log records (each with _950_audit triggers; docs/decisions/audit-log.md):
  * operator-controlled ones always, lifecycle ones (subscriptions, invoices, refunds,

@@ -30,8 +30,9 @@ const dateFilter = (name: string, label: string, current: unknown) => html`<div>
 
 const value = (v: unknown) => html`<code>${v === undefined ? '(none)' : JSON.stringify(v)}</code>`;
 
-/** What changed: an update's columns before → after, an insert's or a delete's row. */
+/** What changed: an update's columns before → after, an insert's or a delete's row; an export, no data. */
 function change(e: Json): Html {
+  if (e.operation === 'export') return html`<span>data exported (not recorded here)</span>`;
   const before = (e.before ?? {}) as Json, after = (e.after ?? {}) as Json;
   const rows: Html[] = e.operation === 'update'
     ? (e.changed as string[]).map((c) => (c in after || c in before
@@ -53,7 +54,7 @@ export function mountAudit(router: Router, ctx: DashboardContext): void {
   router.get('/audit', async (req, res) => {
     const page = await read<Page>(req, res, 'list_audit_log', { query: auditQuery(req) });
     if (!page) return;
-    send(req, res, 'Audit log', '/dashboard/audit', html`<p class="muted">Every change to the catalog, keys, webhooks, settings and operators, and the changes people and keys made to subscriptions, invoices, refunds, grants and members, recorded by the database. Credentials and personal data are never kept here.</p>
+    send(req, res, 'Audit log', '/dashboard/audit', html`<p class="muted">Every change to the catalog, keys, webhooks, settings and operators, the changes people and keys made to subscriptions, invoices, refunds, grants and members, and every export of a member's data, recorded by the database. Credentials and personal data are never kept here.</p>
 <form class="filters" method="get" action="/dashboard/audit">
 ${statusSelect('actor_type', AUDIT_ACTOR_TYPES, req.query.actor_type)}${textFilter('actor_id', 'Actor id', req.query.actor_id)}
 ${statusSelect('table', AUDITED_TABLES, req.query.table)}${statusSelect('operation', AUDIT_OPERATIONS, req.query.operation)}${textFilter('row_id', 'Row id', req.query.row_id)}
