@@ -113,3 +113,23 @@ test('odd input is refused beside a field or as a problem, never a 500', async (
   // field); an unknown plan or code 404; forged benefit fields are ignored (saved).
   expect(statuses).toEqual([400, 422, 422, 422, 422, 422, 422, 404, 422, 303, 422, 404]);
 });
+
+test('a plan\'s name and trial edited in place; a refused trial shown beside its field, nothing changed', async () => {
+  const plan = await one('select id from billing.plans where community_id = $1 and key = $2', 'gold-m');
+  const page = await fetch(`${app.url}/dashboard/catalog`, { headers: { cookie: `billing_session=${token}` } });
+  expect(await page.text()).toContain(`action="/dashboard/catalog/plans/${plan.id}" novalidate data-form="plan-edit-0-0"`);
+  const r = await post(`/catalog/plans/${plan.id}`, { form: '0-0', name: 'Gold monthly', trial_days: '7' });
+  expect({ status: r.status, location: r.location }).toEqual({ status: 303, location: '/dashboard/catalog?done=catalog' });
+  expect(await one('select name, trial_days, amount_cents from billing.plans where community_id = $1 and id = $2', plan.id))
+    .toEqual({ name: 'Gold monthly', trial_days: 7, amount_cents: 1000 });
+
+  const refused = await post(`/catalog/plans/${plan.id}`, { form: '0-0', name: 'Gold monthly', trial_days: '-3' });
+  expect(refused.status).toBe(422);
+  expect(refused.html).toMatch(/id="plan-edit-0-0-trial_days-problem" role="alert" data-problem="invalid_request">/);
+  expect(refused.html).toMatch(/id="plan-edit-0-0-trial_days" name="trial_days" type="text" value="-3"/);
+  expect((await one('select trial_days from billing.plans where community_id = $1 and id = $2', plan.id)).trial_days).toBe(7);
+
+  const none = await post(`/catalog/plans/${plan.id}`, { form: '0-0', name: 'Gold monthly', trial_days: '' });
+  expect(none.status).toBe(303);
+  expect((await one('select trial_days from billing.plans where community_id = $1 and id = $2', plan.id)).trial_days).toBe(0);
+});

@@ -122,6 +122,14 @@ ${discountForm(s, catalog.tiers, p('add-discount'))}`;
     return save(req, res, `plan-${String(b.form ?? '')}`, 'create_catalog_plan', { body }, b);
   });
   router.post('/catalog/plans/:id/archive', (req, res) => save(req, res, 'archive', 'archive_catalog_plan', { params: { id: req.params.id } }, {}, 'archived'));
+  // A plan's name and trial (its price has the review step below; its key, currency and
+  // interval never change: what was sold stays as it was sold).
+  router.post('/catalog/plans/:id', (req, res) => {
+    const b = req.body as Json;
+    const trial = typeof b.trial_days === 'string' && b.trial_days.trim() === '' ? 0 : numberOf(b.trial_days);
+    const body = compact({ name: textOf(b.name) ?? null, trial_days: trial });
+    return save(req, res, `plan-edit-${String(b.form ?? '')}`, 'update_catalog_plan', { params: { id: req.params.id }, body }, b);
+  });
 
   // A new price: reviewed first (how many subscribers it concerns), saved on confirm.
   router.post('/catalog/plans/:id/price', async (req, res) => {
@@ -237,9 +245,17 @@ ${checkboxes(id, 'entitlements', 'Entitlements it gives', entitlements.map((e) =
 
 const PLAN_FIELDS = ['key', 'name', 'amount_cents', 'currency', 'interval', 'trial_days', 'tier_id'];
 
+/** A plan's name and trial days, edited in place (a trial applies to new subscriptions). */
+function planEditForm(s: Signed, pl: Json, id: string, formIndex: string, p?: FormProblem): Html {
+  const label = String(pl.name ?? pl.key);
+  return html`<form method="post" action="/dashboard/catalog/plans/${encodeURIComponent(String(pl.id))}" novalidate data-form="${id}">${csrfField(s)}<input type="hidden" name="form" value="${formIndex}">
+${generalProblem(id, ['name', 'trial_days'], p)}${input(id, 'name', `Name of ${label}`, p, { value: pl.name })}
+${input(id, 'trial_days', `Trial days of ${label}`, p, { value: pl.trial_days ?? '', hint: 'For new subscriptions; empty for none.' })}<p><button type="submit">Save ${label}</button></p></form>`;
+}
+
 function tierSection(s: Signed, t: Json, i: number, entitlements: Json[], p: (form: string) => FormProblem | undefined): Html {
   const planProblem = p(`plan-${i}`);
-  const open = p(`tier-${i}`) || planProblem || (t.plans as Json[]).some((_pl, pi) => p(`price-${i}-${pi}`));
+  const open = p(`tier-${i}`) || planProblem || (t.plans as Json[]).some((_pl, pi) => p(`price-${i}-${pi}`) || p(`plan-edit-${i}-${pi}`));
   const recurring = t.billing_mode === 'recurring';
   return html`<details${raw(open ? ' open' : '')} data-tier="${t.key}"><summary>${t.name} <span class="muted">(${t.key}${t.active ? '' : ', archived'})</span></summary>
 ${tierForm(s, `tier-${i}`, `/dashboard/catalog/tiers/${encodeURIComponent(t.id)}`, `Edit ${String(t.name)}`, entitlements, p(`tier-${i}`), t, i)}
@@ -251,7 +267,8 @@ ${table(['Plan', 'Price', 'Change the price', ''], (t.plans as Json[]).map((pl, 
     return [html`<strong>${pl.name ?? pl.key}</strong><br><span class="muted">${pl.key}${pl.active ? '' : ', archived'}</span>`,
       html`${money(pl.amount_cents, pl.currency)}${pl.interval ? ` / ${pl.interval}` : ' once'}${pl.trial_days ? `, ${pl.trial_days}-day trial` : ''}`,
       html`<form method="post" action="/dashboard/catalog/plans/${encodeURIComponent(pl.id)}/price" novalidate data-plan="${pl.key}">${csrfField(s)}<input type="hidden" name="form" value="${i}-${pi}">
-${generalProblem(id, ['amount_cents'], pp)}${input(id, 'amount_cents', `New price of ${String(pl.name ?? pl.key)} (minor units)`, pp, { value: pl.amount_cents })}<p><button type="submit">Review the change</button></p></form>`,
+${generalProblem(id, ['amount_cents'], pp)}${input(id, 'amount_cents', `New price of ${String(pl.name ?? pl.key)} (minor units)`, pp, { value: pl.amount_cents })}<p><button type="submit">Review the change</button></p></form>
+${planEditForm(s, pl, `plan-edit-${i}-${pi}`, `${i}-${pi}`, p(`plan-edit-${i}-${pi}`))}`,
       pl.active ? actionForm(s, `/dashboard/catalog/plans/${encodeURIComponent(pl.id)}/archive`, `Archive ${String(pl.name ?? pl.key)}`, { danger: true }) : html`archived`];
   }), 'No plans yet.')}
 <form method="post" action="/dashboard/catalog/plans" novalidate data-form="plan-${i}">${csrfField(s)}<input type="hidden" name="tier_id" value="${t.id}"><input type="hidden" name="form" value="${String(i)}">
