@@ -380,6 +380,9 @@ async function main() {
     // The bare anchor first, then the old one, then the API: each alone on the machine.
     const bareServer = await startBareAnchor(url, communityId);
     anchor = bareServer;
+    // The bare anchor answers what the API answers: a seeded member is entitled.
+    const probe = await (await fetch(`http://127.0.0.1:${bareServer.port}/v1/entitlements/check?platform=discord&platform_uid=d1`)).json() as { entitled: boolean };
+    if (!probe.entitled) throw new Error('the bare anchor answers d1 not entitled: its copies of the ledger are wrong');
     const bare = await measureHttp('bare anchor: Express 5 + pg, named prepared statement, one plpgsql RLS function (set_config)', key,
       () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, bareServer);
     bareServer.stop();
