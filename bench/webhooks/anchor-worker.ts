@@ -30,6 +30,7 @@ async function main() {
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
   const pool = new pg.Pool({ connectionString: process.env.BENCH_DATABASE_URL!, max: concurrency + 3, application_name: 'anchor-worker', keepAlive: true });
   pool.on('error', () => {});
+  pool.on('connect', (client) => { client.on('error', () => {}); });
   const runner = await run({
     pgPool: pool, concurrency, pollInterval: 1000, noHandleSignals: true,
     taskList: { bench_anchor__post: post },

@@ -43,8 +43,8 @@ const CONCURRENCY = arg('concurrency', 8);
 const ENDPOINTS = arg('endpoints', 2);
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ANCHOR_HMAC_KEY = Buffer.alloc(32, 33);
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const GRAPHILE_WORKER_VERSION = (require('graphile-worker/package.json') as { version: string }).version;
+// Its package.json is not among graphile-worker's exports: read from node_modules.
+const GRAPHILE_WORKER_VERSION = (JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../node_modules/graphile-worker/package.json'), 'utf8')) as { version: string }).version;
 
 interface Receipt { at: number; ok: boolean; bytes: number }
 
