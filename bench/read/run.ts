@@ -417,24 +417,28 @@ async function main() {
     if (PGBENCH) {
       const pgCheckPool = pgbench(url, 'the check\'s own statement (leased token)', checkStatement, undefined, { clients: POOL, seconds: PGBENCH_SECONDS, percentiles: true });
       const pgCheckConns = pgbench(url, 'the check\'s own statement (leased token)', checkStatement, undefined, { clients: CONNECTIONS, seconds: PGBENCH_SECONDS, percentiles: true });
+      const pgBare = pgbench(url, 'the bare anchor\'s statement', `\\set n random(1, ${MEMBERS})\n`
+        + `select * from bench_bare.check_entitlements(${lit(communityId)}, 'discord', 'd' || (:n)::text);\n`, undefined,
+      { clients: POOL, seconds: PGBENCH_SECONDS, percentiles: true });
       const pgSelect1 = pgbench(url, 'select_1', 'select 1;\n');
       const pgAnchor = pgbench(url, 'old_anchor_rls_function', `\\set n random(1, ${MEMBERS})\nselect * from bench_anchor.entitlements('discord', 'd' || (:n)::text);\n`, community);
       const pgCheckToken = pgbench(url, 'entitlements_check_token_per_request', `\\set n random(1, ${MEMBERS})\n`
         + apiCallSql(hash, 'members:read', 'entitlements_check', `jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text)`));
       const pgList = pgbench(url, 'subscriptions_list_leased', apiCallLeasedSql(hash, 'subscriptions:read', 'subscriptions_list', `${lit('{"limit":100}')}::jsonb`));
       pgLines = [
-        `pgbench of the check's own statement (\`${checkStatement.split('\n')[1].replace(/'[0-9a-f]{64}'/, "'<key hash>'")}\`, `
+        `pgbench of the check's own statement and of the bare anchor's (\`${checkStatement.split('\n')[1].replace(/'[0-9a-f]{64}'/, "'<key hash>'")}\`, `
           + `a custom script with prepared statements, as billing_api, ${PGBENCH_SECONDS} s at the API's pool size and at autocannon's connection count; `
           + 'latency percentiles from its per-transaction log), then the older pgbench rows (prepared, as billing_api, '
           + `${DURATION} s each; the tenant set per session for the old anchor's function):`,
         '',
         '| SQL | clients | tps | latency avg ms | p50 ms | p99 ms |',
         '|---|---:|---:|---:|---:|---:|',
-        pgRow(pgCheckPool), pgRow(pgCheckConns), pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckToken), pgRow(pgList),
+        pgRow(pgCheckPool), pgRow(pgCheckConns), pgRow(pgBare), pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckToken), pgRow(pgList),
       ];
       pgRatios = [
         `- entitlement check over HTTP / pgbench of its own statement at ${POOL} clients: ${pct(check.rps, pgCheckPool.tps)} `
-          + `(bare anchor / the same: ${pct(bare.rps, pgCheckPool.tps)}).`,
+          + `(bare anchor / the same: ${pct(bare.rps, pgCheckPool.tps)}); the check's statement / the bare anchor's, both at ${POOL} clients: `
+          + `**${pct(pgCheckPool.tps, pgBare.tps)}**, p99 ${ms(pgCheckPool.p99)} / ${ms(pgBare.p99)} ms.`,
         `- its statement on a leased token / with a token taken per request (${CONNECTIONS} clients): ${pct(pgCheckConns.tps, pgCheckToken.tps)}.`,
         `- subscriptions?limit=100 over HTTP / pgbench of its SQL: **${pct(list.rps, pgList.tps)}** (goal >= 85%).`,
       ];
