@@ -3,13 +3,23 @@
 // PostgreSQL at 127.0.0.1:5432), seeds 100,000 members, 200,000 subscriptions and
 // 1,000,000 events, starts the API in a child process with rate limits lifted, and
 // measures with autocannon (50 connections) GET /v1/entitlements/check (one key, then 50 keys of the community) and
-// GET /v1/subscriptions?limit=100. In the same run, the anchors: a bare Express 5 + pg
-// server answering the check from one RLS function (anchor-server.ts), and pgbench of
-// `select 1`, of that RLS function, and of the SQL each endpoint runs. Prints the
-// figures and writes them under "## Read API" in bench/RESULTS.md.
+// GET /v1/subscriptions?limit=100. In the same run, the anchors of the check:
+//   - the bare anchor (issue 33; bare-anchor-server.ts): Express 5 + pg, the API's pool
+//     size, a named prepared statement calling one plain plpgsql function that sets the
+//     tenant with set_config and reads copies of the same ledger rows under its own RLS
+//     policy, no function of the project; the check's ratios are against it;
+//   - the old anchor (anchor-server.ts; a second row): an unnamed statement calling a SQL
+//     function over billing.current_community_id();
+//   - pgbench of the check's own statement (src/operations/gate.ts API_CALL on a leased
+//     token, as the API sends it) at the API's pool size and at autocannon's connection
+//     count, BENCH_PGBENCH_SECONDS each, with p50/p99 from its transaction log (skipped,
+//     and said, when pgbench is not installed);
+// and pgbench of `select 1`, of the old anchor's function and of the SQL each endpoint
+// runs. Prints the figures and writes them under "## Read API" in bench/RESULTS.md.
 // Env: BENCH_DURATION (seconds, default 20), BENCH_WARMUP (seconds of load before each
-// measured run, default 15), BENCH_CONNECTIONS (50), PG_POOL_SIZE (API
-// pool, 8: on two vCPUs 8 beat 16 and 4), BENCH_KEEP_DB=1 (keep the database
+// measured run, default 15), BENCH_CONNECTIONS (50), PG_POOL_SIZE (API and anchor
+// pools, 8: on two vCPUs 8 beat 16 and 4), BENCH_PGBENCH_SECONDS (5), BENCH_MEMBERS
+// (100000) and BENCH_EVENTS (1000000) for smoke runs, BENCH_KEEP_DB=1 (keep the database
 // afterwards), BENCH_REUSE_DB=1 (reuse a kept one: re-run the fixtures, no reseeding),
 // BENCH_DB (the database's name, default billing_bench_read).
 import { execFileSync, spawn } from 'node:child_process';
@@ -30,7 +40,10 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 15);
 const PORT = Number(process.env.BENCH_PORT ?? 3901);
-const MEMBERS = 100_000;
+const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 100_000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const POOL = Number(process.env.PG_POOL_SIZE ?? 8);
+const PGBENCH_SECONDS = Number(process.env.BENCH_PGBENCH_SECONDS ?? 5);
 const LIMITS = { key_per_minute: 1e9, key_burst: 1e9, ip_per_minute: 1e9, ip_burst: 1e9 };
 
 // autocannon ships no type declarations: the part used here.
@@ -48,7 +61,7 @@ async function seed(url: string): Promise<{ key: string; communityId: string }> 
   const key = await createKey(owner, community.id, ['members:read', 'subscriptions:read']);
   await owner.end();
   const t0 = Date.now();
-  execFileSync('psql', ['-q', '-v', 'ON_ERROR_STOP=1', '-v', `community=${community.id}`, '-d', url, '-f', path.join(__dirname, 'seed.sql')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('psql', ['-q', '-v', 'ON_ERROR_STOP=1', '-v', `community=${community.id}`, '-v', `members=${MEMBERS}`, '-v', `events=${EVENTS}`, '-d', url, '-f', path.join(__dirname, 'seed.sql')], { stdio: ['ignore', 'ignore', 'inherit'] });
   log(`seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   return { key: key.key, communityId: community.id };
 }
@@ -74,7 +87,7 @@ function startChild(script: string, port: number, env: NodeJS.ProcessEnv): Promi
   const logFile = path.join(os.tmpdir(), `bench-read-${path.basename(script, '.ts')}-${process.pid}.log`);
   const err = fs.openSync(logFile, 'w');
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, script)], {
-    env: { ...process.env, NODE_ENV: 'production', BENCH_PORT: String(port), PG_POOL_SIZE: process.env.PG_POOL_SIZE ?? '8', ...env },
+    env: { ...process.env, NODE_ENV: 'production', BENCH_PORT: String(port), PG_POOL_SIZE: String(POOL), ...env },
     stdio: ['ignore', 'pipe', err],
   });
   return new Promise((resolve, reject) => {
@@ -106,6 +119,58 @@ const startApi = (url: string) => startChild('server.ts', PORT, {
 });
 
 const startAnchor = (url: string, communityId: string) => startChild('anchor-server.ts', PORT + 1, { DATABASE_URL: url, BENCH_COMMUNITY: communityId });
+const startBareAnchor = (url: string, communityId: string) => startChild('bare-anchor-server.ts', PORT + 2, { DATABASE_URL: url, BENCH_COMMUNITY: communityId });
+
+/**
+ * The bare anchor's data and its one function (issue 33): copies of the seeded
+ * identities, ledger rows and entitlements in a schema of their own, each table with
+ * RLS forced and one policy comparing community_id with a setting (no billing.*
+ * function, policy or trigger), and a plain plpgsql function that sets that setting
+ * for the transaction and reads the member's active entitlements. Run as the owner
+ * after the seed (again on a reused database: the copies follow the data).
+ */
+const BARE_SQL = `
+drop schema if exists bench_bare cascade;
+create schema bench_bare;
+create table bench_bare.member_identities as
+  select community_id, platform, platform_uid, member_id from billing.member_identities;
+alter table bench_bare.member_identities add primary key (community_id, platform, platform_uid);
+create table bench_bare.entitlements as select community_id, id, key, name from billing.entitlements;
+alter table bench_bare.entitlements add primary key (community_id, id);
+create table bench_bare.member_entitlements as
+  select community_id, id, member_id, entitlement_id, status, revision, granted_at, revoked_at, sources, benefits
+  from billing.member_entitlements;
+alter table bench_bare.member_entitlements add primary key (community_id, id);
+create unique index on bench_bare.member_entitlements (community_id, member_id, entitlement_id);
+do $$
+declare t text;
+begin
+  foreach t in array array['member_identities', 'entitlements', 'member_entitlements'] loop
+    execute format('alter table bench_bare.%I enable row level security', t);
+    execute format('alter table bench_bare.%I force row level security', t);
+    execute format('create policy tenant on bench_bare.%I using (community_id = current_setting(%L, true))', t, 'bench_bare.community_id');
+    execute format('grant select on bench_bare.%I to billing_api', t);
+  end loop;
+end $$;
+create function bench_bare.check_entitlements(p_community text, p_platform text, p_uid text)
+  returns table (id text, entitlement_id text, key text, name text, revision bigint, status text,
+    granted_at timestamptz, revoked_at timestamptz, sources jsonb, benefits jsonb)
+  language plpgsql volatile
+as $f$
+begin
+  perform set_config('bench_bare.community_id', p_community, true);
+  return query
+    select me.id, me.entitlement_id, e.key, e.name, me.revision, me.status, me.granted_at, me.revoked_at, me.sources, me.benefits
+    from bench_bare.member_identities i
+    join bench_bare.member_entitlements me on me.community_id = i.community_id and me.member_id = i.member_id
+    join bench_bare.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+    where i.community_id = p_community and i.platform = p_platform and i.platform_uid = p_uid and me.status = 'active';
+end
+$f$;
+grant usage on schema bench_bare to billing_api;
+grant execute on function bench_bare.check_entitlements(text, text, text) to billing_api;
+analyze bench_bare.member_identities, bench_bare.entitlements, bench_bare.member_entitlements;
+`;
 
 /** The anchor's one RLS function: the member's active entitlement rows, no JSON built. */
 const ANCHOR_SQL = `
@@ -163,18 +228,56 @@ async function measureHttp(name: string, keys: string | string[], pathFor: () =>
   return out;
 }
 
-interface PgbenchResult { name: string; tps: number; latencyMs: number }
+interface PgbenchResult { name: string; clients: number; tps: number; latencyMs: number; p50?: number; p99?: number }
 
-function pgbench(url: string, name: string, sql: string, pgoptions = '-c role=billing_api'): PgbenchResult {
+/** The pgbench of the machine's PostgreSQL, or null (the bench then says so and skips its rows). */
+function findPgbench(): string | null {
+  const candidates = ['pgbench', ...['17', '16', '15', '14'].map((v) => `/usr/lib/postgresql/${v}/bin/pgbench`)];
+  for (const c of candidates) {
+    try {
+      execFileSync(c, ['--version'], { stdio: 'ignore' });
+      return c;
+    } catch { /* next */ }
+  }
+  return null;
+}
+const PGBENCH = findPgbench();
+
+/**
+ * pgbench of `sql` (a custom script) with prepared statements. percentiles: also log
+ * every transaction (-l) and read p50/p99 of their latencies from the log.
+ */
+function pgbench(url: string, name: string, sql: string, pgoptions = '-c role=billing_api',
+  opts: { clients?: number; seconds?: number; percentiles?: boolean } = {}): PgbenchResult {
+  const clients = opts.clients ?? CONNECTIONS;
   const file = path.join(os.tmpdir(), `bench-read-${process.pid}-${name.replace(/\W+/g, '_')}.sql`);
+  const logDir = opts.percentiles ? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-read-pgbench-')) : null;
   fs.writeFileSync(file, sql);
-  const out = execFileSync('pgbench', ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', String(Math.min(os.cpus().length, CONNECTIONS)),
-    '-T', String(DURATION), '-f', file, url], { env: { ...process.env, PGOPTIONS: pgoptions }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = execFileSync(PGBENCH ?? 'pgbench', ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(os.cpus().length, clients)),
+    '-T', String(opts.seconds ?? DURATION), ...(logDir ? ['-l', '--log-prefix', path.join(logDir, 'tx')] : []), '-f', file, url],
+  { env: { ...process.env, PGOPTIONS: pgoptions }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   fs.unlinkSync(file);
   const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
   const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
-  log(`pgbench ${name}: ${tps.toFixed(0)} tps, latency average ${latencyMs} ms`);
-  return { name, tps, latencyMs };
+  const result: PgbenchResult = { name, clients, tps, latencyMs };
+  if (logDir) {
+    // One line per transaction: client, transaction, latency in us, script, epoch s, us.
+    const us: number[] = [];
+    for (const f of fs.readdirSync(logDir)) {
+      for (const line of fs.readFileSync(path.join(logDir, f), 'utf8').split('\n')) {
+        const v = Number(line.split(' ')[2]);
+        if (line && Number.isFinite(v)) us.push(v);
+      }
+    }
+    fs.rmSync(logDir, { recursive: true, force: true });
+    us.sort((a, b) => a - b);
+    const at = (p: number) => (us.length === 0 ? NaN : us[Math.min(us.length - 1, Math.floor(p * us.length))] / 1000);
+    result.p50 = at(0.5);
+    result.p99 = at(0.99);
+  }
+  log(`pgbench ${name} (${clients} clients): ${tps.toFixed(0)} tps, latency average ${latencyMs} ms`
+    + (result.p50 === undefined ? '' : `, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99!.toFixed(2)} ms`));
+  return result;
 }
 
 // A SQL string literal; colons are spelled chr(58) because pgbench reads ":name" as a variable.
@@ -202,7 +305,7 @@ async function measurePages(url: string, communityId: string, server: Child): Pr
     const signed = await signInWithLink(api, invitation.token, '127.0.0.1');
     if (!signed.ok) throw new Error(`sign-in failed: ${signed.reason}`);
     const cookie = `billing_session=${encodeURIComponent(signed.session.token)}`;
-    const member = (await owner.query<{ id: string }>(`select member_id as id from billing.member_identities where community_id = $1 and platform_uid = 'd50000'`, [communityId])).rows[0].id;
+    const member = (await owner.query<{ id: string }>(`select member_id as id from billing.member_identities where community_id = $1 and platform_uid = $2`, [communityId, `d${Math.ceil(MEMBERS / 2)}`])).rows[0].id;
     const pages = ['/dashboard', '/dashboard/subscriptions', '/dashboard/members', `/dashboard/members/${member}`, '/dashboard/invoices', '/dashboard/events', '/dashboard/catalog'];
     const results: PageResult[] = [];
     for (const page of pages) {
@@ -262,6 +365,7 @@ async function main() {
   const hash = hashKey(key);
   const owner = new pg.Pool({ connectionString: url, max: 1 });
   await owner.query(ANCHOR_SQL);
+  await owner.query(BARE_SQL);
   const communityId = (await owner.query<{ id: string }>(`select id from billing.communities where name = 'Bench community'`)).rows[0].id;
   // Fifty keys of the same community, each request of the 50-key run taking one at random.
   const keys50 = [key];
@@ -270,11 +374,24 @@ async function main() {
   const rnd = () => 1 + Math.floor(Math.random() * MEMBERS);
   const loadBefore = os.loadavg().map((l) => l.toFixed(1)).join(' ');
   const started = new Date().toISOString();
-  const anchor = await startAnchor(url, communityId);
+  let anchor: Child | null = null;
   let server: Child | null = null;
   try {
-    const bare = await measureHttp('anchor: Express 5 + pg, one RLS function', key, () => `/check?platform=discord&platform_uid=d${rnd()}`, anchor);
-    anchor.stop();
+    // The bare anchor first, then the old one, then the API: each alone on the machine.
+    const bareServer = await startBareAnchor(url, communityId);
+    anchor = bareServer;
+    // The bare anchor answers what the API answers: a seeded member is entitled.
+    const probe = await (await fetch(`http://127.0.0.1:${bareServer.port}/v1/entitlements/check?platform=discord&platform_uid=d1`)).json() as { entitled: boolean };
+    if (!probe.entitled) throw new Error('the bare anchor answers d1 not entitled: its copies of the ledger are wrong');
+    const bare = await measureHttp('bare anchor: Express 5 + pg, named prepared statement, one plpgsql RLS function (set_config)', key,
+      () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, bareServer);
+    bareServer.stop();
+    const oldServer = await startAnchor(url, communityId);
+    anchor = oldServer;
+    const old = await measureHttp('old anchor: Express 5 + pg, unnamed statement, SQL function over billing.current_community_id()', key,
+      () => `/check?platform=discord&platform_uid=d${rnd()}`, oldServer);
+    oldServer.stop();
+    anchor = null;
     server = await startApi(url);
     const check = await measureHttp('GET /v1/entitlements/check', key, () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, server);
     const check50 = await measureHttp('GET /v1/entitlements/check, 50 keys', keys50, () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, server);
@@ -283,36 +400,71 @@ async function main() {
     server.stop();
     server = null;
     const community = `-c role=billing_api -c app.community_id=${communityId}`;
-    const pgSelect1 = pgbench(url, 'select_1', 'select 1;\n');
-    const pgAnchor = pgbench(url, 'anchor_rls_function', `\\set n random(1, ${MEMBERS})\nselect * from bench_anchor.entitlements('discord', 'd' || (:n)::text);\n`, community);
-    const pgCheckLeased = pgbench(url, 'entitlements_check_leased', `\\set n random(1, ${MEMBERS})\n`
-      + apiCallLeasedSql(hash, 'members:read', 'entitlements_check', `jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text)`));
-    const pgCheckToken = pgbench(url, 'entitlements_check_token_per_request', `\\set n random(1, ${MEMBERS})\n`
-      + apiCallSql(hash, 'members:read', 'entitlements_check', `jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text)`));
-    const pgList = pgbench(url, 'subscriptions_list_leased', apiCallLeasedSql(hash, 'subscriptions:read', 'subscriptions_list', `${lit('{"limit":100}')}::jsonb`));
     const version = await pgVersion(url);
     const pct = (a: number, b: number) => `${(100 * a / b).toFixed(0)}%`;
+    const ms = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(2));
     const httpRow = (h: HttpResult) =>
       `| ${h.name} | ${h.rps.toFixed(0)} | ${h.p50} | ${h.p99} | ${h.rssMb.toFixed(0)} | ${h.apiCpuUs.toFixed(0)} | ${(100 * h.machineBusy).toFixed(0)}% | ${h.errors + h.non2xx} |`;
-    const pgRow = (p: PgbenchResult) => `| ${p.name} | ${p.tps.toFixed(0)} | ${p.latencyMs} |`;
+    const pgRow = (p: PgbenchResult) => `| ${p.name} | ${p.clients} | ${p.tps.toFixed(0)} | ${p.latencyMs} | ${ms(p.p50)} | ${ms(p.p99)} |`;
+    // The check's own statement, as the API sends it on a leased token (gate.ts API_CALL,
+    // billing.api_call with p_leased and a request id), a member at random per transaction.
+    const checkStatement = `\\set n random(1, ${MEMBERS})\n`
+      + `select o - 'result' as r, (o->'result')::text as t from billing.api_call(${lit(hash)}, null, null, ${lit('members:read')}, `
+      + `${lit('entitlements_check')}, jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text), null, true, `
+      + `'00000000-0000-4000-8000-000000000033') o;\n`;
+    let pgLines: string[];
+    let pgRatios: string[] = [];
+    if (PGBENCH) {
+      const pgCheckPool = pgbench(url, 'the check\'s own statement (leased token)', checkStatement, undefined, { clients: POOL, seconds: PGBENCH_SECONDS, percentiles: true });
+      const pgCheckConns = pgbench(url, 'the check\'s own statement (leased token)', checkStatement, undefined, { clients: CONNECTIONS, seconds: PGBENCH_SECONDS, percentiles: true });
+      const pgBare = pgbench(url, 'the bare anchor\'s statement', `\\set n random(1, ${MEMBERS})\n`
+        + `select * from bench_bare.check_entitlements(${lit(communityId)}, 'discord', 'd' || (:n)::text);\n`, undefined,
+      { clients: POOL, seconds: PGBENCH_SECONDS, percentiles: true });
+      const pgSelect1 = pgbench(url, 'select_1', 'select 1;\n');
+      const pgAnchor = pgbench(url, 'old_anchor_rls_function', `\\set n random(1, ${MEMBERS})\nselect * from bench_anchor.entitlements('discord', 'd' || (:n)::text);\n`, community);
+      const pgCheckToken = pgbench(url, 'entitlements_check_token_per_request', `\\set n random(1, ${MEMBERS})\n`
+        + apiCallSql(hash, 'members:read', 'entitlements_check', `jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text)`));
+      const pgList = pgbench(url, 'subscriptions_list_leased', apiCallLeasedSql(hash, 'subscriptions:read', 'subscriptions_list', `${lit('{"limit":100}')}::jsonb`));
+      pgLines = [
+        `pgbench of the check's own statement and of the bare anchor's (\`${checkStatement.split('\n')[1].replace(/'[0-9a-f]{64}'/, "'<key hash>'")}\`, `
+          + `a custom script with prepared statements, as billing_api, ${PGBENCH_SECONDS} s at the API's pool size and at autocannon's connection count; `
+          + 'latency percentiles from its per-transaction log), then the older pgbench rows (prepared, as billing_api, '
+          + `${DURATION} s each; the tenant set per session for the old anchor's function):`,
+        '',
+        '| SQL | clients | tps | latency avg ms | p50 ms | p99 ms |',
+        '|---|---:|---:|---:|---:|---:|',
+        pgRow(pgCheckPool), pgRow(pgCheckConns), pgRow(pgBare), pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckToken), pgRow(pgList),
+      ];
+      pgRatios = [
+        `- entitlement check over HTTP / pgbench of its own statement at ${POOL} clients: ${pct(check.rps, pgCheckPool.tps)} `
+          + `(bare anchor / the same: ${pct(bare.rps, pgCheckPool.tps)}); the check's statement / the bare anchor's, both at ${POOL} clients: `
+          + `**${pct(pgCheckPool.tps, pgBare.tps)}**, p99 ${ms(pgCheckPool.p99)} / ${ms(pgBare.p99)} ms.`,
+        `- its statement on a leased token / with a token taken per request (${CONNECTIONS} clients): ${pct(pgCheckConns.tps, pgCheckToken.tps)}.`,
+        `- subscriptions?limit=100 over HTTP / pgbench of its SQL: **${pct(list.rps, pgList.tps)}** (goal >= 85%).`,
+      ];
+    } else {
+      log('pgbench not found (PATH, /usr/lib/postgresql/*/bin): its rows are skipped');
+      pgLines = ['pgbench: not installed on this machine (looked in PATH and /usr/lib/postgresql/*/bin): its rows are skipped in this run.'];
+    }
     const body = [
       `Run ${started} by \`npx tsx bench/read/run.ts\` on ${machineLine(version)} (1-minute load before the runs: ${loadBefore.split(' ')[0]}).`,
-      `Data: ${MEMBERS.toLocaleString('en')} members, 200,000 subscriptions, 200,000 ledger rows, 1,000,000 events. `
-        + `${CONNECTIONS} connections, ${DURATION} s per run after a ${WARMUP} s warm-up on the same server; API and anchor pools of ${process.env.PG_POOL_SIZE ?? '8'}; `
+      `Data: ${MEMBERS.toLocaleString('en')} members, ${(2 * MEMBERS).toLocaleString('en')} subscriptions, ${MEMBERS.toLocaleString('en')} ledger rows with jsonb sources and benefits, ${EVENTS.toLocaleString('en')} events. `
+        + `${CONNECTIONS} connections, ${DURATION} s per run after a ${WARMUP} s warm-up on the same server; API and anchor pools of ${POOL}; `
         + 'autocannon, the servers, PostgreSQL and pgbench share the machine. The API writes its access log (one JSON line per request) to a file; '
         + 'rate limits are lifted (a burst of 10^9: leases of 20 tokens).',
+      '',
+      `**Bare anchor** (issue 33): a bare Express 5 + pg server with the API's pool size (${POOL}) answering the same GET /v1/entitlements/check `
+        + 'with a named prepared statement calling one plain plpgsql function that sets the tenant with set_config and reads copies of the same '
+        + 'seeded ledger rows under their own RLS policy, no function of the project (bench/read/bare-anchor-server.ts). '
+        + 'The old anchor (a second row) sends an unnamed statement calling a SQL function over billing.current_community_id().',
       '',
       'HTTP (autocannon):',
       '',
       '| server / endpoint | req/s | p50 ms | p99 ms | RSS MB | server CPU us/req | machine CPU busy | errors |',
       '|---|---:|---:|---:|---:|---:|---:|---:|',
-      httpRow(bare), httpRow(check), httpRow(check50), httpRow(list),
+      httpRow(bare), httpRow(old), httpRow(check), httpRow(check50), httpRow(list),
       '',
-      `pgbench (${CONNECTIONS} clients, prepared statements, as billing_api):`,
-      '',
-      '| SQL | tps | latency avg ms |',
-      '|---|---:|---:|',
-      pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckLeased), pgRow(pgCheckToken), pgRow(pgList),
+      ...pgLines,
       '',
       'Operator dashboard pages on the same data (an owner signed in; 20 requests in a row per page after one warm-up, while nothing else runs):',
       '',
@@ -322,16 +474,17 @@ async function main() {
       '',
       'Ratios, each from figures of this run:',
       '',
-      `- entitlement check / bare Express + pg anchor: **${pct(check.rps, bare.rps)}** with one key, **${pct(check50.rps, bare.rps)}** with 50 keys (goal of issue 17: >= 85%); p99 ${check.p99} / ${check50.p99} ms (goal < 25 ms; the anchor's own p99: ${bare.p99} ms).`,
-      `- entitlement check over HTTP / pgbench of its SQL on a leased token: ${pct(check.rps, pgCheckLeased.tps)}.`,
-      `- its SQL on a leased token / with a token taken per request: ${pct(pgCheckLeased.tps, pgCheckToken.tps)}.`,
-      `- subscriptions?limit=100 over HTTP / pgbench of its SQL: **${pct(list.rps, pgList.tps)}** (goal >= 85%).`,
+      `- entitlement check / bare anchor: **${pct(check.rps, bare.rps)}** with one key, **${pct(check50.rps, bare.rps)}** with 50 keys (goal of issue 33: >= 100%); `
+        + `p99 ${check.p99} / ${check50.p99} ms against the bare anchor's ${bare.p99} ms: **${(check.p99 / bare.p99).toFixed(2)}x** / **${(check50.p99 / bare.p99).toFixed(2)}x** (goal <= 1.5x); `
+        + `RSS ${check.rssMb.toFixed(0)} MB against ${bare.rssMb.toFixed(0)} MB.`,
+      `- entitlement check / old anchor: ${pct(check.rps, old.rps)} with one key (bare anchor / old anchor: ${pct(bare.rps, old.rps)}).`,
+      ...pgRatios,
     ].join('\n');
     process.stdout.write(`\n${body}\n`);
     writeResultsSection('## Read API', body);
     log('wrote the "Read API" section of bench/RESULTS.md');
   } finally {
-    anchor.stop();
+    anchor?.stop();
     server?.stop();
     if (process.env.BENCH_KEEP_DB !== '1' && process.env.BENCH_REUSE_DB !== '1') {
       const admin = new pg.Client({ connectionString: withDatabase(SERVER, 'postgres') });

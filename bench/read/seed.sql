@@ -1,4 +1,5 @@
--- Bulk seed for the read benchmark (run as a superuser owner; :'community' is set).
+-- Bulk seed for the read benchmark (run as a superuser owner; :'community', :members
+-- and :events are set by run.ts: 100,000 and 1,000,000 unless BENCH_MEMBERS/BENCH_EVENTS).
 -- Triggers are off (session_replication_role = replica): the ledger rows are
 -- generated in bulk below exactly as the ledger would hold them.
 set session_replication_role = replica;
@@ -21,9 +22,9 @@ select e.community_id, e.id, pc.id, 'role', e.key from billing.entitlements e
 join billing.platform_configs pc on pc.community_id = e.community_id where e.community_id = :'community';
 
 create temp table bm as
-  select g, billing.gen_id('mem') as id from generate_series(1, 100000) g order by g;
+  select g, billing.gen_id('mem') as id from generate_series(1, :members) g order by g;
 insert into billing.members (community_id, id, created_at)
-select :'community', id, now() - (100000 - g) * interval '1 minute' from bm order by g;
+select :'community', id, now() - (:members - g) * interval '1 minute' from bm order by g;
 insert into billing.member_identities (community_id, member_id, platform, platform_uid, username)
 select :'community', id, 'discord', 'd' || g, 'user' || g from bm;
 insert into billing.external_subjects (community_id, member_id, namespace, external_user_id)
@@ -45,7 +46,7 @@ insert into billing.subscriptions (community_id, id, member_id, plan_id, status,
   current_period_end, cancelled_at, created_at, price_cents)
 select :'community', s.id, b.id, s.plan_id, s.status, now() - interval '10 days', now() + interval '20 days',
   case when s.status in ('cancelled', 'cancelling') then now() - interval '5 days' end,
-  now() - (200000 - (s.k - 1) * 100000 - s.g) * interval '30 seconds',
+  now() - (2 * :members - (s.k - 1) * :members - s.g) * interval '30 seconds',
   (select p.amount_cents from billing.plans p where p.community_id = :'community' and p.id = s.plan_id)
 from bs s join bm b on b.g = s.g order by s.id;
 
@@ -64,9 +65,9 @@ join billing.entitlement_benefits eb on eb.community_id = :'community' and eb.en
 where s.k = 2;
 
 insert into billing.events (community_id, id, type, created_at, data)
-select :'community', billing.gen_id('evt'), 'member.entitlement.granted', now() - (1000000 - g) * interval '1 second',
+select :'community', billing.gen_id('evt'), 'member.entitlement.granted', now() - (:events - g) * interval '1 second',
   jsonb_build_object('member', jsonb_build_object('id', 'mem_' || g), 'reason', 'activation')
-from generate_series(1, 1000000) g;
+from generate_series(1, :events) g;
 
 set session_replication_role = origin;
 -- The display name and search text the members' triggers keep (30-members.sql).

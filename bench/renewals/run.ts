@@ -10,6 +10,16 @@
 // measures the check again while the storm runs. Prints the figures and writes them
 // under "## Renewal storm" in bench/RESULTS.md. Goal (issue 17): all renewed within
 // 60 s, the check's p99 within 2x of its quiet value.
+// The anchor (issue 33), in the same run before the storm: the same renewal batches'
+// bare statements. A clone of the seeded database (CREATE DATABASE ... TEMPLATE) has
+// the user triggers of the tables the batches write (subscriptions, invoices,
+// payment_attempts) disabled, foreign keys and constraints kept, as bench/ledger's
+// 'bare' anchor; the same calls the worker's task makes
+// (billing_private.worker_apply_due_batch in batches of 500, then _finish) run there
+// from one connection while the check runs against the API as during the storm. The
+// storm's renewals/s is printed against it; the clone is dropped before the storm. A
+// second figure times, in that same anchor run, only the batch's writes inside
+// billing.renew_batch (its copy on the clone has a clock around them).
 // Env: BENCH_SUBSCRIPTIONS, BENCH_CONNECTIONS (the check's, 10), BENCH_WORKER_CONCURRENCY (1).
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
@@ -17,13 +27,18 @@ import path from 'node:path';
 import readline from 'node:readline';
 import pg from 'pg';
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
-import { createBenchDatabase, machineLine, writeResultsSection } from '../support';
+import { withDatabase } from '../../src/db/migrate';
+import { adminQuery, createBenchDatabase, machineLine, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const DB = 'billing_bench_renewals';
+const DB = process.env.BENCH_DB ?? 'billing_bench_renewals';
+const DB_BARE = `${DB}_bare`;
+/** The tables a renewal batch writes; their user triggers are off in the bare anchor's clone. */
+const BARE_TABLES = ['billing.subscriptions', 'billing.invoices', 'billing.payment_attempts'];
+const BATCH = 500; // worker/tasks/subscriptions__apply_due.ts BATCH
 const N = Number(process.env.BENCH_SUBSCRIPTIONS ?? 100_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const PORT = 3911;
+const PORT = Number(process.env.BENCH_PORT ?? 3911);
 const GOAL_SECONDS = 60;
 
 // autocannon ships no type declarations: the part used here.
@@ -95,15 +110,78 @@ function checkUntilStopped(key: string): { stop(): Promise<AutocannonResult> } {
   return { stop: () => { instance.stop(); return result; } };
 }
 
+/**
+ * On the anchor's clone only: billing.renew_batch again with a clock around its writes
+ * (the invoices' numbers and insert, their payment attempts, the subscriptions'
+ * update: from `with blocks as (` to the update's row count), summed in the session
+ * setting bench.renew_writes_us. False (and the figure left out) when the function no
+ * longer has those markers.
+ */
+async function timeRenewWrites(db: pg.Client): Promise<boolean> {
+  const { rows: [{ def }] } = await db.query<{ def: string }>(`select pg_get_functiondef('billing.renew_batch(text[], timestamptz)'::regprocedure) as def`);
+  const begin = '  with blocks as (';
+  const end = '  get diagnostics v_done = row_count;';
+  if (def.split(begin).length !== 2 || def.split(end).length !== 2 || !def.includes('\ndeclare\n')) {
+    log('billing.renew_batch has changed shape: the writes alone are not timed');
+    return false;
+  }
+  await db.query(def.replace('\ndeclare\n', '\ndeclare\n  v_bench_t timestamptz;\n')
+    .replace(begin, `  v_bench_t := clock_timestamp();\n${begin}`)
+    .replace(end, `${end}\n  perform set_config('bench.renew_writes_us', (coalesce(nullif(current_setting('bench.renew_writes_us', true), '')::float8, 0)
+    + extract(epoch from clock_timestamp() - v_bench_t) * 1e6)::text, false);`));
+  return true;
+}
+
+/**
+ * The anchor: on the clone at `url`, the renewal batches' triggers off, the clock moved
+ * as for the storm, the worker task's calls timed from one connection while the check
+ * runs against the API (on the storm's database, as during the storm).
+ */
+async function bareBatches(url: string, communityId: string, key: string): Promise<{ renewed: number; seconds: number; rate: number; writesSeconds: number | null; check: AutocannonResult }> {
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  try {
+    for (const table of BARE_TABLES) await db.query(`alter table ${table} disable trigger user`);
+    const timed = await timeRenewWrites(db);
+    await db.query(`update billing.communities set clock_offset = interval '1 day 1 minute' where id = $1`, [communityId]);
+    const during = checkUntilStopped(key);
+    const t0 = performance.now();
+    let after: string | null = null;
+    for (;;) {
+      const batch: pg.QueryResult<{ r: { last_id: string | null; more: boolean } }> = await db.query(
+        'select billing_private.worker_apply_due_batch($1, $2, $3) as r', [communityId, after, BATCH]);
+      const { more, last_id: last } = batch.rows[0].r;
+      if (!more) break;
+      after = last;
+    }
+    await db.query('select billing_private.worker_apply_due_finish($1)', [communityId]);
+    const seconds = (performance.now() - t0) / 1000;
+    const check = await during.stop();
+    const { rows: [c] } = await db.query<{ renewed: number }>(`select count(*)::int as renewed from billing.subscriptions
+      where community_id = $1 and current_period_end > now() + interval '2 days'`, [communityId]);
+    const writesSeconds = timed
+      ? Number((await db.query<{ us: string | null }>(`select current_setting('bench.renew_writes_us', true) as us`)).rows[0].us ?? 0) / 1e6 : null;
+    log(`anchor (bare statements): ${c.renewed.toLocaleString('en')} renewed in ${seconds.toFixed(1)} s (${(c.renewed / seconds).toFixed(0)}/s); `
+      + `its writes alone ${writesSeconds === null ? 'not timed' : `${writesSeconds.toFixed(1)} s`}; check meanwhile p99 ${check.latency.p99} ms`);
+    return { renewed: c.renewed, seconds, rate: c.renewed / seconds, writesSeconds, check };
+  } finally {
+    await db.end();
+  }
+}
+
 async function main(): Promise<void> {
   log(`creating ${DB} on ${new URL(SERVER).host}`);
   const url = await createBenchDatabase(SERVER, DB);
-  const owner = new pg.Pool({ connectionString: url, max: 2 });
+  let owner = new pg.Pool({ connectionString: url, max: 2 });
   const children: ChildProcess[] = [];
   try {
     const community = await createCommunity(owner, 'Storm community');
     const { key } = await createKey(owner, community.id, ['members:read']);
     await seed(owner, community.id);
+    // The anchor's clone of the seed, taken while nothing else is connected to it.
+    await owner.end();
+    await adminQuery(SERVER, `drop database if exists ${DB_BARE} with (force)`, `create database ${DB_BARE} template ${DB}`);
+    owner = new pg.Pool({ connectionString: url, max: 2 });
     const api = await startChild(path.join(__dirname, '../read/server.ts'), {
       DATABASE_URL: url, NODE_ENV: 'production', BENCH_PORT: String(PORT), LOG_LEVEL: 'info',
       RATE_LIMIT_KEY_PER_MINUTE: '1000000000', RATE_LIMIT_KEY_BURST: '1000000000',
@@ -113,6 +191,11 @@ async function main(): Promise<void> {
     await check(key, 3);
     const quiet = await check(key, 10);
     log(`quiet check: ${quiet.requests.average.toFixed(0)} req/s, p50 ${quiet.latency.p50} ms, p99 ${quiet.latency.p99} ms`);
+
+
+    // The anchor: the same batches' bare statements on the clone, the check running meanwhile.
+    const bare = await bareBatches(withDatabase(SERVER, DB_BARE), community.id, key);
+    await adminQuery(SERVER, `drop database if exists ${DB_BARE} with (force)`);
 
     const worker = await startChild(path.join(__dirname, '../webhooks/worker.ts'), {
       BENCH_DATABASE_URL: url, BENCH_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
@@ -148,11 +231,19 @@ async function main(): Promise<void> {
         where s.community_id = $1 group by s.id having count(i.id) <> 1) x`, [community.id]);
     const { rows: [v] } = await owner.query<{ v: string }>('select current_setting($$server_version$$) as v');
     const done = renewed >= N && paid >= N;
+    const rate = renewed / seconds;
+    const p99Ratio = busy.latency.p99 / quiet.latency.p99;
     const body = [
       `Run ${new Date(started).toISOString()} by \`npx tsx bench/renewals/run.ts\` on ${machineLine(v.v)} (1-minute load ${loadBefore.toFixed(1)} before the storm).`,
       `${N.toLocaleString('en')} sandbox subscriptions of one community end their period at the same moment; one worker process `
         + `(concurrency ${process.env.BENCH_WORKER_CONCURRENCY ?? '1'}) applies them in batches of 500, one transaction each. `
         + `Meanwhile autocannon sends GET /v1/entitlements/check over ${CONNECTIONS} connections.`,
+      '',
+      `**Anchor** (issue 33): the same renewal batches' bare statements, i.e. the worker's calls (worker_apply_due_batch, ${BATCH} per batch, then _finish) `
+        + `on a clone of the same seed whose ${BARE_TABLES.join(', ')} have their user triggers disabled (no events, ledger, outbox, rollup or audit; `
+        + 'constraints and foreign keys kept), from one connection, in this run before the storm with the check running as during it. '
+        + 'Its second figure counts only the time inside renew_batch\'s writes (invoice numbers and insert, payment attempts, subscription update), '
+        + 'not the batch\'s selection, locks or terms.',
       '',
       '| figure | value |',
       '|---|---:|',
@@ -160,10 +251,17 @@ async function main(): Promise<void> {
       `| invoices paid | ${paid.toLocaleString('en')} |`,
       `| subscriptions without exactly one paid invoice | ${wrong.n.toLocaleString('en')} |`,
       `| storm time (job queued to last renewal seen) | ${done ? `${seconds.toFixed(1)} s` : `not done after ${seconds.toFixed(0)} s`} |`,
-      `| renewals per second | ${(renewed / seconds).toFixed(0)} |`,
+      `| renewals per second | ${rate.toFixed(0)} |`,
+      `| anchor: bare statements, renewed | ${bare.renewed.toLocaleString('en')} of ${N.toLocaleString('en')} in ${bare.seconds.toFixed(1)} s |`,
+      `| anchor: bare statements, renewals per second | ${bare.rate.toFixed(0)} |`,
+      `| storm / anchor | **${(100 * rate / bare.rate).toFixed(0)}%** (goal of issue 33: >= 30%) |`,
+      `| second anchor: the batches' writes alone (time inside renew_batch's insert and update statements), renewals per second | ${bare.writesSeconds ? (bare.renewed / bare.writesSeconds).toFixed(0) : 'not timed'} |`,
+      `| storm / writes alone | ${bare.writesSeconds ? `${(100 * rate * bare.writesSeconds / bare.renewed).toFixed(0)}%` : '-'} |`,
       `| check alone: req/s, p50, p99 | ${quiet.requests.average.toFixed(0)}, ${quiet.latency.p50} ms, ${quiet.latency.p99} ms |`,
       `| check during the storm: req/s, p50, p99 | ${busy.requests.average.toFixed(0)}, ${busy.latency.p50} ms, ${busy.latency.p99} ms |`,
       `| check errors during the storm | ${busy.errors + busy.non2xx} |`,
+      `| check during the anchor: req/s, p50, p99 | ${bare.check.requests.average.toFixed(0)}, ${bare.check.latency.p50} ms, ${bare.check.latency.p99} ms |`,
+      `| check p99 during the storm / quiet | **${p99Ratio.toFixed(2)}x** (goal: <= 2x) |`,
       '',
       `Goal (issue 17): within ${GOAL_SECONDS} s, and the check's p99 within 2x of its quiet value: `
         + `**${done && seconds <= GOAL_SECONDS ? 'met' : 'missed'}** on time, **${busy.latency.p99 <= 2 * quiet.latency.p99 ? 'met' : 'missed'}** on p99.`,
@@ -176,12 +274,8 @@ async function main(): Promise<void> {
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await owner.end();
-    if (process.env.BENCH_KEEP_DB !== '1') {
-      const admin = new pg.Client({ connectionString: SERVER });
-      await admin.connect();
-      await admin.query(`drop database if exists ${DB} with (force)`);
-      await admin.end();
-    }
+    await adminQuery(SERVER, `drop database if exists ${DB_BARE} with (force)`);
+    if (process.env.BENCH_KEEP_DB !== '1') await adminQuery(SERVER, `drop database if exists ${DB} with (force)`);
   }
 }
 

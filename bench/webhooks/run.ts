@@ -1,5 +1,6 @@
 // Webhook delivery benchmark: `npx tsx bench/webhooks/run.ts [--events 10000]
-// [--rate 1500] [--batch 25] [--workers 1] [--concurrency 8] [--endpoints 2]`.
+// [--rate 1500] [--batch 25] [--workers 1] [--concurrency 8] [--endpoints 2]
+// [--anchor-posts-per-job 1]`.
 //
 // Creates its own database (on DATABASE_URL's server, or the machine's PostgreSQL at
 // postgres://postgres@127.0.0.1:5432), one community with N endpoints on a local
@@ -7,9 +8,18 @@
 //   1. sustained: commits --events entitlement events at --rate events/s, --batch per
 //      INSERT/commit, and measures deliveries/s and commit-to-receipt p50/p99;
 //   2. backlog: commits the same number again as fast as it can (500 per statement)
-//      and measures how fast the queue drains.
+//      and measures how fast the queue drains;
+//   3. the anchor (issue 33), in the same run once the service's workers have stopped:
+//      graphile-worker (the project's version, anchor-worker.ts) in as many processes
+//      with the same concurrency, draining a full queue of as many jobs as the backlog
+//      had deliveries (--anchor-posts-per-job k: a k-th as many jobs of k POSTs each,
+//      sent at once), each a plain HTTP POST of a body of the backlog's mean size to
+//      the same receiver (no signing, no delivery rows); the queue is filled in one
+//      transaction and timed from its commit to the last receipt. Prints the backlog's
+//      deliveries/s against it.
 // Every delivery is verified (HMAC of id.timestamp.body) and counted: nothing may be
-// lost, and duplicates are reported.
+// lost, and duplicates are reported. The receiver computes an HMAC of each anchor
+// request too (the same work per request), not checked.
 import { spawn, ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import crypto from 'node:crypto';
@@ -33,9 +43,13 @@ const BATCH = arg('batch', 25);
 const WORKERS = arg('workers', 1);
 const CONCURRENCY = arg('concurrency', 8);
 const ENDPOINTS = arg('endpoints', 2);
+const ANCHOR_POSTS_PER_JOB = Math.max(1, arg('anchor-posts-per-job', 1));
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ANCHOR_HMAC_KEY = Buffer.alloc(32, 33);
+// Its package.json is not among graphile-worker's exports: read from node_modules.
+const GRAPHILE_WORKER_VERSION = (JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../node_modules/graphile-worker/package.json'), 'utf8')) as { version: string }).version;
 
-interface Receipt { at: number; ok: boolean }
+interface Receipt { at: number; ok: boolean; bytes: number }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
 function cpuSeconds(pid: number): number {
@@ -68,6 +82,7 @@ async function main() {
   const owner = new pg.Pool({ connectionString: url, max: 4 });
   owner.on('error', () => {});
   const workers: ChildProcess[] = [];
+  const anchorWorkers: ChildProcess[] = [];
   const server = http.createServer();
   try {
     await applyMigrations(url, { includeCurrent: true });
@@ -78,6 +93,7 @@ async function main() {
     const hmacKeys = new Map<string, Buffer>();
     const receipts = new Map<string, Receipt[]>(); // "<endpoint path> <webhook-id>" -> receipts
     let badSignatures = 0;
+    const anchorReceipts = new Map<string, { at: number; count: number }>(); // "<anchor path> <id>"
     server.keepAliveTimeout = 60_000;
     server.on('request', (req, res) => {
       const chunks: Buffer[] = [];
@@ -86,6 +102,16 @@ async function main() {
         const at = performance.timeOrigin + performance.now();
         const body = Buffer.concat(chunks).toString('utf8');
         const id = String(req.headers['webhook-id']);
+        if (req.url?.startsWith('/anchor/')) {
+          crypto.createHmac('sha256', ANCHOR_HMAC_KEY).update(`${id}.0.${body}`).digest('base64');
+          const slot = `${req.url} ${id}`;
+          const got = anchorReceipts.get(slot);
+          if (got) got.count++;
+          else anchorReceipts.set(slot, { at, count: 1 });
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
+          res.end('ok');
+          return;
+        }
         const ts = String(req.headers['webhook-timestamp']);
         const k = hmacKeys.get(req.url ?? '');
         const expected = k ? `v1,${crypto.createHmac('sha256', k).update(`${id}.${ts}.${body}`).digest('base64')}` : '';
@@ -93,7 +119,7 @@ async function main() {
         if (!ok) badSignatures++;
         const slot = `${req.url} ${id}`;
         const list = receipts.get(slot) ?? [];
-        list.push({ at, ok });
+        list.push({ at, ok, bytes: Buffer.byteLength(body) });
         receipts.set(slot, list);
         res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
         res.end('ok');
@@ -112,18 +138,21 @@ async function main() {
         [community.id, e.id, encryptSecret(parseEncryptionKey(key), community.id, e.id, secret)]);
     }
 
-    for (let i = 0; i < WORKERS; i++) {
-      const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker.ts')], {
-        cwd: path.resolve(__dirname, '../..'),
-        env: { ...process.env, BENCH_DATABASE_URL: url, BENCH_ENCRYPTION_KEY: key, BENCH_CONCURRENCY: String(CONCURRENCY) },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      workers.push(proc);
-      await new Promise<void>((resolve, reject) => {
-        readline.createInterface({ input: proc.stdout! }).once('line', () => resolve());
-        proc.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
-      });
-    }
+    const startWorkers = async (script: string, into: ChildProcess[]) => {
+      for (let i = 0; i < WORKERS; i++) {
+        const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, script)], {
+          cwd: path.resolve(__dirname, '../..'),
+          env: { ...process.env, BENCH_DATABASE_URL: url, BENCH_ENCRYPTION_KEY: key, BENCH_CONCURRENCY: String(CONCURRENCY) },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        into.push(proc);
+        await new Promise<void>((resolve, reject) => {
+          readline.createInterface({ input: proc.stdout! }).once('line', () => { proc.removeAllListeners('exit'); resolve(); });
+          proc.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+        });
+      }
+    };
+    await startWorkers('worker.ts', workers);
 
     const data = (n: number) => ({
       member: { id: `mem_${n}`, identities: [{ platform: 'discord', platform_uid: String(100000 + n), username: `user${n}` }], external_subjects: [] },
@@ -233,6 +262,51 @@ async function main() {
     // Counted at the receiver, not computed: every request that reached it.
     let requests = 0;
     for (const list of receipts.values()) requests += list.length;
+
+    // 3. The anchor: the service's workers stop; graphile-worker alone drains a full queue
+    // of plain POSTs, as many as the backlog delivered, each of the backlog's mean body size.
+    const stopped = workers.map((w) => new Promise<void>((resolve) => { if (w.exitCode !== null) resolve(); else w.once('exit', () => resolve()); }));
+    for (const w of workers) w.kill('SIGTERM');
+    await Promise.race([Promise.all(stopped), new Promise((r) => setTimeout(r, 10_000))]);
+    let backlogBytes = 0;
+    let backlogBodies = 0;
+    for (const id of backlog.keys()) {
+      for (let i = 0; i < ENDPOINTS; i++) {
+        const got = receipts.get(`/hook/${i} ${id}`);
+        if (got) { backlogBytes += got[0].bytes; backlogBodies++; }
+      }
+    }
+    const bodyBytes = Math.round(backlogBytes / Math.max(backlogBodies, 1));
+    const jobs = Math.ceil((EVENTS * ENDPOINTS) / ANCHOR_POSTS_PER_JOB);
+    const posts = jobs * ANCHOR_POSTS_PER_JOB;
+    const anchorBody = (() => {
+      const shell = JSON.stringify({ type: 'bench.anchor', pad: '' });
+      return JSON.stringify({ type: 'bench.anchor', pad: 'x'.repeat(Math.max(0, bodyBytes - shell.length)) });
+    })();
+    await startWorkers('anchor-worker.ts', anchorWorkers);
+    const anchorCpu0 = anchorWorkers.reduce((t, w) => t + cpuSeconds(w.pid!), 0);
+    await client.query('begin');
+    await client.query(`select graphile_worker.add_job('bench_anchor__post', json_build_object(
+        'url', $1::text || (g % $2::int)::text, 'body', $3::text,
+        'ids', (select json_agg('anchor_' || g || '_' || k) from generate_series(1, $5::int) k)))
+      from generate_series(1, $4::int) g`, [`http://127.0.0.1:${port}/anchor/`, ENDPOINTS, anchorBody, jobs, ANCHOR_POSTS_PER_JOB]);
+    await client.query('commit');
+    const anchorStart = performance.timeOrigin + performance.now();
+    const anchorDeadline = Date.now() + 300_000;
+    while (anchorReceipts.size < posts && Date.now() < anchorDeadline) await new Promise((r) => setTimeout(r, 50));
+    let anchorLast = 0;
+    let anchorDuplicates = 0;
+    for (const r of anchorReceipts.values()) { anchorLast = Math.max(anchorLast, r.at); anchorDuplicates += r.count - 1; }
+    const anchorSeconds = (anchorLast - anchorStart) / 1000;
+    const anchor = {
+      phase: `anchor: graphile-worker, plain POSTs from a full queue (${ANCHOR_POSTS_PER_JOB} per job)`, jobs, posts, deliveries: anchorReceipts.size, lost: posts - anchorReceipts.size,
+      duplicates: anchorDuplicates, seconds: Number(anchorSeconds.toFixed(2)), deliveries_per_second: Math.round(anchorReceipts.size / anchorSeconds),
+      body_bytes: Buffer.byteLength(anchorBody), backlog_mean_body_bytes: bodyBytes,
+      cpu_seconds: Number((anchorWorkers.reduce((t, w) => t + cpuSeconds(w.pid!), 0) - anchorCpu0).toFixed(2)),
+    };
+    process.stdout.write(`${JSON.stringify(anchor)}\n`);
+    const ratio = `${((100 * b.deliveries_per_second) / anchor.deliveries_per_second).toFixed(0)}%`;
+    process.stdout.write(`${JSON.stringify({ backlog_over_anchor: ratio, sustained_over_anchor: `${((100 * a.deliveries_per_second) / anchor.deliveries_per_second).toFixed(0)}%` })}\n`);
     process.stdout.write(`${JSON.stringify({ cpu_seconds: cpu, receiver_requests: requests, distinct_deliveries: receipts.size })}\n`);
     const row = (r: ReturnType<typeof measure>) =>
       `| ${r.phase} | ${r.events.toLocaleString('en')} | ${r.deliveries.toLocaleString('en')} | ${r.lost} | ${r.duplicates} | ${r.seconds} | ${r.deliveries_per_second} | ${r.p50_ms} | ${r.p99_ms} | ${r.max_ms} |`;
@@ -242,20 +316,29 @@ async function main() {
         + `on ${os.cpus().length} vCPU (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}; load average at the end `
         + `${os.loadavg().map((l) => l.toFixed(1)).join(' ')}. The receiver (in the bench process) verifies every signature and counts every request.`,
       '',
+      `**Anchor** (issue 33): graphile-worker ${GRAPHILE_WORKER_VERSION} in ${WORKERS} process(es) of concurrency ${CONCURRENCY} (the service's worker setup) `
+        + `draining a full queue of ${jobs.toLocaleString('en')} jobs of ${ANCHOR_POSTS_PER_JOB} POST(s) each (${posts.toLocaleString('en')} in all, at least the backlog's deliveries; `
+        + `committed in one transaction), each a plain HTTP POST of ${anchor.body_bytes} bytes (the backlog's mean body) to the same receiver, no signing and no delivery rows `
+        + '(bench/webhooks/anchor-worker.ts; the service\'s own jobs carry up to 50 deliveries of one endpoint).',
+      '',
       '| phase | events | deliveries received | lost | duplicates | seconds | deliveries/s | p50 ms | p99 ms | max ms |',
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
       row(a), row(b),
+      `| ${anchor.phase} | ${jobs.toLocaleString('en')} jobs, ${posts.toLocaleString('en')} POSTs | ${anchor.deliveries.toLocaleString('en')} | ${anchor.lost} | ${anchor.duplicates} | ${anchor.seconds} | ${anchor.deliveries_per_second} | - | - | - |`,
+      '',
+      `Backlog / anchor: **${ratio}** of the anchor's deliveries/s (goal of issue 33: >= 80%); sustained phase: ${a.deliveries_per_second} deliveries/s `
+        + `at an offer of ${RATE * ENDPOINTS} deliveries/s (${RATE} events/s x ${ENDPOINTS} endpoints), p99 ${a.p99_ms} ms. Anchor worker CPU: ${anchor.cpu_seconds} s.`,
       '',
       `Receiver: ${requests.toLocaleString('en')} requests in all (warm-up included), ${receipts.size.toLocaleString('en')} distinct (endpoint, webhook-id); `
         + `bad signatures ${badSignatures}; delivery rows ${state.succeeded.toLocaleString('en')} succeeded of ${state.total.toLocaleString('en')}. `
         + `CPU seconds: worker ${cpu.worker_processes}, receiver and producer ${cpu.receiver_and_producer}, PostgreSQL backends ${cpu.postgres_backends}.`,
     ].join('\n'));
     await client.end();
-    if (a.lost || b.lost || badSignatures) process.exitCode = 1;
+    if (a.lost || b.lost || badSignatures || anchor.lost) process.exitCode = 1;
   } finally {
-    for (const w of workers) w.kill('SIGTERM');
+    for (const w of [...workers, ...anchorWorkers]) w.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
-    for (const w of workers) w.kill('SIGKILL');
+    for (const w of [...workers, ...anchorWorkers]) w.kill('SIGKILL');
     server.closeAllConnections();
     server.close();
     await owner.end();
