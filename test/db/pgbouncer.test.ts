@@ -7,6 +7,7 @@
 // nothing that outlives a transaction. Needs the pgbouncer binary (.ci/run installs it):
 // without it this file fails, it is never skipped.
 import pg from 'pg';
+import { loadConfig } from '../../src/core/config';
 import { derivedPassword, loginUrl } from '../../src/db/logins';
 import { checkApiRole, createApiPool } from '../../src/db/pool';
 import { call, startApp, TEST_DB, type TestApp } from '../support/app';
@@ -75,9 +76,9 @@ test('concurrent REST, GraphQL and handler requests through 2 pooled server conn
   }
   // The app's clients really shared the pooler's server connections.
   expect(app.api.totalCount).toBeGreaterThan(SERVER_CONNECTIONS);
-  const { rows } = await app.owner.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity where usename = 'billing_app' and datname = current_database()`);
-  expect(rows[0].n).toBeLessThanOrEqual(SERVER_CONNECTIONS);
+  const database = new URL(TEST_DB()).pathname.slice(1);
+  expect(await bouncer.servers(database)).toBeGreaterThan(0);
+  expect(await bouncer.servers(database)).toBeLessThanOrEqual(SERVER_CONNECTIONS);
 });
 
 test('no role, tenant setting or prepared statement outlives a request on a pooled server connection', async () => {
@@ -118,4 +119,11 @@ test('behind the pooler, an API login that does not become billing_api by itself
   }
   // billing_app, as the migration leaves it, passes.
   await expect(checkApiRole(app.api)).resolves.toBeUndefined();
+});
+
+test('DATABASE_POOLER=transaction names the pooler in APP_DATABASE_URL: without it the service refuses to start', () => {
+  expect(() => loadConfig({ DATABASE_POOLER: 'transaction' })).toThrow(/set APP_DATABASE_URL to the pooler/);
+  expect(() => loadConfig({ DATABASE_POOLER: 'session' })).toThrow(/expected none or transaction/);
+  expect(loadConfig({ DATABASE_POOLER: 'transaction', APP_DATABASE_URL: 'postgres://billing_app@pgbouncer:6432/billing' }).databasePooler).toBe('transaction');
+  expect(loadConfig({}).databasePooler).toBe('none');
 });

@@ -5,15 +5,19 @@
 // (a pool of 2 server connections) and by global-setup.ts when TEST_POOLER=pgbouncer
 // (the API test files through it: .ci/run). docs/decisions/pgbouncer-transaction-mode.md
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 
 export interface PgBouncer {
   port: number;
   /** url with its host and port replaced by the pooler's (user, password and database kept). */
   through(url: string): string;
+  /** Its server connections to database (SHOW SERVERS on its admin console). */
+  servers(database: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -59,7 +63,8 @@ export async function startPgBouncer(serverUrl: string, logins: Record<string, s
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-pgbouncer-'));
   const port = await freePort();
   const authFile = path.join(dir, 'users.txt');
-  fs.writeFileSync(authFile, Object.entries(logins).map(([u, p]) => `${quote(u)} ${quote(p)}\n`).join(''), { mode: 0o600 });
+  const admin = { user: 'pgbouncer_admin', password: crypto.randomBytes(12).toString('hex') };
+  fs.writeFileSync(authFile, Object.entries({ ...logins, [admin.user]: admin.password }).map(([u, p]) => `${quote(u)} ${quote(p)}\n`).join(''), { mode: 0o600 });
   const ini = path.join(dir, 'pgbouncer.ini');
   fs.writeFileSync(ini, [
     '[databases]',
@@ -70,6 +75,7 @@ export async function startPgBouncer(serverUrl: string, logins: Record<string, s
     'unix_socket_dir =',
     'auth_type = scram-sha-256',
     `auth_file = ${authFile}`,
+    `admin_users = ${admin.user}`,
     'pool_mode = transaction',
     `default_pool_size = ${poolSize}`,
     'min_pool_size = 0',
@@ -110,6 +116,17 @@ export async function startPgBouncer(serverUrl: string, logins: Record<string, s
       u.hostname = '127.0.0.1';
       u.port = String(port);
       return u.toString();
+    },
+    servers: async (database: string) => {
+      const c = new pg.Client({ host: '127.0.0.1', port, user: admin.user, password: admin.password, database: 'pgbouncer' });
+      await c.connect();
+      try {
+        // The admin console speaks the simple protocol only: a query without values.
+        const { rows } = await c.query<{ database: string }>('show servers');
+        return rows.filter((r) => r.database === database).length;
+      } finally {
+        await c.end();
+      }
     },
     stop,
   };
