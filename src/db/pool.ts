@@ -1,5 +1,6 @@
 // Connection pools. The API pool connects as billing_app (src/db/logins.ts; never the
-// owner) and switches to the non-owner role billing_api, which has no BYPASSRLS: every
+// owner), directly or through PgBouncer (DATABASE_POOLER), and runs as the non-owner
+// role billing_api, which has no BYPASSRLS: every
 // query it runs is limited to the community the request gate (billing.gate_open) set
 // in its transaction.
 // The owner pool is for migrations, the operator CLI and back-office routes.
