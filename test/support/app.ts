@@ -48,7 +48,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
     ...overrides,
   };
   const owner = createOwnerPool(TEST_DB());
-  const api = createApiPool(opts.appDatabaseUrl ?? TEST_APP_DB(), 10, undefined, config.databasePooler);
+  const api = createApiPool(opts.appDatabaseUrl ?? TEST_APP_DB(), 10, config.dbTimeouts, config.databasePooler);
   const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner, services: opts.services?.(config) });
   const server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -65,7 +65,7 @@ export default async function globalSetup() {
   // direct, as in production (.ci/run; docs/decisions/pgbouncer-transaction-mode.md).
   if (process.env.TEST_POOLER) {
     if (process.env.TEST_POOLER !== 'pgbouncer') throw new Error(`TEST_POOLER: expected pgbouncer, got ${process.env.TEST_POOLER}`);
-    const pooler = await startPgBouncer(serverUrl, { billing_app: derivedPassword(process.env.BILLING_TEST_DB, 'billing_app') }, 4);
+    const pooler = await startPgBouncer(serverUrl, { billing_app: derivedPassword(process.env.BILLING_TEST_DB, 'billing_app') }, 6);
     (globalThis as { __pooler?: { stop(): Promise<void> } }).__pooler = pooler;
     process.env.BILLING_TEST_APP_DB = pooler.through(loginUrl(process.env.BILLING_TEST_DB, 'billing_app'));
   }
