@@ -19,7 +19,7 @@ import { Database, openDatabase } from './db/database';
 import { resolveEncryptionKey } from './db/encryption-key';
 import { migrateDatabase } from './db/migration-status';
 import { ensureLogin } from './db/logins';
-import { createApiPool, createOwnerPool } from './db/pool';
+import { checkApiRole, createApiPool, createOwnerPool } from './db/pool';
 import { recordServerUrl } from './db/server-url';
 
 /** The heavy modules, required once the database is starting (see the top). */
@@ -186,7 +186,9 @@ async function main() {
       config.appDatabaseUrl ?? ensureLogin(database.url, 'billing_app'),
       config.workerDatabaseUrl ?? ensureLogin(database.url, 'billing_worker'),
     ]);
-    api = createApiPool(appUrl, config.poolSize, config.dbTimeouts);
+    api = createApiPool(appUrl, config.poolSize, config.dbTimeouts, config.databasePooler);
+    // Through a pooler the role is the login's own default: refuse to serve without it.
+    if (config.databasePooler === 'transaction') await checkApiRole(api);
     clock.step('logins');
     // The worker needs the migrations and its login, nothing after: it starts beside the
     // demo check and the app. It gets this config too: it may hold a generated webhook

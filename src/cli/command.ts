@@ -89,7 +89,8 @@ export class CliContext {
   /** A pool as billing_api through the app login (RLS applies; set app.community_id per transaction). */
   async apiPool(): Promise<pg.Pool> {
     if (!this.api) {
-      this.api = createApiPool(this.config.appDatabaseUrl ?? await ensureLogin(await this.databaseUrl(), 'billing_app'), 2);
+      this.api = createApiPool(this.config.appDatabaseUrl ?? await ensureLogin(await this.databaseUrl(), 'billing_app'), 2,
+        undefined, this.config.databasePooler);
       this.pools.push(this.api);
     }
     return this.api;

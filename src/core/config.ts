@@ -21,6 +21,25 @@ export interface DbTimeouts {
   queryMs: number;
 }
 
+export type DatabasePooler = 'none' | 'transaction';
+
+/**
+ * DATABASE_POOLER: none (default) or transaction. A pooler serves the API pool only:
+ * migrations and the owner (DATABASE_URL) and the worker (WORKER_DATABASE_URL) keep
+ * sessions of their own (advisory locks, LISTEN, graphile-worker's prepared
+ * statements), so transaction mode needs APP_DATABASE_URL pointing at the pooler.
+ */
+export function databasePoolerSetting(value: string | undefined, appDatabaseUrl: string | undefined): DatabasePooler {
+  const text = (value ?? '').trim();
+  if (text === '' || text === 'none') return 'none';
+  if (text !== 'transaction') throw new Error(`DATABASE_POOLER: expected none or transaction, got "${text}"`);
+  if (!appDatabaseUrl) {
+    throw new Error('DATABASE_POOLER=transaction: set APP_DATABASE_URL to the pooler (PgBouncer) address; '
+      + 'DATABASE_URL (migrations) and WORKER_DATABASE_URL (the worker) stay direct connections to PostgreSQL.');
+  }
+  return 'transaction';
+}
+
 export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { connectMs: 5000, queryMs: 20000 };
 
 export interface Config {
@@ -29,8 +48,14 @@ export interface Config {
   databaseUrl: string | null;
   /** The API pool's login (APP_DATABASE_URL); null: billing_app, set up from DATABASE_URL (src/db/logins.ts). */
   appDatabaseUrl: string | null;
-  /** The worker's login (WORKER_DATABASE_URL); null: billing_worker, set up likewise. */
+  /** The worker's login (WORKER_DATABASE_URL); null: billing_worker, set up likewise. Always a direct connection. */
   workerDatabaseUrl: string | null;
+  /**
+   * What sits between the API pool (APP_DATABASE_URL) and PostgreSQL (DATABASE_POOLER):
+   * 'none', or 'transaction' for a pooler in transaction mode (PgBouncer), where the API
+   * sends no startup options and only unnamed statements (docs/decisions/pgbouncer-transaction-mode.md).
+   */
+  databasePooler: DatabasePooler;
   dataDir: string;
   publicBaseUrl: string | null;
   rateLimits: RateLimits;
@@ -266,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || null,
     appDatabaseUrl: env.APP_DATABASE_URL || null,
     workerDatabaseUrl: env.WORKER_DATABASE_URL || null,
+    databasePooler: databasePoolerSetting(env.DATABASE_POOLER, env.APP_DATABASE_URL),
     dataDir: env.BILLING_DATA_DIR ? path.resolve(env.BILLING_DATA_DIR) : path.join(packageRoot, '.data'),
     publicBaseUrl: env.PUBLIC_BASE_URL || null,
     rateLimits: {

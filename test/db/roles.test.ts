@@ -45,6 +45,17 @@ test('the worker logs in as billing_worker', async () => {
   expect(rows[0]).toEqual({ login: 'billing_worker', role: 'billing_worker' });
 });
 
+test('billing_app is billing_api by its own role default, without a startup option (PgBouncer refuses those)', async () => {
+  const c = new pg.Client({ connectionString: TEST_APP_DB() });
+  await c.connect();
+  try {
+    const { rows } = await c.query('select session_user::text as login, current_user::text as role');
+    expect(rows[0]).toEqual({ login: 'billing_app', role: 'billing_api' });
+  } finally {
+    await c.end();
+  }
+});
+
 test('the service logins are no superusers, cannot create roles or databases, bypass no RLS', async () => {
   const { rows } = await owner.query(`
     select rolname::text, rolsuper, rolcreaterole, rolcreatedb, rolbypassrls, rolreplication, rolinherit

@@ -9,7 +9,8 @@ import { createApp, createHttpServer } from '../../src/app';
 
 const config = loadConfig({ ...process.env, NODE_ENV: 'test' });
 const owner = createOwnerPool(process.env.CHILD_DATABASE_URL!, 2);
-const api = createApiPool(process.env.CHILD_APP_DATABASE_URL!, 4);
+// Through the run's PgBouncer when TEST_POOLER=pgbouncer (CHILD_APP_DATABASE_URL is then its address).
+const api = createApiPool(process.env.CHILD_APP_DATABASE_URL!, 4, undefined, process.env.BILLING_TEST_APP_DB ? 'transaction' : 'none');
 const { app } = createApp({ config, apiPool: api, ownerPool: owner });
 const server = createHttpServer(app);
 server.listen(0, '127.0.0.1', () => {

@@ -16,8 +16,13 @@ export const TEST_DB = () => {
   return url;
 };
 
-/** The run's database as the API's login (billing_app; set up by globalSetup). */
-export const TEST_APP_DB = () => loginUrl(TEST_DB(), 'billing_app');
+/**
+ * The run's database as the API's login (billing_app; set up by globalSetup): through
+ * the run's PgBouncer when TEST_POOLER=pgbouncer (BILLING_TEST_APP_DB), else direct.
+ */
+export const TEST_APP_DB = () => process.env.BILLING_TEST_APP_DB || loginUrl(TEST_DB(), 'billing_app');
+/** Whether this run's API pools go through a pooler in transaction mode (TEST_POOLER). */
+export const TEST_POOLED = () => Boolean(process.env.BILLING_TEST_APP_DB);
 /** The run's database as the worker's login (billing_worker). */
 export const TEST_WORKER_DB = () => loginUrl(TEST_DB(), 'billing_worker');
 
@@ -29,15 +34,21 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}, opts: { services?: (config: Config) => Services } = {}): Promise<TestApp> {
+/**
+ * opts.appDatabaseUrl: the API pool's URL (default TEST_APP_DB()); with
+ * databasePooler: 'transaction' in overrides, a pooler's (test/support/pgbouncer.ts).
+ */
+export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {},
+  opts: { services?: (config: Config) => Services; appDatabaseUrl?: string } = {}): Promise<TestApp> {
   const config: Config = {
     ...loadConfig({ NODE_ENV: 'test', ...env }),
+    ...(TEST_POOLED() ? { databasePooler: 'transaction' as const } : {}),
     // Tests fire many requests from one key; the limits themselves have their own tests.
     rateLimits: { key_per_minute: 1e6, key_burst: 1e6, ip_per_minute: 1e6, ip_burst: 1e6 },
     ...overrides,
   };
   const owner = createOwnerPool(TEST_DB());
-  const api = createApiPool(TEST_APP_DB(), 10);
+  const api = createApiPool(opts.appDatabaseUrl ?? TEST_APP_DB(), 10, config.dbTimeouts, config.databasePooler);
   const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner, services: opts.services?.(config) });
   const server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

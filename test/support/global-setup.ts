@@ -7,8 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbedded } from '../../src/db/embedded';
-import { ensureLogin } from '../../src/db/logins';
+import { derivedPassword, ensureLogin, loginUrl } from '../../src/db/logins';
 import { applyMigrations, migrationsFolder, withDatabase } from '../../src/db/migrate';
+import { startPgBouncer } from './pgbouncer';
 
 function migrationsHash(): string {
   const hash = crypto.createHash('sha256');
@@ -59,4 +60,13 @@ export default async function globalSetup() {
   // The migrated, empty template: a test that needs a database of its own clones it.
   process.env.BILLING_TEST_TEMPLATE = template;
   (globalThis as { __runDb?: string }).__runDb = runDb;
+  // TEST_POOLER=pgbouncer: the apps under test reach the database through a PgBouncer in
+  // transaction mode (TEST_APP_DB, startApp); this setup, the owner and the worker stay
+  // direct, as in production (.ci/run; docs/decisions/pgbouncer-transaction-mode.md).
+  if (process.env.TEST_POOLER) {
+    if (process.env.TEST_POOLER !== 'pgbouncer') throw new Error(`TEST_POOLER: expected pgbouncer, got ${process.env.TEST_POOLER}`);
+    const pooler = await startPgBouncer(serverUrl, { billing_app: derivedPassword(process.env.BILLING_TEST_DB, 'billing_app') }, 6);
+    (globalThis as { __pooler?: { stop(): Promise<void> } }).__pooler = pooler;
+    process.env.BILLING_TEST_APP_DB = pooler.through(loginUrl(process.env.BILLING_TEST_DB, 'billing_app'));
+  }
 }

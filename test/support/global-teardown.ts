@@ -3,6 +3,7 @@ import pg from 'pg';
 import { withDatabase } from '../../src/db/migrate';
 
 export default async function globalTeardown() {
+  await (globalThis as { __pooler?: { stop(): Promise<void> } }).__pooler?.stop();
   const runDb = (globalThis as { __runDb?: string }).__runDb;
   const server = process.env.BILLING_TEST_SERVER;
   if (runDb && server) {
