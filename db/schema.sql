@@ -1,4 +1,4 @@
--- db/migrations sha256:156b03734b667def82015203540dd5386ac9c1e73174fc2af2ae25524b682119 (regenerate with npm run db:schema)
+-- db/migrations sha256:fb8abcef0ab690c0e0d55ed05613f7f22b241a4bcd2a53d993d9d61f9c80c41d (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
