@@ -4,12 +4,12 @@ import http from 'node:http';
 
 export interface RawReply { status: number; headers: http.IncomingHttpHeaders; text: string; body: any } // eslint-disable-line @typescript-eslint/no-explicit-any
 
-export function raw(base: string, method: string, path: string, opts: { headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawReply> {
+export function raw(base: string, method: string, path: string, opts: { headers?: Record<string, string>; body?: string | Buffer; localAddress?: string } = {}): Promise<RawReply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const headers = { ...(opts.headers ?? {}) };
     if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
-    const req = http.request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
+    const req = http.request({ host: url.hostname, port: url.port, method, path, headers, agent: false, localAddress: opts.localAddress }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
