@@ -61,30 +61,9 @@ export const BENEFIT_TYPES: Record<PlanItem['platform'], readonly string[]> = {
   telegram: ['chat'],
 };
 
+// A Telegram chat named by its id or @channelname (the catalog's rule, billing.benefit_problem).
 const TELEGRAM_CHAT = /^(-?[1-9][0-9]{0,15}|@[A-Za-z][A-Za-z0-9_]{4,31})$/;
-const SNOWFLAKE = /^[1-9][0-9]{0,19}$/;
 
-/**
- * Why a benefit cannot be carried out on its platform, or null: the type is one the
- * platform carries out (BENEFIT_TYPES) and the value is what the call needs (a Discord
- * role or channel id, a Telegram chat id or @channelname). The same rule as the
- * database's billing.benefit_problem, which the catalog's puts hold for `billing catalog
- * apply`, the API and the dashboard; the type rule also binds every other door
- * (billing.benefit_type_problem; docs/decisions/benefit-types.md).
- */
-export function benefitProblem(platform: PlanItem['platform'], type: string, value: string): { field: 'type' | 'value'; problem: string } | null {
-  const types = BENEFIT_TYPES[platform];
-  if (!types.includes(type)) {
-    return { field: 'type', problem: `a ${platform} connection cannot carry out a benefit of type "${type}" (it can: ${types.map((t) => `"${t}"`).join(', ')})` };
-  }
-  if (platform === 'discord' && !SNOWFLAKE.test(value)) {
-    return { field: 'value', problem: `expected the Discord ${type} id (a snowflake: digits, e.g. "1234567890123456789")` };
-  }
-  if (platform === 'telegram' && !TELEGRAM_CHAT.test(value)) {
-    return { field: 'value', problem: 'expected the Telegram chat id (an integer, e.g. "-1001234567890") or a public @channelname' };
-  }
-  return null;
-}
 /** How long a Telegram invite link stays usable. */
 const INVITE_TTL_S = 7 * 24 * 3600;
 
