@@ -1,4 +1,4 @@
--- db/migrations sha256:fb8abcef0ab690c0e0d55ed05613f7f22b241a4bcd2a53d993d9d61f9c80c41d (regenerate with npm run db:schema)
+-- db/migrations sha256:bf036dea8269512363704237437c4a55ff3f2c3f975f2c4fd61bd8d40b45f43a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -8962,15 +8962,11 @@ begin
       (x.created_at at time zone 'UTC')::date as created_day, (x.cancel_counted_at at time zone 'UTC')::date as cancel_day,
       x.status = 'past_due' as past_due,
       x.status in ('active', 'trialing', 'past_due', 'cancelling') as subscriber,
-      -- in step: its movements add up to what it bills now (the facts say what they added
-      -- up to after the last refresh, in its currency at its monthly cents)
-      o.recorded_billing is not null
-        and (o.currency, o.monthly_cents, o.recorded_billing) = (x.currency, x.monthly_cents, x.billing_now) as in_step,
+      st.in_step,
       -- what its movements add up to after this refresh, when that is what it bills now:
       -- in step; or brought to now below (it has movements); or its first ones recorded
       -- below from its dates (a start and no end, or a start and an end)
-      case when o.recorded_billing is not null
-                and (o.currency, o.monthly_cents, o.recorded_billing) = (x.currency, x.monthly_cents, x.billing_now)
+      case when st.in_step
              or exists (select 1 from billing.mrr_movements r where r.community_id = k.c and r.subscription_id = k.id)
              or x.billing_from < 'infinity' and x.billing_until is null and x.billing_now
              or x.billing_from < 'infinity' and x.billing_until > x.billing_from and not x.billing_now
@@ -8979,6 +8975,10 @@ begin
     cross join lateral (select * from analytics.subscription_mrr m
                         where m.community_id = k.c and m.subscription_id = k.id offset 0) x
     left join od o on o.community_id = k.c and o.subscription_id = k.id
+    -- in step: its movements add up to what it bills now (the facts say what they added
+    -- up to after the last refresh, in its currency at its monthly cents)
+    cross join lateral (select o.recorded_billing is not null
+        and (o.currency, o.monthly_cents, o.recorded_billing) = (x.currency, x.monthly_cents, x.billing_now) as in_step) st
   ), chg as materialized (
     select coalesce(n.c, o.community_id) as c, coalesce(n.id, o.subscription_id) as id,
       o.subscription_id is not null as had, n.id is not null as has,
