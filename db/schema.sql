@@ -1,4 +1,4 @@
--- db/migrations sha256:bf036dea8269512363704237437c4a55ff3f2c3f975f2c4fd61bd8d40b45f43a (regenerate with npm run db:schema)
+-- db/migrations sha256:5237dba4727e62391c15f7b227f6c115c8f626c1d5d58f76b432af6d089cf7d7 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -10827,7 +10827,7 @@ begin
   if (v_r->>'allowed')::boolean then
     v_r := billing_private.take_token('code-fail:' || v_s.user_id, 0.2, 10);
     if not (v_r->>'allowed')::boolean and exists (select 1 from billing_private.operator_known_addresses k
-        where k.user_id = v_s.user_id and k.ip = p_ip and k.last_seen_at > now() - interval '90 days') then
+        where k.community_id = v_s.community_id and k.user_id = v_s.user_id and k.ip = p_ip and k.last_seen_at > now() - interval '90 days') then
       v_r := jsonb_build_object('allowed', true);
     elsif not (v_r->>'allowed')::boolean then
       perform billing_private.take_tokens(v_pair, 0.2, 5, 0, 1);
@@ -11640,8 +11640,9 @@ begin
   where s.community_id = v_s.community_id and s.id = v_s.id;
   perform billing_private.operator_code_succeeded(v_s.user_id, p_ip);
   if p_ip is not null then
-    insert into billing_private.operator_known_addresses as k (user_id, ip) values (v_s.user_id, p_ip)
-    on conflict (user_id, ip) do update set last_seen_at = now();
+    insert into billing_private.operator_known_addresses as k (community_id, user_id, ip)
+    values (v_s.community_id, v_s.user_id, p_ip)
+    on conflict (community_id, user_id, ip) do update set last_seen_at = now();
   end if;
   return jsonb_build_object('ok', true, 'session_id', v_s.id, 'community_id', v_s.community_id,
     'expires_at', billing.iso(now() + p_ttl),
@@ -11676,11 +11677,12 @@ begin
   -- An address becomes known once the whole sign-in succeeded: with a second factor,
   -- when its code was right (operator_sign_in_code).
   if not v_pending then
-    insert into billing_private.operator_known_addresses as k (user_id, ip) values (v_user.id, p_ip)
-    on conflict (user_id, ip) do update set last_seen_at = now();
+    insert into billing_private.operator_known_addresses as k (community_id, user_id, ip)
+    values (v_user.community_id, v_user.id, p_ip)
+    on conflict (community_id, user_id, ip) do update set last_seen_at = now();
   end if;
   delete from billing_private.operator_known_addresses k
-  where k.user_id = v_user.id and k.last_seen_at < now() - interval '90 days';
+  where k.community_id = v_user.community_id and k.user_id = v_user.id and k.last_seen_at < now() - interval '90 days';
   if p_email is not null and lower(trim(p_email)) = v_user.email then
     -- The address proved itself: its earlier typos are forgiven. The account's budget,
     -- shared with whoever else is guessing, only gets this attempt's token back.
@@ -11717,7 +11719,7 @@ begin
   v_account := billing_private.take_token('signin-fail:' || v_email, 2, 30);
   if not (v_account->>'allowed')::boolean and not exists (
       select 1 from billing_private.operator_known_addresses k
-      join billing_private.operator_users u on u.id = k.user_id
+      join billing_private.operator_users u on u.community_id = k.community_id and u.id = k.user_id
       where u.email = v_email and k.ip = p_ip and k.last_seen_at > now() - interval '90 days') then
     perform billing_private.take_tokens('signin-fail:' || v_email || ' ' || coalesce(p_ip, '?'), 0.2, 5, 0, 1);
     return jsonb_build_object('allowed', false, 'reason', 'link_required', 'retry_after', (v_account->>'retry_after')::bigint);
@@ -15777,10 +15779,25 @@ CREATE TABLE billing_private.analytics_deltas (
     expansion_cents numeric DEFAULT 0 NOT NULL,
     contraction_cents numeric DEFAULT 0 NOT NULL,
     churn_cents numeric DEFAULT 0 NOT NULL,
-    reactivation_cents numeric DEFAULT 0 NOT NULL
+    reactivation_cents numeric DEFAULT 0 NOT NULL,
+    id bigint NOT NULL
 );
 
 ALTER TABLE ONLY billing_private.analytics_deltas FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: analytics_deltas_id_seq; Type: SEQUENCE; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.analytics_deltas ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME billing_private.analytics_deltas_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -15868,7 +15885,8 @@ ALTER TABLE ONLY billing_private.number_counters FORCE ROW LEVEL SECURITY;
 CREATE TABLE billing_private.operator_known_addresses (
     user_id text NOT NULL COLLATE pg_catalog."C",
     ip text NOT NULL,
-    last_seen_at timestamp with time zone DEFAULT now() NOT NULL
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    community_id text NOT NULL COLLATE pg_catalog."C"
 );
 
 ALTER TABLE ONLY billing_private.operator_known_addresses FORCE ROW LEVEL SECURITY;
@@ -16465,6 +16483,14 @@ ALTER TABLE ONLY billing.webhook_endpoints
 
 
 --
+-- Name: analytics_deltas analytics_deltas_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.analytics_deltas
+    ADD CONSTRAINT analytics_deltas_pkey PRIMARY KEY (community_id, day, id);
+
+
+--
 -- Name: analytics_facts analytics_facts_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -16509,7 +16535,7 @@ ALTER TABLE ONLY billing_private.number_counters
 --
 
 ALTER TABLE ONLY billing_private.operator_known_addresses
-    ADD CONSTRAINT operator_known_addresses_pkey PRIMARY KEY (user_id, ip);
+    ADD CONSTRAINT operator_known_addresses_pkey PRIMARY KEY (community_id, user_id, ip);
 
 
 --
@@ -16517,7 +16543,7 @@ ALTER TABLE ONLY billing_private.operator_known_addresses
 --
 
 ALTER TABLE ONLY billing_private.operator_links
-    ADD CONSTRAINT operator_links_pkey PRIMARY KEY (token_sha256);
+    ADD CONSTRAINT operator_links_pkey PRIMARY KEY (community_id, token_sha256);
 
 
 --
@@ -16541,7 +16567,7 @@ ALTER TABLE ONLY billing_private.operator_recovery_codes
 --
 
 ALTER TABLE ONLY billing_private.operator_roles
-    ADD CONSTRAINT operator_roles_pkey PRIMARY KEY (role_name);
+    ADD CONSTRAINT operator_roles_pkey PRIMARY KEY (community_id, role_name);
 
 
 --
@@ -17002,13 +17028,6 @@ CREATE INDEX webhook_deliveries_endpoint ON billing.webhook_deliveries USING btr
 
 
 --
--- Name: analytics_deltas_community; Type: INDEX; Schema: billing_private; Owner: -
---
-
-CREATE INDEX analytics_deltas_community ON billing_private.analytics_deltas USING btree (community_id, day);
-
-
---
 -- Name: analytics_facts_subscriber; Type: INDEX; Schema: billing_private; Owner: -
 --
 
@@ -17044,10 +17063,17 @@ CREATE UNIQUE INDEX member_portal_sessions_token ON billing_private.member_porta
 
 
 --
--- Name: operator_roles_community; Type: INDEX; Schema: billing_private; Owner: -
+-- Name: operator_links_token; Type: INDEX; Schema: billing_private; Owner: -
 --
 
-CREATE INDEX operator_roles_community ON billing_private.operator_roles USING btree (community_id);
+CREATE UNIQUE INDEX operator_links_token ON billing_private.operator_links USING btree (token_sha256);
+
+
+--
+-- Name: operator_roles_role_name; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE INDEX operator_roles_role_name ON billing_private.operator_roles USING btree (role_name);
 
 
 --
@@ -17075,7 +17101,7 @@ CREATE UNIQUE INDEX operator_users_email ON billing_private.operator_users USING
 -- Name: operator_users_id; Type: INDEX; Schema: billing_private; Owner: -
 --
 
-CREATE UNIQUE INDEX operator_users_id ON billing_private.operator_users USING btree (id);
+CREATE INDEX operator_users_id ON billing_private.operator_users USING btree (id);
 
 
 --
@@ -18493,11 +18519,11 @@ ALTER TABLE ONLY billing_private.number_counters
 
 
 --
--- Name: operator_known_addresses operator_known_addresses_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
+-- Name: operator_known_addresses operator_known_addresses_community_id_user_id_fkey; Type: FK CONSTRAINT; Schema: billing_private; Owner: -
 --
 
 ALTER TABLE ONLY billing_private.operator_known_addresses
-    ADD CONSTRAINT operator_known_addresses_user_id_fkey FOREIGN KEY (user_id) REFERENCES billing_private.operator_users(id) ON DELETE CASCADE;
+    ADD CONSTRAINT operator_known_addresses_community_id_user_id_fkey FOREIGN KEY (community_id, user_id) REFERENCES billing_private.operator_users(community_id, id) ON DELETE CASCADE;
 
 
 --
