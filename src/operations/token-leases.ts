@@ -8,8 +8,11 @@
 // - up to size - 1 tokens taken but not yet spent are invisible to the other
 //   processes until the lease expires (1 s by default); the next lease of the key puts
 //   them back (they are lost only if the process stops first);
-// - tokens leased while the bucket was full and still unspent when it refilled let a
-//   key spend up to size - 1 tokens more than its burst within one lease lifetime.
+// - the bucket records each lease's tokens until it expires and refills only up to the
+//   burst less them, so however many processes lease, a key never spends more than its
+//   burst plus what refilled (docs/decisions/shared-worker-and-lease-bounds.md). For
+//   that the lease's lifetime here counts from before it was asked for: this process
+//   stops spending it before the bucket stops counting it.
 // The key itself is checked again on every request (billing.api_call with p_leased, src/operations/gate.ts): a
 // revocation holds from the next request on.
 import type pg from 'pg';
@@ -93,8 +96,10 @@ export class TokenLeases {
   }
 
   private async lease(keyHash: string, lease: Lease, unspent: number): Promise<LeaseAnswer> {
+    const asked = Date.now();
     const { rows } = await this.pool.query<{ r: BucketAnswer }>(
-      'select billing_private.lease_key_tokens($1, $2, $3, $4) as r', [keyHash, this.size, this.limits, unspent]);
+      'select billing_private.lease_key_tokens($1, $2, $3, $4) as r',
+      [keyHash, this.size, { ...this.limits, lease_ms: this.lifetimeMs }, unspent]);
     const r = rows[0].r;
     if (!r.key) {
       this.leases.delete(keyHash);
@@ -103,7 +108,7 @@ export class TokenLeases {
     const bucket: RateLimitInfo = { limit: r.limit, remaining: r.remaining, reset: r.reset, retry_after: r.retry_after };
     if (!r.allowed) return { kind: 'limited', rl: bucket };
     lease.left = r.granted ?? 1;
-    lease.expires = Date.now() + this.lifetimeMs;
+    lease.expires = asked + this.lifetimeMs;
     lease.bucket = bucket;
     return { kind: 'token', rl: bucket };
   }
