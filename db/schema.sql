@@ -1,4 +1,4 @@
--- db/migrations sha256:5237dba4727e62391c15f7b227f6c115c8f626c1d5d58f76b432af6d089cf7d7 (regenerate with npm run db:schema)
+-- db/migrations sha256:9742a9a3e73e3d777e1789de46c8f16c8ea3b01f03c41f9630bec82f8f477f21 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -9671,17 +9671,18 @@ declare
   v_tokens double precision;
   v_ok boolean;
 begin
-  -- Refill as take_tokens does (never negatively, updated_at never moves back), then
-  -- take v_n only when all of them are there.
+  -- Refill as take_tokens does (never negatively, updated_at never moves back, never
+  -- past the burst less the tokens of live leases), then take v_n only when all of
+  -- them are there.
   insert into billing_private.rate_buckets as b (bucket, tokens, allowed, granted, updated_at)
   values ('key:' || p_key_id, v_burst - v_n, true, v_n, v_now)
   on conflict (bucket) do update set
-    tokens = least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
-      - case when least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
+    tokens = least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
+      - case when least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
           then v_n else 0 end,
-    granted = case when least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
+    granted = case when least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
           then v_n else 0 end,
-    allowed = least(v_burst, b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n,
+    allowed = least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n,
     updated_at = greatest(b.updated_at, v_now)
   returning tokens, allowed into v_tokens, v_ok;
   return jsonb_build_object(
@@ -9901,7 +9902,8 @@ begin
   end if;
   return billing_private.take_tokens('key:' || v_key_id,
     coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60),
-    greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100))) || jsonb_build_object('key', true);
+    greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100)),
+    greatest(1, coalesce((p_limits->>'lease_ms')::integer, 1000))) || jsonb_build_object('key', true);
 end
 $$;
 
@@ -12313,6 +12315,21 @@ $$;
 
 
 --
+-- Name: rate_leases_held(jsonb, timestamp with time zone); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.rate_leases_held(p_leases jsonb, p_now timestamp with time zone) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+  return coalesce((select sum((e->>'n')::float8) from jsonb_array_elements(p_leases) e
+                   where (e->>'u')::float8 > extract(epoch from p_now)), 0);
+end
+$$;
+
+
+--
 -- Name: session_credential(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -12481,24 +12498,53 @@ CREATE FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double p
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+begin
+  return billing_private.take_tokens(p_bucket, p_per_minute, p_burst, p_n, p_return, null);
+end
+$$;
+
+
+--
+-- Name: take_tokens(text, double precision, double precision, integer, integer, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
-  v_now timestamptz := clock_timestamp();
+  v_now timestamptz;
   v_rate double precision := p_per_minute / 60.0;
   v_tokens double precision;
+  v_updated timestamptz;
+  v_leases jsonb;
+  v_live jsonb;
+  v_avail double precision;
   v_granted integer;
 begin
-  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, granted, updated_at)
-  values (p_bucket, p_burst - least(p_n, floor(p_burst)), p_burst >= 1, least(p_n, floor(p_burst)), v_now)
-  -- v_now was read before waiting for the row lock, so it may precede the stored
-  -- updated_at of a concurrent request that got the lock first: never refill
-  -- negatively, never move updated_at back. Tokens put back never exceed the burst.
-  on conflict (bucket) do update set
-    granted = least(p_n, floor(least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate))),
-    allowed = least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= 1,
-    tokens = least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
-      - least(p_n, floor(least(p_burst, b.tokens + p_return + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate))),
-    updated_at = greatest(b.updated_at, v_now)
-  returning tokens, granted into v_tokens, v_granted;
+  select b.tokens, b.updated_at, b.leases into v_tokens, v_updated, v_leases
+  from billing_private.rate_buckets b where b.bucket = p_bucket for update;
+  if not found then
+    insert into billing_private.rate_buckets (bucket, tokens, updated_at)
+    values (p_bucket, p_burst, clock_timestamp()) on conflict (bucket) do nothing;
+    select b.tokens, b.updated_at, b.leases into v_tokens, v_updated, v_leases
+    from billing_private.rate_buckets b where b.bucket = p_bucket for update;
+  end if;
+  -- Read after the row lock: never before the updated_at of whoever held it.
+  v_now := greatest(clock_timestamp(), v_updated);
+  v_live := coalesce((select jsonb_agg(e) from jsonb_array_elements(v_leases) e
+                      where (e->>'u')::float8 > extract(epoch from v_now)), '[]');
+  v_avail := least(p_burst - billing_private.rate_leases_held(v_live, v_now),
+    v_tokens + p_return + extract(epoch from (v_now - v_updated)) * v_rate);
+  v_granted := greatest(0, least(p_n, floor(v_avail)))::integer;
+  if p_lease_ms is not null and v_granted > 0 then
+    v_live := v_live || jsonb_build_array(jsonb_build_object(
+      'u', extract(epoch from v_now) + p_lease_ms / 1000.0, 'n', v_granted));
+  end if;
+  v_tokens := v_avail - v_granted;
+  update billing_private.rate_buckets b set tokens = v_tokens, allowed = v_avail >= 1, granted = v_granted,
+    updated_at = v_now, leases = v_live
+  where b.bucket = p_bucket;
   return jsonb_build_object(
     'allowed', v_granted > 0,
     'granted', v_granted,
@@ -13079,6 +13125,69 @@ $$;
 
 
 --
+-- Name: webhook_slot_enter(text, text, integer, integer, integer, text); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_fast boolean;
+  v_last bigint;
+  v_slots jsonb;
+  v_now double precision;
+  v_live jsonb;
+  v_count integer;
+  v_slow boolean;
+  v_cap integer;
+begin
+  select s.fast, s.last_token, s.slots into v_fast, v_last, v_slots
+  from billing_private.webhook_endpoint_slots s
+  where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id for update;
+  if not found then
+    insert into billing_private.webhook_endpoint_slots (community_id, endpoint_id)
+    values (p_community_id, p_endpoint_id) on conflict do nothing;
+    select s.fast, s.last_token, s.slots into v_fast, v_last, v_slots
+    from billing_private.webhook_endpoint_slots s
+    where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id for update;
+  end if;
+  v_now := extract(epoch from clock_timestamp());
+  select coalesce(jsonb_object_agg(e.key, e.value), '{}'), count(*),
+      coalesce(bool_or((e.value->>0)::float8 <= v_now - p_slow_ms / 1000.0), false)
+    into v_live, v_count, v_slow
+  from jsonb_each(v_slots) e where (e.value->>1)::float8 > v_now;
+  v_cap := case when v_fast and not v_slow then greatest(p_max, 1) else 1 end;
+  if v_count >= v_cap then
+    if v_live <> v_slots then
+      update billing_private.webhook_endpoint_slots s set slots = v_live
+      where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id;
+    end if;
+    return null;
+  end if;
+  v_last := v_last + 1;
+  update billing_private.webhook_endpoint_slots s set last_token = v_last,
+    slots = v_live || jsonb_build_object(v_last::text, jsonb_build_array(v_now, v_now + p_hold_ms / 1000.0, p_holder))
+  where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id;
+  return v_last;
+end
+$$;
+
+
+--
+-- Name: webhook_slot_leave(text, text, bigint, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  update billing_private.webhook_endpoint_slots s set slots = s.slots - p_token::text, fast = p_fast
+  where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id
+$$;
+
+
+--
 -- Name: webhook_test_target(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -13173,6 +13282,12 @@ begin
   select array_agg(worker_id) into v_dead from dead;
   if v_dead is not null then
     perform graphile_worker.force_unlock_workers(v_dead);
+    -- Their webhook endpoint slots (70-webhooks.sql) free at once too.
+    update billing_private.webhook_endpoint_slots s
+    set slots = coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(s.slots) e
+                          where not coalesce(e.value->>2 = any (v_dead), false)), '{}')
+    where s.slots <> '{}'
+      and exists (select 1 from jsonb_each(s.slots) e where e.value->>2 = any (v_dead));
   end if;
   return coalesce(v_dead, '{}');
 end
@@ -16025,10 +16140,26 @@ CREATE UNLOGGED TABLE billing_private.rate_buckets (
     tokens double precision NOT NULL,
     allowed boolean DEFAULT true NOT NULL,
     updated_at timestamp with time zone NOT NULL,
-    granted integer DEFAULT 0 NOT NULL
+    granted integer DEFAULT 0 NOT NULL,
+    leases jsonb DEFAULT '[]'::jsonb NOT NULL
 );
 
 ALTER TABLE ONLY billing_private.rate_buckets FORCE ROW LEVEL SECURITY;
+
+
+--
+-- Name: webhook_endpoint_slots; Type: TABLE; Schema: billing_private; Owner: -
+--
+
+CREATE UNLOGGED TABLE billing_private.webhook_endpoint_slots (
+    community_id text NOT NULL COLLATE pg_catalog."C",
+    endpoint_id text NOT NULL COLLATE pg_catalog."C",
+    fast boolean DEFAULT false NOT NULL,
+    last_token bigint DEFAULT 0 NOT NULL,
+    slots jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+
+ALTER TABLE ONLY billing_private.webhook_endpoint_slots FORCE ROW LEVEL SECURITY;
 
 
 --
@@ -16624,6 +16755,14 @@ ALTER TABLE ONLY billing_private.platform_secrets
 
 ALTER TABLE ONLY billing_private.rate_buckets
     ADD CONSTRAINT rate_buckets_pkey PRIMARY KEY (bucket);
+
+
+--
+-- Name: webhook_endpoint_slots webhook_endpoint_slots_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE ONLY billing_private.webhook_endpoint_slots
+    ADD CONSTRAINT webhook_endpoint_slots_pkey PRIMARY KEY (community_id, endpoint_id);
 
 
 --
@@ -19745,6 +19884,13 @@ CREATE POLICY owner_only ON billing_private.rate_buckets USING (true);
 
 
 --
+-- Name: webhook_endpoint_slots owner_only; Type: POLICY; Schema: billing_private; Owner: -
+--
+
+CREATE POLICY owner_only ON billing_private.webhook_endpoint_slots USING (true);
+
+
+--
 -- Name: webhook_secrets owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
@@ -19781,6 +19927,12 @@ ALTER TABLE billing_private.platform_secrets ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing_private.rate_buckets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: webhook_endpoint_slots; Type: ROW SECURITY; Schema: billing_private; Owner: -
+--
+
+ALTER TABLE billing_private.webhook_endpoint_slots ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: webhook_secrets; Type: ROW SECURITY; Schema: billing_private; Owner: -
@@ -23514,6 +23666,13 @@ GRANT ALL ON FUNCTION billing_private.purge_expired(p_delivery_retention interva
 
 
 --
+-- Name: FUNCTION rate_leases_held(p_leases jsonb, p_now timestamp with time zone); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.rate_leases_held(p_leases jsonb, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION session_credential(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -23565,6 +23724,13 @@ REVOKE ALL ON FUNCTION billing_private.take_token(p_bucket text, p_per_minute do
 --
 
 REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer) FROM PUBLIC;
 
 
 --
@@ -23702,6 +23868,22 @@ GRANT ALL ON FUNCTION billing_private.webhook_secret_store(p_endpoint_id text, p
 --
 
 REVOKE ALL ON FUNCTION billing_private.webhook_signing_ciphertexts(p_community_id text, p_endpoint_id text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text) TO billing_worker;
+
+
+--
+-- Name: FUNCTION webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean) TO billing_worker;
 
 
 --
