@@ -1,4 +1,4 @@
--- db/migrations sha256:9742a9a3e73e3d777e1789de46c8f16c8ea3b01f03c41f9630bec82f8f477f21 (regenerate with npm run db:schema)
+-- db/migrations sha256:66c06fc9d56b9da1dc9eddb299e034ae61ea5037f556d7efc728d023dcb28fd2 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -15894,25 +15894,12 @@ CREATE TABLE billing_private.analytics_deltas (
     expansion_cents numeric DEFAULT 0 NOT NULL,
     contraction_cents numeric DEFAULT 0 NOT NULL,
     churn_cents numeric DEFAULT 0 NOT NULL,
-    reactivation_cents numeric DEFAULT 0 NOT NULL,
-    id bigint NOT NULL
+    reactivation_cents numeric DEFAULT 0 NOT NULL
 );
+
+ALTER TABLE ONLY billing_private.analytics_deltas REPLICA IDENTITY FULL;
 
 ALTER TABLE ONLY billing_private.analytics_deltas FORCE ROW LEVEL SECURITY;
-
-
---
--- Name: analytics_deltas_id_seq; Type: SEQUENCE; Schema: billing_private; Owner: -
---
-
-ALTER TABLE billing_private.analytics_deltas ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME billing_private.analytics_deltas_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
-);
 
 
 --
@@ -16614,14 +16601,6 @@ ALTER TABLE ONLY billing.webhook_endpoints
 
 
 --
--- Name: analytics_deltas analytics_deltas_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
---
-
-ALTER TABLE ONLY billing_private.analytics_deltas
-    ADD CONSTRAINT analytics_deltas_pkey PRIMARY KEY (community_id, day, id);
-
-
---
 -- Name: analytics_facts analytics_facts_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
 --
 
@@ -17164,6 +17143,13 @@ CREATE INDEX webhook_attempts_delivery ON billing.webhook_attempts USING btree (
 --
 
 CREATE INDEX webhook_deliveries_endpoint ON billing.webhook_deliveries USING btree (community_id, endpoint_id, id);
+
+
+--
+-- Name: analytics_deltas_community; Type: INDEX; Schema: billing_private; Owner: -
+--
+
+CREATE INDEX analytics_deltas_community ON billing_private.analytics_deltas USING btree (community_id, day);
 
 
 --

@@ -1,6 +1,8 @@
 // The key rule (docs/decisions/citus-key-rule.md): the schema stays one Citus can
 // distribute by community. Every tenant table (a table of the project's schemas with a
-// community_id column) has a primary key, and its primary key, every unique constraint
+// community_id column) has a primary key, or replica identity full where it keeps none
+// (an append-only log: a shard move by logical replication needs one or the other), and
+// its primary key, every unique constraint
 // or unique index, and every foreign key from or to it lead with community_id (a foreign
 // key to billing.communities leads with community_id -> id). The exceptions are named
 // here, each with its home under Citus written in docs/scale.md: the global lookups (a
@@ -38,12 +40,12 @@ async function keyRuleBreaks(db: pg.Pool | pg.PoolClient, schemas: string[]): Pr
     with t as (
       select c.oid, n.nspname || '.' || c.relname as name,
              exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'community_id'
-                     and a.attnum > 0 and not a.attisdropped) as tenant
+                     and a.attnum > 0 and not a.attisdropped) as tenant, c.relreplident
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
       where n.nspname = any($1::text[]) and c.relkind in ('r', 'p')
     )
     select t.name || ': no primary key' as problem from t
-    where t.tenant and not exists (select 1 from pg_constraint k where k.conrelid = t.oid and k.contype = 'p')
+    where t.tenant and t.relreplident <> 'f' and not exists (select 1 from pg_constraint k where k.conrelid = t.oid and k.contype = 'p')
     union all
     select t.name || ': ' || case when k.contype = 'p' then 'primary key' when k.contype = 'u' then 'unique constraint'
                                   else 'unique index' end || ' ' || i.indexrelid::regclass::text || ' '
@@ -105,6 +107,9 @@ test('the rule fails on a new tenant table that breaks it (a schema of its own, 
       id text collate "C" not null, member_id text collate "C" not null, code text,
       primary key (community_id, id), unique (community_id, code),
       foreign key (community_id, member_id) references billing.members)`);
+    // an append-only log: no key, replica identity full
+    await client.query('create table citus_probe.log (community_id text collate "C" not null, n integer)');
+    await client.query('alter table citus_probe.log replica identity full');
     expect(await keyRuleBreaks(client, ['citus_probe'])).toEqual([]);
     await client.query(`create table citus_probe.keyed_by_id (
       community_id text collate "C" not null, id text collate "C" primary key, code text unique,
