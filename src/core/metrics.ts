@@ -30,6 +30,13 @@ export const rateLimitRefusals = new client.Counter({
   registers: [registry],
 });
 
+export const readsServed = new client.Counter({
+  name: 'billing_reads_total',
+  help: 'Read operations of API keys by where they ran: standby (READ_DATABASE_URL) or primary.',
+  labelNames: ['target'],
+  registers: [registry],
+});
+
 export const webhookDeliveries = new client.Counter({
   name: 'billing_webhook_deliveries_total',
   help: 'Webhook delivery attempts made by this process, by outcome (success, http_error, network_error, unsigned).',

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
 import { type CursorBinding, decodeCursor, filtersDigest } from '../core/cursor';
 import { ApiError } from '../core/errors';
+import type { ReadReplicas } from '../db/read-replicas';
 import type { Operation, Services } from '../domain/operation';
 import { Gate, type IdempotencyKey } from './gate';
 import { type Caller, type Identity, type Outcome, problemOutcome, unavailableOutcome } from './outcome';
@@ -205,8 +206,9 @@ export class Executor {
     pool: pg.Pool,
     readonly config: Config,
     readonly services: Services,
+    reads: ReadReplicas | null = null,
   ) {
-    this.gate = new Gate(pool, config, services, (caller) => this.baseUrlFor(caller));
+    this.gate = new Gate(pool, config, services, (caller) => this.baseUrlFor(caller), reads);
   }
 
   /** The base URL of the links this caller's request hands out (src/core/config.ts baseUrlFor). */
