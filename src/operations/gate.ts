@@ -254,6 +254,9 @@ export class Gate {
         return rows[0];
       } catch (err) {
         if (!standbyFailure(err)) throw err;
+        // A read that writes (25006) or met a recovery conflict: the primary answers it,
+        // the standby stays in use. Only an unreachable one is skipped from now on.
+        if (!databaseUnavailableCause(err)) break;
         this.reads!.failed(replica, err);
       }
     }
@@ -299,8 +302,10 @@ export class Gate {
     } catch (err) {
       if (client) await client.query('rollback').catch((e: Error) => { broken = e; });
       if (!standbyFailure(err)) throw err;
-      if (databaseUnavailableCause(err)) broken = err as Error;
-      this.reads!.failed(replica, err);
+      if (databaseUnavailableCause(err)) {
+        broken = err as Error;
+        this.reads!.failed(replica, err);
+      }
       return null;
     } finally {
       client?.release(broken);

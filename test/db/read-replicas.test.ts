@@ -102,6 +102,17 @@ test('a GET by a key is answered from the standby', async () => {
   expect(rows).toHaveLength(1); // a real streaming standby
 });
 
+test('a GET that writes (a member export writes its audit line) is refused by the standby (25006) and answered by the primary', async () => {
+  const counts = await counted(async () => {
+    const r = await call(url, 'GET', `/v1/members/${member}/export`, { key: tenant.key });
+    expect(r.status).toBe(200);
+  });
+  expect(counts).toEqual({ standby: 0, primary: 1 });
+  const { rows } = await owner.query(`select 1 from billing.audit_log where community_id = $1 and operation = 'export'`, [tenant.communityId]);
+  expect(rows).toHaveLength(1);
+  expect(standbyUp()).toBe(true);
+});
+
 test("a key's read right after its own write sees it (the primary), while the standby is behind", async () => {
   // Replay paused: the standby does not have the write; its lag stays within
   // READ_MAX_LAG for the next moment, so only read-your-writes keeps the read off it.
