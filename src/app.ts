@@ -18,7 +18,7 @@ import { mountMemberPortal } from './dashboard/portal-routes';
 import { mountMcp } from './mcp';
 import { observeDatabase } from './core/metrics';
 import { log } from './core/log';
-import { ReadReplicas } from './db/read-replicas';
+import { ReadReplicas, routingPool } from './db/read-replicas';
 import { Executor } from './operations/executor';
 import { createPaymentServices, mountProviderRoutes } from './providers';
 import { mountPlatformLinking } from './linking/linking-routes';
@@ -98,7 +98,7 @@ export function createApp(opts: AppOptions) {
   mountDiscordConnect(app, { config, apiPool });
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, {
-    pool: apiPool, graphiql: config.graphiql, introspection: config.graphqlIntrospection, rateLimits: config.rateLimits,
+    pool: reads ? routingPool(apiPool, reads) : apiPool, graphiql: config.graphiql, introspection: config.graphqlIntrospection, rateLimits: config.rateLimits,
   });
   mountDashboard(app, { executor, api: apiPool, config });
   mountMemberPortal(app, { executor, api: apiPool, config });

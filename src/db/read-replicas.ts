@@ -9,8 +9,10 @@
 //   wait: else the primary answers).
 // A standby whose query fails (unreachable, 25006 read-only, recovery conflicts) is
 // marked down until its next good check; the gate then asks the primary.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import type { DatabasePooler, DbTimeouts } from '../core/config';
+import { readsServed } from '../core/metrics';
 import { createApiPool } from './pool';
 
 /** How often each standby's lag and replayed position are read. */
@@ -203,4 +205,36 @@ function redact(url: string): string {
   } catch {
     return 'READ_DATABASE_URL';
   }
+}
+
+/** The standby a GraphQL request's statements run on (routingPool), set around its execution. */
+export const readTarget = new AsyncLocalStorage<Replica | null>();
+
+/**
+ * A pool that hands out a connection of the standby readTarget names, or else (no
+ * standby chosen, or it cannot be reached) of the primary: for PostGraphile, which
+ * takes one pool for every request (src/graphql). Everything else is the primary's.
+ */
+export function routingPool(primary: pg.Pool, reads: ReadReplicas): pg.Pool {
+  const connect = async (): Promise<pg.PoolClient> => {
+    const replica = readTarget.getStore();
+    if (replica) {
+      try {
+        const client = await replica.pool.connect();
+        readsServed.inc({ target: 'standby' });
+        return client;
+      } catch (err) {
+        reads.failed(replica, err);
+      }
+      readsServed.inc({ target: 'primary' });
+    }
+    return primary.connect();
+  };
+  return new Proxy(primary, {
+    get(target, prop) {
+      if (prop === 'connect') return connect;
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }

@@ -240,6 +240,16 @@ export class Gate {
     }
   }
 
+  /**
+   * The standby a read by this caller may run on, for a door that runs its own
+   * statements (GraphQL): an API key's only (a session's reads stay on the primary),
+   * and none while the key's last write is not replayed there.
+   */
+  standbyFor(caller: Caller): Replica | null {
+    const credential = this.credential(caller);
+    return credential && caller.session === undefined ? this.standby(credential) : null;
+  }
+
   /** A standby this key may read from (none while its last write is not replayed there). */
   private standby(credential: string): Replica | null {
     return this.reads?.pick(credential) ?? null;

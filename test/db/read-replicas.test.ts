@@ -102,6 +102,24 @@ test('a GET by a key is answered from the standby', async () => {
   expect(rows).toHaveLength(1); // a real streaming standby
 });
 
+test("a GraphQL query runs its statements on the standby", async () => {
+  const query = async () => {
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ members(first: 10) { nodes { id } } }' }),
+    });
+    return { status: res.status, body: await res.json() as { data?: { members: { nodes: Array<{ id: string }> } }; errors?: unknown } };
+  };
+  await query(); // the schema is built on first use
+  const counts = await counted(async () => {
+    const r = await query();
+    expect(r.status).toBe(200);
+    expect(r.body.errors).toBeUndefined();
+    expect(r.body.data!.members.nodes).toEqual([{ id: member }]);
+  });
+  expect(counts).toEqual({ standby: 1, primary: 0 });
+});
+
 test('a GET that writes (a member export writes its audit line) is refused by the standby (25006) and answered by the primary', async () => {
   const counts = await counted(async () => {
     const r = await call(url, 'GET', `/v1/members/${member}/export`, { key: tenant.key });
