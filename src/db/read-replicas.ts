@@ -12,7 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import type { DatabasePooler, DbTimeouts } from '../core/config';
-import { readsServed } from '../core/metrics';
+import { readReplicaLag, readReplicaUp, readsServed } from '../core/metrics';
 import { createApiPool } from './pool';
 
 /** How often each standby's lag and replayed position are read. */
@@ -139,6 +139,8 @@ export class ReadReplicas {
     }
     r.up = up;
     r.why = why;
+    readReplicaUp.set({ replica: r.name }, up ? 1 : 0);
+    if (Number.isFinite(r.lagMs)) readReplicaLag.set({ replica: r.name }, r.lagMs / 1000);
   }
 
   /**
