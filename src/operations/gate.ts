@@ -213,8 +213,11 @@ export class Gate {
    */
   private async leased(caller: Caller, credential: string | null, scope: string | null, sql: string | null,
     input: Record<string, unknown> | null, read = false): Promise<{ r: GateAnswer; t: string | null } | null> {
-    if (!credential || caller.session !== undefined || !this.leases.enabled) return null;
+    if (!credential || caller.session !== undefined) return null;
     const onStandby = read && this.reads !== null && sql !== null;
+    // A burst too small to lease from (under 20) still leases one token at a time for a
+    // standby read: the read itself then writes nothing where it runs.
+    if (!this.leases.enabled && !onStandby) return null;
     const lease = await this.token(credential, onStandby);
     if (lease.kind === 'limited') return { r: { ok: false, error: 'rate_limited', rl: lease.rl }, t: null };
     if (lease.kind !== 'token') return null;
@@ -282,7 +285,7 @@ export class Gate {
    */
   private async handlerOnStandby(op: Operation, caller: Caller, input: Record<string, unknown>): Promise<Outcome | null> {
     const credential = this.credential(caller);
-    if (!credential || caller.session !== undefined || !this.leases.enabled) return null;
+    if (!credential || caller.session !== undefined) return null;
     const replica = this.standby(credential);
     if (!replica) return null;
     const lease = await this.token(credential, true);

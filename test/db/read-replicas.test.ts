@@ -20,7 +20,6 @@ jest.setTimeout(120_000);
 
 let cluster: ReplicaCluster;
 let owner: pg.Pool;
-let api: pg.Pool;
 let reads: ReadReplicas;
 let url: string;
 let close: () => Promise<void>;
@@ -52,30 +51,43 @@ async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promi
 
 const standbyUp = () => reads.states()[0].up;
 
-beforeAll(async () => {
-  cluster = await startReplicaCluster();
-  owner = createOwnerPool(cluster.primaryUrl());
+interface ClusterApp { url: string; reads: ReadReplicas; close(): Promise<void> }
+
+/** The API against the cluster's primary, reading from its standby. */
+async function startClusterApp(rateLimits = { key_per_minute: 1e6, key_burst: 1e6, ip_per_minute: 1e6, ip_burst: 1e6 }): Promise<ClusterApp> {
   const config = {
     ...loadConfig({ NODE_ENV: 'test' }),
-    rateLimits: { key_per_minute: 1e6, key_burst: 1e6, ip_per_minute: 1e6, ip_burst: 1e6 },
+    rateLimits,
     readDatabaseUrls: [loginUrl(cluster.standbyUrl(), 'billing_app')],
     readMaxLagMs: 1000,
     webhookEncryptionKey: crypto.randomBytes(32).toString('base64'),
   };
   // Short connect timeouts: a stopped server is found at once on loopback anyway.
   config.dbTimeouts = { connectMs: 2000, queryMs: 10_000 };
-  api = createApiPool(loginUrl(cluster.primaryUrl(), 'billing_app'), 10, config.dbTimeouts);
-  const created = createApp({ config, apiPool: api, ownerPool: owner });
-  reads = created.reads!;
+  const apiPool = createApiPool(loginUrl(cluster.primaryUrl(), 'billing_app'), 10, config.dbTimeouts);
+  const created = createApp({ config, apiPool, ownerPool: owner });
   const server = createHttpServer(created.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    reads: created.reads!,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await created.graphql.release();
+      await created.reads!.stop();
+      await apiPool.end();
+    },
+  };
+}
+
+beforeAll(async () => {
+  cluster = await startReplicaCluster();
+  owner = createOwnerPool(cluster.primaryUrl());
+  const app = await startClusterApp();
+  ({ url, reads } = app);
   close = async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await created.graphql.release();
-    await reads.stop();
-    await api.end();
+    await app.close();
     await owner.end();
   };
   tenant = await createTenant(owner);
@@ -100,6 +112,21 @@ test('a GET by a key is answered from the standby', async () => {
   expect(counts).toEqual({ standby: 4, primary: 0 });
   const { rows } = await owner.query('select 1 from pg_stat_replication');
   expect(rows).toHaveLength(1); // a real streaming standby
+});
+
+test('with a burst too small to lease from (under 20), a GET still runs on the standby', async () => {
+  const small = await startClusterApp({ key_per_minute: 600, key_burst: 10, ip_per_minute: 1e6, ip_burst: 1e6 });
+  try {
+    await until('the standby in use', () => small.reads.states()[0].up);
+    const counts = await counted(async () => {
+      const r = await call(small.url, 'GET', '/v1/members', { key: other.key });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('ratelimit-limit')).toBe('600');
+    });
+    expect(counts).toEqual({ standby: 1, primary: 0 });
+  } finally {
+    await small.close();
+  }
 });
 
 test("a GraphQL query runs its statements on the standby", async () => {
