@@ -13,6 +13,7 @@ import { loginUrl } from '../../src/db/logins';
 import { createApiPool, createOwnerPool } from '../../src/db/pool';
 import type { ReadReplicas } from '../../src/db/read-replicas';
 import { call, createTenant, type Tenant } from '../support/app';
+import { rpc, toolCallMessage } from '../support/mcp-client';
 import { type ReplicaCluster, startReplicaCluster } from '../support/replica-cluster';
 import { Seed } from '../support/seed';
 
@@ -102,14 +103,17 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-test('a GET by a key is answered from the standby', async () => {
+test('a GET by a key, and an MCP read tool, are answered from the standby', async () => {
   const counts = await counted(async () => {
     for (const path of ['/v1/members', `/v1/members/${member}`, '/v1/events', '/v1/webhooks/endpoints']) {
       const r = await call(url, 'GET', path, { key: tenant.key });
       expect([path, r.status]).toEqual([path, 200]);
     }
+    const tool = await rpc(url, tenant.key, toolCallMessage('list_members'));
+    expect(tool.status).toBe(200);
+    expect(tool.text).toContain(member);
   });
-  expect(counts).toEqual({ standby: 4, primary: 0 });
+  expect(counts).toEqual({ standby: 5, primary: 0 });
   const { rows } = await owner.query('select 1 from pg_stat_replication');
   expect(rows).toHaveLength(1); // a real streaming standby
 });
