@@ -141,8 +141,9 @@ export class Gate {
       if (onStandby) return onStandby;
     }
     const outcome = op.sql ? await this.sqlOperation(op, op.sql, caller, input, idem, read) : await this.handlerOperation(op, caller, input, idem);
-    // A write (or what may have written) keeps the key's next reads off standbys behind it.
-    if (!read && this.reads) void this.reads.wrote(this.credential(caller));
+    // A write (or what may have written) keeps the key's next reads off standbys behind
+    // it; a request refused at the gate (401, 403 scope, 429) wrote nothing.
+    if (!read && this.reads && ![401, 403, 429].includes(outcome.status)) void this.reads.wrote(this.credential(caller));
     return outcome;
   }
 
