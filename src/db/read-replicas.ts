@@ -104,9 +104,11 @@ export class ReadReplicas {
     // The primary's position first: a standby that replayed it is not behind at all,
     // however long ago its last transaction was (an idle primary).
     let primaryLsn: bigint | null = null;
+    const asked = Date.now();
     try {
       const { rows } = await this.primary.query<{ l: string }>({ text: 'select pg_current_wal_lsn()::text as l', query_timeout: 2000 } as pg.QueryConfig);
       primaryLsn = lsn(rows[0].l);
+      if (primaryLsn !== null) this.remember(asked, primaryLsn);
     } catch {
       // A lost primary: the standbys still answer reads, judged by what they received.
     }
@@ -125,12 +127,39 @@ export class ReadReplicas {
       const received = lsn(s.received);
       const caughtUp = replayed !== null && (primaryLsn !== null ? replayed >= primaryLsn : received === null || replayed >= received);
       r.replayed = replayed;
-      r.lagMs = caughtUp ? 0 : Number(s.behind_ms ?? Infinity);
+      r.lagMs = caughtUp ? 0 : Math.min(this.behindByPosition(replayed), Number(s.behind_ms ?? Infinity));
       if (r.lagMs > this.opts.maxLagMs) return this.set(r, false, `${Math.round(r.lagMs)} ms behind`);
       this.set(r, true, null);
     } catch (err) {
       this.set(r, false, `unreachable: ${(err as Error).message}`);
     }
+  }
+
+  /** The primary's positions of the last few seconds, oldest first: when it was at each. */
+  private readonly positions: Array<{ at: number; lsn: bigint }> = [];
+
+  private remember(at: number, position: bigint): void {
+    const last = this.positions[this.positions.length - 1];
+    if (!last || last.lsn !== position) this.positions.push({ at, lsn: position });
+    else last.at = at; // still there at this time
+    const keep = Math.max(10_000, 5 * this.opts.maxLagMs);
+    while (this.positions.length > 1 && this.positions[0].at < at - keep) this.positions.shift();
+  }
+
+  /**
+   * How far behind a standby that replayed up to `replayed` is at most: since the last
+   * check at which the primary had written no further. With
+   * now() - pg_last_xact_replay_timestamp(), also an upper bound, the smaller counts:
+   * that one alone makes a standby look late after a quiet spell when the primary
+   * writes WAL without transactions (checkpoints, standby snapshots) the moment before
+   * a check; this one alone is late by up to a check interval under steady writes.
+   */
+  private behindByPosition(replayed: bigint | null): number {
+    if (replayed === null) return Infinity;
+    for (let i = this.positions.length - 1; i >= 0; i--) {
+      if (this.positions[i].lsn <= replayed) return Date.now() - this.positions[i].at;
+    }
+    return Infinity;
   }
 
   private set(r: ReplicaState, up: boolean, why: string | null): void {
