@@ -17,6 +17,8 @@ import { mountDashboard } from './dashboard/dashboard-routes';
 import { mountMemberPortal } from './dashboard/portal-routes';
 import { mountMcp } from './mcp';
 import { observeDatabase } from './core/metrics';
+import { log } from './core/log';
+import { ReadReplicas, routingPool } from './db/read-replicas';
 import { Executor } from './operations/executor';
 import { createPaymentServices, mountProviderRoutes } from './providers';
 import { mountPlatformLinking } from './linking/linking-routes';
@@ -32,6 +34,12 @@ export interface AppOptions {
   services?: Services;
   /** Whether start-up is complete (/readyz answers 503 until it is); default: always. */
   started?: () => boolean;
+  /**
+   * The standbys of READ_DATABASE_URL (src/db/read-replicas.ts), as API logins; default:
+   * built here from config.readDatabaseUrls as given. createApp starts their checks;
+   * the caller stops them (the returned reads).
+   */
+  readReplicas?: ReadReplicas | null;
   /** Extra routers mounted before the API (GraphQL, dashboard...). */
   mount?: (app: express.Express, executor: Executor) => void;
 }
@@ -65,14 +73,21 @@ export function createApp(opts: AppOptions) {
   });
   // The base URL of the links a request hands out is computed per request
   // (Executor.baseUrlFor), never remembered from one request for another.
-  const executor = new Executor(apiPool, config, opts.services ?? createServices(config));
+  const reads = opts.readReplicas !== undefined ? opts.readReplicas
+    : config.readDatabaseUrls.length > 0 ? new ReadReplicas(apiPool, {
+      urls: config.readDatabaseUrls, maxLagMs: config.readMaxLagMs, poolSize: config.poolSize,
+      timeouts: config.dbTimeouts, pooler: config.databasePooler,
+      log: (line) => log.info({ component: 'read-replicas' }, line),
+    }) : null;
+  void reads?.start();
+  const executor = new Executor(apiPool, config, opts.services ?? createServices(config), reads);
   // Problem bodies name their page ({base}/problems#<code>) at the same base.
   setBaseUrlOf(app, (req) => baseUrlFor(config, { protocol: req.protocol, host: req.get('host') }));
 
   // First: every request gets its id, access log line and metrics, whoever answers it.
   app.use(observeRequests());
   observeDatabase({
-    pools: { api: apiPool, owner: ownerPool },
+    pools: { api: apiPool, owner: ownerPool, ...Object.fromEntries((reads?.pools ?? []).map((p, i) => [`read${i + 1}`, p])) },
     ownerQuery: <R>(text: string) => ownerPool.query({ text, query_timeout: 5000 } as pg.QueryConfig) as unknown as Promise<{ rows: R[] }>,
   });
   mountMetrics(app, config.metricsToken);
@@ -83,12 +98,12 @@ export function createApp(opts: AppOptions) {
   mountDiscordConnect(app, { config, apiPool });
   mountMcp(app, executor);
   const graphql = mountGraphql(app, executor, {
-    pool: apiPool, graphiql: config.graphiql, introspection: config.graphqlIntrospection, rateLimits: config.rateLimits,
+    pool: reads ? routingPool(apiPool, reads) : apiPool, graphiql: config.graphiql, introspection: config.graphqlIntrospection, rateLimits: config.rateLimits,
   });
   mountDashboard(app, { executor, api: apiPool, config });
   mountMemberPortal(app, { executor, api: apiPool, config });
   opts.mount?.(app, executor);
   mountProblemPages(app);
   mountRestApi(app, executor);
-  return { app, executor, graphql };
+  return { app, executor, graphql, reads };
 }

@@ -18,7 +18,7 @@ import { SCOPES } from './core/scopes';
 import { Database, openDatabase } from './db/database';
 import { resolveEncryptionKey } from './db/encryption-key';
 import { migrateDatabase } from './db/migration-status';
-import { ensureLogin } from './db/logins';
+import { ensureLogin, loginUrl } from './db/logins';
 import { checkApiRole, createApiPool, createOwnerPool } from './db/pool';
 import { recordServerUrl } from './db/server-url';
 
@@ -206,8 +206,14 @@ async function main() {
     config = { ...config, port };
     // Not ready (/readyz 503) until the worker runs and the banner is printed.
     const startup = { done: false };
-    const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner, started: () => startup.done });
-    releaseGraphql = () => graphql.release();
+    // Standbys named with the owner's login (DATABASE_URL's user) are used as billing_app,
+    // as the primary is: the API never reads as the owner (docs/decisions/read-replicas.md).
+    const ownerUser = new URL(database.url).username;
+    const readUrls = config.readDatabaseUrls.map((u) => (new URL(u).username === ownerUser ? loginUrl(u, 'billing_app') : u));
+    config = { ...config, readDatabaseUrls: readUrls };
+    const { app, graphql, reads } = createApp({ config, apiPool: api, ownerPool: owner, started: () => startup.done });
+    releaseGraphql = async () => { await graphql.release(); await reads?.stop(); };
+    if (reads) log(`Reads on ${readUrls.length} standby(s) (READ_DATABASE_URL), at most ${config.readMaxLagMs / 1000} s behind.`);
     server.on('request', app);
     clock.step('app');
     worker = await workerStarting;

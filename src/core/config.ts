@@ -61,6 +61,18 @@ export interface Config {
   rateLimits: RateLimits;
   /** How long an API process keeps a key's leased rate tokens (src/operations/token-leases.ts). */
   tokenLeaseMs: number;
+  /**
+   * Streaming standbys the read operations run on (READ_DATABASE_URL, comma-separated);
+   * empty: every operation runs on the primary (docs/decisions/read-replicas.md).
+   */
+  readDatabaseUrls: string[];
+  /** A standby further behind than this is skipped (READ_MAX_LAG in seconds, default 1). */
+  readMaxLagMs: number;
+  /**
+   * The share of a key's rate limits one API process spends on standby reads while the
+   * primary cannot lease tokens (READ_TOKEN_SHARE, 0 to 1, default 0.5).
+   */
+  readTokenShare: number;
   webhookEncryptionKey: string | null;
   webhookAllowPrivateUrls: boolean;
   /**
@@ -283,6 +295,26 @@ export function mailFromSetting(value: string | undefined): string {
   return text;
 }
 
+/** READ_DATABASE_URL: postgres:// URLs separated by commas (none: reads stay on the primary). */
+export function readDatabaseUrlsSetting(value: string | undefined): string[] {
+  const urls = (value ?? '').split(',').map((u) => u.trim()).filter((u) => u !== '');
+  for (const url of urls) {
+    let parsed: URL | null = null;
+    try { parsed = new URL(url); } catch { /* below */ }
+    if (!parsed || !['postgres:', 'postgresql:'].includes(parsed.protocol)) {
+      throw new Error(`READ_DATABASE_URL: expected postgres:// URLs separated by commas, got "${url.replace(/:[^:@/]*@/, ':***@')}"`);
+    }
+  }
+  return urls;
+}
+
+/** READ_TOKEN_SHARE: a fraction in (0, 1]. */
+function shareSetting(value: string | undefined): number {
+  const n = num(value, 0.5);
+  if (n > 1) throw new Error(`READ_TOKEN_SHARE: expected a fraction between 0 and 1, got ${value}`);
+  return n;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const production = env.NODE_ENV === 'production';
   return {
@@ -301,6 +333,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ip_burst: num(env.RATE_LIMIT_IP_BURST, 10),
     },
     tokenLeaseMs: num(env.RATE_LIMIT_LEASE_MS, 1000),
+    readDatabaseUrls: readDatabaseUrlsSetting(env.READ_DATABASE_URL),
+    readMaxLagMs: num(env.READ_MAX_LAG, 1) * 1000,
+    readTokenShare: shareSetting(env.READ_TOKEN_SHARE),
     webhookEncryptionKey: env.WEBHOOK_ENCRYPTION_KEY || null,
     webhookAllowPrivateUrls: env.WEBHOOK_ALLOW_PRIVATE_URLS
       ? env.WEBHOOK_ALLOW_PRIVATE_URLS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_URLS === '1'

@@ -30,6 +30,27 @@ export const rateLimitRefusals = new client.Counter({
   registers: [registry],
 });
 
+export const readsServed = new client.Counter({
+  name: 'billing_reads_total',
+  help: 'Read operations of API keys by where they ran: standby (READ_DATABASE_URL) or primary.',
+  labelNames: ['target'],
+  registers: [registry],
+});
+
+export const readReplicaUp = new client.Gauge({
+  name: 'billing_read_replica_up',
+  help: 'Whether this process reads from a standby of READ_DATABASE_URL (1) or skips it (0: unreachable, behind READ_MAX_LAG, not a standby).',
+  labelNames: ['replica'],
+  registers: [registry],
+});
+
+export const readReplicaLag = new client.Gauge({
+  name: 'billing_read_replica_lag_seconds',
+  help: 'How far a standby was behind the primary at its last check (0: it had replayed the primary\'s position).',
+  labelNames: ['replica'],
+  registers: [registry],
+});
+
 export const webhookDeliveries = new client.Counter({
   name: 'billing_webhook_deliveries_total',
   help: 'Webhook delivery attempts made by this process, by outcome (success, http_error, network_error, unsigned).',

@@ -334,7 +334,8 @@ async function startServer(file: string, args: string[], user: RunAs | null, log
     child.stderr!.on('data', (d: Buffer) => {
       output += d;
       log(String(d));
-      if (output.includes('database system is ready to accept connections')) { clearTimeout(timer); resolve(); }
+      // A standby (standby.signal in its cluster) is ready to accept read-only connections.
+      if (/database system is ready to accept (read-only )?connections/.test(output)) { clearTimeout(timer); resolve(); }
     });
     child.stdout!.on('data', (d: Buffer) => log(String(d)));
     child.once('error', (err) => { clearTimeout(timer); reject(err); });

@@ -38,7 +38,9 @@ export function mountGraphql(app: express.Express, executor: Executor, opts: Gra
         return;
       }
       setRateHeaders(res, who.identity.rl, false);
-      await engine().serve(req, res, next, who.identity);
+      // Its statements on a standby when the key may read there (READ_DATABASE_URL); the
+      // identity and the query's cost are the primary's bucket's.
+      await executor.onStandby(callerOf(req), () => engine().serve(req, res, next, who.identity));
     } catch (err) {
       next(err);
     }

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { baseUrlFor, type Config } from '../core/config';
 import { type CursorBinding, decodeCursor, filtersDigest } from '../core/cursor';
 import { ApiError } from '../core/errors';
+import { type ReadReplicas, readTarget } from '../db/read-replicas';
 import type { Operation, Services } from '../domain/operation';
 import { Gate, type IdempotencyKey } from './gate';
 import { type Caller, type Identity, type Outcome, problemOutcome, unavailableOutcome } from './outcome';
@@ -205,8 +206,9 @@ export class Executor {
     pool: pg.Pool,
     readonly config: Config,
     readonly services: Services,
+    reads: ReadReplicas | null = null,
   ) {
-    this.gate = new Gate(pool, config, services, (caller) => this.baseUrlFor(caller));
+    this.gate = new Gate(pool, config, services, (caller) => this.baseUrlFor(caller), reads);
   }
 
   /** The base URL of the links this caller's request hands out (src/core/config.ts baseUrlFor). */
@@ -234,6 +236,14 @@ export class Executor {
     // and its RateLimit headers are the bucket's.
     const passed = await this.gate.pass(caller, null, false);
     return 'outcome' in passed ? { ok: false, outcome: passed.outcome } : { ok: true, identity: passed.identity };
+  }
+
+  /**
+   * Runs fn with the connections PostGraphile takes (src/db/read-replicas.ts
+   * routingPool) on a standby, when this caller's read may run there (READ_DATABASE_URL).
+   */
+  onStandby<T>(caller: Caller, fn: () => Promise<T>): Promise<T> {
+    return readTarget.run(this.gate.standbyFor(caller), fn);
   }
 
   async run(op: Operation, caller: Caller, raw: RawInput): Promise<Outcome> {

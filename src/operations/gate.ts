@@ -14,15 +14,23 @@
 // error is answered (and kept) with its writes undone. Every answer, errors included,
 // has taken its rate token; when the bucket empties while a request works, gate_close
 // raises BL429 and the whole request is undone (a 429). docs/decisions/one-request-gate.md
+//
+// Reads on standbys (READ_DATABASE_URL, docs/decisions/read-replicas.md): a GET by an
+// API key on a leased token runs on a standby the ReadReplicas pick (the leased gate
+// writes nothing); a write marks the key so its next reads stay off any standby that
+// has not replayed it; a standby that fails (unreachable, 25006, a recovery conflict)
+// is skipped and the primary answers. While the primary cannot lease tokens, standby
+// reads spend this process's share of the key's limits (LocalTokens).
 import type pg from 'pg';
 import type { Config } from '../core/config';
 import { ApiError, databaseUnavailableCause, fromSqlState, type ProblemBody, toApiError, UNAUTHORIZED_DETAIL } from '../core/errors';
 import { hashKey, KEY_PATTERN, SESSION_TOKEN_PATTERN } from '../core/ids';
-import { rateLimitRefusals } from '../core/metrics';
+import { rateLimitRefusals, readsServed } from '../core/metrics';
 import { retryConflicts } from '../db/community-transaction';
+import type { ReadReplicas, Replica } from '../db/read-replicas';
 import type { Operation, OpContext, Services } from '../domain/operation';
 import { type Caller, type Identity, type Outcome, problemOutcome, textOutcome } from './outcome';
-import { type RateLimitInfo, TokenLeases } from './token-leases';
+import { type LeaseAnswer, LocalTokens, type RateLimitInfo, TokenLeases } from './token-leases';
 
 /** The Idempotency-Key of a request: what billing.idempotency_begin/finish key the record by. */
 export interface IdempotencyKey {
@@ -73,6 +81,21 @@ interface HandlerAnswer {
 const API_CALL = `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7, $8, $9) o`;
 const GATE_OPEN = 'select billing.gate_open($1, $2, $3, $4, $5, p_request_id => $6) as r';
 const GATE_CLOSE = 'select billing.gate_close($1, $2, $3) as r';
+/** gate_open on a leased token (no bucket, nothing written): what a handler's read opens on a standby. */
+const GATE_OPEN_LEASED = 'select billing.gate_open($1, null, null, $2, null, true, $3) as r';
+
+/** How long standby reads spend local tokens, without asking the primary, after it failed to lease. */
+const PRIMARY_LOST_MS = 2000;
+
+/**
+ * An error after which a standby's read is asked of the primary instead: the standby
+ * unreachable or shutting down, a write refused (25006: a GET that writes), a
+ * recovery conflict (40001) or a serialization/deadlock retry.
+ */
+function standbyFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return databaseUnavailableCause(err) !== null || code === '25006' || code === '40001' || code === '40P01';
+}
 
 /** The bucket of a request gate_close refused (BL429, the bucket as JSON in its detail), else null. */
 function emptiedBucket(err: unknown): RateLimitInfo | null {
@@ -100,15 +123,28 @@ function answerOutcome(answer: StoredAnswer, status: number, rl: RateLimitInfo |
 
 export class Gate {
   private readonly leases: TokenLeases;
+  private readonly local: LocalTokens;
+  /** Until when the primary is taken as lost for leases (standby reads spend local tokens). */
+  private primaryLostUntil = 0;
 
   constructor(private readonly pool: pg.Pool, private readonly config: Config, private readonly services: Services,
-    private readonly baseUrlFor: (caller: Caller) => string) {
+    private readonly baseUrlFor: (caller: Caller) => string, private readonly reads: ReadReplicas | null = null) {
     this.leases = new TokenLeases(pool, config.rateLimits, config.tokenLeaseMs);
+    this.local = new LocalTokens(config.rateLimits, config.readTokenShare);
   }
 
   /** Runs op for caller on its parsed input: every operation of every door comes here. */
-  run(op: Operation, caller: Caller, input: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Outcome> {
-    return op.sql ? this.sqlOperation(op, op.sql, caller, input, idem) : this.handlerOperation(op, caller, input, idem);
+  async run(op: Operation, caller: Caller, input: Record<string, unknown>, idem: IdempotencyKey | null): Promise<Outcome> {
+    const read = op.method === 'GET' && idem === null;
+    if (read && !op.sql && this.reads) {
+      const onStandby = await this.handlerOnStandby(op, caller, input);
+      if (onStandby) return onStandby;
+    }
+    const outcome = op.sql ? await this.sqlOperation(op, op.sql, caller, input, idem, read) : await this.handlerOperation(op, caller, input, idem);
+    // A write (or what may have written) keeps the key's next reads off standbys behind
+    // it; a request refused at the gate (401, 403 scope, 429) wrote nothing.
+    if (!read && this.reads && ![401, 403, 429].includes(outcome.status)) void this.reads.wrote(this.credential(caller));
+    return outcome;
   }
 
   /**
@@ -162,10 +198,10 @@ export class Gate {
    * the database, per request.
    */
   private async sqlOperation(op: Operation, sql: string, caller: Caller, input: Record<string, unknown>,
-    idem: IdempotencyKey | null): Promise<Outcome> {
+    idem: IdempotencyKey | null, read: boolean): Promise<Outcome> {
     const status = op.status ?? 200;
     const credential = this.credential(caller);
-    const answer = (idem ? null : await this.leased(caller, credential, op.scope, sql, input))
+    const answer = (idem ? null : await this.leased(caller, credential, op.scope, sql, input, read))
       ?? await this.apiCall([credential, caller.ip, this.config.rateLimits, op.scope, sql, input, idem, false, caller.requestId ?? null]);
     return this.sqlOutcome(answer.r, answer.t, caller, status);
   }
@@ -177,13 +213,119 @@ export class Gate {
    * since the lease (then the caller takes the database path, as any unknown key does).
    */
   private async leased(caller: Caller, credential: string | null, scope: string | null, sql: string | null,
-    input: Record<string, unknown> | null): Promise<{ r: GateAnswer; t: string | null } | null> {
-    if (!credential || caller.session !== undefined || !this.leases.enabled) return null;
-    const lease = await this.leases.take(credential);
+    input: Record<string, unknown> | null, read = false): Promise<{ r: GateAnswer; t: string | null } | null> {
+    if (!credential || caller.session !== undefined) return null;
+    const onStandby = read && this.reads !== null && sql !== null;
+    // A burst too small to lease from (under 20) still leases one token at a time for a
+    // standby read: the read itself then writes nothing where it runs.
+    if (!this.leases.enabled && !onStandby) return null;
+    const lease = await this.token(credential, onStandby);
     if (lease.kind === 'limited') return { r: { ok: false, error: 'rate_limited', rl: lease.rl }, t: null };
     if (lease.kind !== 'token') return null;
-    const answer = await this.apiCall([credential, null, null, scope, sql, input, null, true, caller.requestId ?? null]);
+    const values = [credential, null, null, scope, sql, input, null, true, caller.requestId ?? null];
+    const answer = onStandby ? await this.readCall(credential, values) : await this.apiCall(values);
     return answer.r.ok ? { r: { ...answer.r, rl: lease.rl }, t: answer.t } : null;
+  }
+
+  /**
+   * A key's token from this process's lease; for a standby read while the primary
+   * cannot lease (unreachable, or failed to in the last PRIMARY_LOST_MS), from this
+   * process's share of the key's limits instead: reads go on without the primary.
+   */
+  private async token(credential: string, standbyRead: boolean): Promise<LeaseAnswer> {
+    if (!standbyRead) return this.leases.take(credential);
+    if (Date.now() < this.primaryLostUntil) return this.local.take(credential);
+    try {
+      return await this.leases.take(credential);
+    } catch (err) {
+      if (!databaseUnavailableCause(err)) throw err;
+      this.primaryLostUntil = Date.now() + PRIMARY_LOST_MS;
+      return this.local.take(credential);
+    }
+  }
+
+  /**
+   * The standby a read by this caller may run on, for a door that runs its own
+   * statements (GraphQL): an API key's only (a session's reads stay on the primary),
+   * and none while the key's last write is not replayed there.
+   */
+  standbyFor(caller: Caller): Replica | null {
+    const credential = this.credential(caller);
+    return credential && caller.session === undefined ? this.standby(credential) : null;
+  }
+
+  /** A standby this key may read from (none while its last write is not replayed there). */
+  private standby(credential: string): Replica | null {
+    return this.reads?.pick(credential) ?? null;
+  }
+
+  /** The leased api_call of a read on a standby; on the primary when none will do or it fails. */
+  private async readCall(credential: string, values: unknown[]): Promise<{ r: GateAnswer; t: string | null }> {
+    for (let replica = this.standby(credential); replica; replica = this.standby(credential)) {
+      try {
+        const { rows } = await replica.pool.query<{ r: GateAnswer; t: string | null }>({ name: 'api_call', text: API_CALL, values });
+        readsServed.inc({ target: 'standby' });
+        return rows[0];
+      } catch (err) {
+        if (!standbyFailure(err)) throw err;
+        // A read that writes (25006) or met a recovery conflict: the primary answers it,
+        // the standby stays in use. Only an unreachable one is skipped from now on.
+        if (!databaseUnavailableCause(err)) break;
+        this.reads!.failed(replica, err);
+      }
+    }
+    readsServed.inc({ target: 'primary' });
+    return this.apiCall(values);
+  }
+
+  /**
+   * A handler's read (a GET written in TypeScript) on a standby: gate_open on the
+   * key's leased token in a read-only transaction, the handler, no gate_close (the
+   * token is the lease's). Null: not for a standby (no key, no lease, no standby will
+   * do, the key unknown there, or the standby failed); the primary's path answers.
+   */
+  private async handlerOnStandby(op: Operation, caller: Caller, input: Record<string, unknown>): Promise<Outcome | null> {
+    const credential = this.credential(caller);
+    if (!credential || caller.session !== undefined) return null;
+    const replica = this.standby(credential);
+    if (!replica) return null;
+    const lease = await this.token(credential, true);
+    if (lease.kind === 'limited') return limited(lease.rl);
+    if (lease.kind !== 'token') return null;
+    let client: pg.PoolClient | null = null;
+    let broken: Error | undefined;
+    const later: { fn?: () => Promise<unknown> } = {};
+    let outcome: Outcome;
+    try {
+      client = await replica.pool.connect();
+      await client.query('begin read only');
+      const { rows } = await client.query<{ r: GateAnswer }>(GATE_OPEN_LEASED, [credential, op.scope, caller.requestId ?? null]);
+      const open = rows[0].r;
+      if (!open.ok) {
+        await client.query('rollback');
+        return null;
+      }
+      caller.identified?.(open.community_id!, open.key_id!);
+      outcome = typeof open.error === 'object'
+        ? sqlProblem(open.error, undefined)
+        : (await this.handle(client, op, caller, input, null, open, later)).outcome;
+      await client.query('commit');
+      readsServed.inc({ target: 'standby' });
+      outcome.rateLimit = outcome.retryAfter !== undefined ? { ...lease.rl, retry_after: outcome.retryAfter } : lease.rl;
+      delete outcome.retryAfter;
+    } catch (err) {
+      if (client) await client.query('rollback').catch((e: Error) => { broken = e; });
+      if (!standbyFailure(err)) throw err;
+      if (databaseUnavailableCause(err)) {
+        broken = err as Error;
+        this.reads!.failed(replica, err);
+      }
+      return null;
+    } finally {
+      client?.release(broken);
+    }
+    if (later.fn && !outcome.problem) return { ...outcome, body: await later.fn() };
+    return outcome;
   }
 
   private sqlOutcome(out: GateAnswer, text: string | null, caller: Caller, status: number): Outcome {

@@ -120,3 +120,40 @@ export class TokenLeases {
     return { ...bucket, remaining: available, reset: Math.ceil(Math.max(0, this.limits.key_burst - available) / perSecond) };
   }
 }
+
+/**
+ * A key's tokens for standby reads while the primary cannot lease any (it is lost or
+ * unreachable): a bucket in this process only, holding `share` of the key's limits
+ * (READ_TOKEN_SHARE). With n API processes a key then reads at most n × share of its
+ * limits; none of them is recorded in the database's bucket (docs/decisions/read-replicas.md).
+ */
+export class LocalTokens {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly burst: number;
+  private readonly perMs: number;
+
+  constructor(limits: RateLimits, share: number) {
+    this.burst = Math.max(1, Math.floor(limits.key_burst * share));
+    this.perMs = (limits.key_per_minute * share) / 60_000;
+  }
+
+  take(keyHash: string): LeaseAnswer {
+    const now = Date.now();
+    if (this.buckets.size >= 10_000) {
+      for (const [hash, b] of this.buckets) if (b.tokens + (now - b.at) * this.perMs >= this.burst) this.buckets.delete(hash);
+    }
+    const b = this.buckets.get(keyHash) ?? { tokens: this.burst, at: now };
+    b.tokens = Math.min(this.burst, b.tokens + (now - b.at) * this.perMs);
+    b.at = now;
+    this.buckets.set(keyHash, b);
+    const allowed = b.tokens >= 1;
+    if (allowed) b.tokens -= 1;
+    const remaining = Math.floor(b.tokens);
+    const rl: RateLimitInfo = {
+      limit: this.burst, remaining,
+      reset: Math.ceil((this.burst - b.tokens) / this.perMs / 1000),
+      retry_after: allowed ? 0 : Math.ceil((1 - b.tokens) / this.perMs / 1000),
+    };
+    return allowed ? { kind: 'token', rl } : { kind: 'limited', rl };
+  }
+}

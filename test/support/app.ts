@@ -49,7 +49,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
   };
   const owner = createOwnerPool(TEST_DB());
   const api = createApiPool(opts.appDatabaseUrl ?? TEST_APP_DB(), 10, config.dbTimeouts, config.databasePooler);
-  const { app, graphql } = createApp({ config, apiPool: api, ownerPool: owner, services: opts.services?.(config) });
+  const { app, graphql, reads } = createApp({ config, apiPool: api, ownerPool: owner, services: opts.services?.(config) });
   const server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -62,6 +62,7 @@ export async function startApp(overrides: Partial<Config> = {}, env: NodeJS.Proc
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await graphql.release();
+      await reads?.stop();
       await api.end();
       await owner.end();
     },
