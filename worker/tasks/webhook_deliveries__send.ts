@@ -160,10 +160,22 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
   // or sooner when the dead-worker reaper names the worker (worker_heartbeat).
   const holdMs = (opts.timeoutMs ?? DELIVERY_TIMEOUT_MS) + 30_000;
   const gate = new EndpointGate(maxPerEndpoint, slowMs);
+  // Slots this process could not give back (the database unreachable as a job ended):
+  // given back before the next job takes one, so a moment's outage does not hold an
+  // endpoint's share until the slots lapse (holdMs).
+  const unreturned: { communityId: string; endpointId: string; slot: string; fast: boolean }[] = [];
+  const giveBack = async (helpers: Parameters<Task>[1], u: (typeof unreturned)[number]): Promise<void> => {
+    try {
+      await helpers.query('select billing_private.webhook_slot_leave($1, $2, $3, $4)', [u.communityId, u.endpointId, u.slot, u.fast]);
+    } catch {
+      unreturned.push(u);
+    }
+  };
 
   const task: Task = async (rawPayload, helpers) => {
     const payload = rawPayload as DeliveryPayload;
     const endpointId = payload.endpoint_id;
+    for (const u of unreturned.splice(0)) await giveBack(helpers, u);
     if (endpointId === undefined) {
       await deliver(payload, helpers);
       return;
@@ -202,9 +214,9 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       slowestMs = await deliver(payload, helpers);
     } finally {
       gate.leave(endpointId, token, slowestMs);
-      // Not given back (the database unreachable): it lapses after holdMs.
-      await helpers.query('select billing_private.webhook_slot_leave($1, $2, $3, $4)',
-        [payload.community_id, endpointId, slot, slowestMs < slowMs]).catch(() => {});
+      // Not given back (the database unreachable): given back with the next job, or it
+      // lapses after holdMs.
+      await giveBack(helpers, { communityId: payload.community_id, endpointId, slot: slot!, fast: slowestMs < slowMs });
     }
   };
 
