@@ -44,3 +44,41 @@ test('an operation the CASE does not name still runs, by EXECUTE', async () => {
     client.release();
   }
 });
+
+// plpgsql sets up each WHEN it reaches again in every transaction: one CASE over all
+// the operations cost the entitlement check (31st) about 100,000 instructions a
+// request (issue 33). The names are found by halving, then a CASE of at most four.
+test('op_dispatch finds a name by halving: no CASE of more than four names', async () => {
+  const { rows: [{ src }] } = await owner.query<{ src: string }>(
+    `select prosrc as src from pg_proc where oid = 'billing_private.op_dispatch(text, jsonb)'::regprocedure`);
+  const cases = src.split(/\bcase p_op\b/).slice(1).map((c) => c.split(/\bend case;/)[0]);
+  expect(cases.length).toBeGreaterThan(10);
+  for (const c of cases) expect((c.match(/\bwhen '/g) ?? []).length).toBeLessThanOrEqual(4);
+  expect((src.match(/if p_op collate "C" < '/g) ?? []).length).toBe(cases.length - 1);
+});
+
+test('every operation is reached through the halving, and an unknown name falls to EXECUTE', async () => {
+  const { rows: ops } = await owner.query<{ name: string }>(
+    `select p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'billing_api' and p.prorettype = 'jsonb'::regtype
+       and pg_get_function_identity_arguments(p.oid) = 'p_args jsonb' order by 1`);
+  const client = await owner.connect();
+  try {
+    await client.query('begin');
+    // Each operation replaced by one answering its own name: op_dispatch must call the one it was asked for.
+    for (const { name } of ops) {
+      await client.query(`create or replace function billing_api.${name}(p_args jsonb) returns jsonb language sql as $$ select to_jsonb('${name}'::text) $$`);
+    }
+    for (const { name } of ops) {
+      const { rows } = await client.query(`select billing_private.op_dispatch($1, '{}') as r`, [name]);
+      expect(rows[0].r).toBe(name);
+    }
+    await client.query(`create function billing_api.zzz_unknown(p_args jsonb) returns jsonb language sql as $$ select '"dyn"'::jsonb $$`);
+    expect((await client.query(`select billing_private.op_dispatch('zzz_unknown', '{}') as r`)).rows[0].r).toBe('dyn');
+    await client.query(`create function billing_api.aaa_unknown(p_args jsonb) returns jsonb language sql as $$ select '"dyn"'::jsonb $$`);
+    expect((await client.query(`select billing_private.op_dispatch('aaa_unknown', '{}') as r`)).rows[0].r).toBe('dyn');
+  } finally {
+    await client.query('rollback');
+    client.release();
+  }
+});
