@@ -1,4 +1,4 @@
--- db/migrations sha256:66c06fc9d56b9da1dc9eddb299e034ae61ea5037f556d7efc728d023dcb28fd2 (regenerate with npm run db:schema)
+-- db/migrations sha256:aa0037748402cf5ec54f0addb9bc675c6c34fca5e4248acce80db86f5286847a (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -2136,6 +2136,27 @@ declare
   v_state text;
   v_msg text;
 begin
+  if p_leased and p_idem is null then
+    -- The hot path (a read on a leased token): one query and a few expressions, the
+    -- settings made by expressions rather than PERFORM (a query: an executor run per
+    -- request). plpgsql sets up each statement it reaches again in every transaction.
+    select k.id, k.community_id, k.scopes into v_key_id, v_community_id, v_scopes
+    from billing_private.api_keys k
+    where k.key_hash = p_credential and k.revoked_at is null;
+    if v_key_id is null then
+      return jsonb_build_object('ok', false, 'error', 'unauthorized');
+    end if;
+    v_msg := set_config('app.community_id', v_community_id, true) || set_config('app.key_id', v_key_id, true)
+      || set_config('app.member_id', '', true) || set_config('app.scopes', array_to_string(v_scopes, ' '), true)
+      || set_config('app.gate_token', '', true) || set_config('app.request_id', coalesce(p_request_id, ''), true);
+    v_open := jsonb_build_object('ok', true, 'community_id', v_community_id, 'key_id', v_key_id,
+      'scopes', to_jsonb(v_scopes), 'member_id', null);
+    if p_scope is not null and not (p_scope = any (v_scopes)) then
+      return v_open || jsonb_build_object('error', jsonb_build_object('sqlstate', 'BL403',
+        'message', 'This key lacks the scope ' || p_scope || '.', 'detail', p_scope));
+    end if;
+    return v_open;
+  end if;
   if p_credential is not null and p_leased then
     -- Two statements, not one with "p_leased or (...)": PostgreSQL would fold that
     -- differently per value and plan it again on every call.
@@ -6961,20 +6982,34 @@ CREATE FUNCTION billing_api.entitlements_check(p_args jsonb) RETURNS jsonb
     AS $$
 declare
   v_member text;
-  v_tier text := nullif(p_args->>'tier_id', '');
-  v_list jsonb;
 begin
-  v_member := billing.resolve_identity(p_args);
-  if v_member is null then
-    return jsonb_build_object('entitled', false, 'entitlements', '[]'::jsonb);
+  if p_args->>'platform' in ('discord', 'telegram') and coalesce(p_args->>'platform_uid', '') <> ''
+     and coalesce(p_args->>'namespace', '') = '' and coalesce(p_args->>'external_user_id', '') = '' then
+    return (
+      select jsonb_build_object('entitled', count(*) > 0, 'entitlements', coalesce(jsonb_agg(x order by x.id), '[]'))
+      from (
+        select me.id, me.entitlement_id, e.key, e.name, me.revision, me.status, billing.iso(me.granted_at) as granted_at,
+          billing.iso(me.revoked_at) as revoked_at, me.sources, me.benefits
+        from billing.member_identities i
+        join billing.member_entitlements me on me.community_id = i.community_id and me.member_id = i.member_id
+        join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+        where i.community_id = (select billing.current_community_id()) and i.platform = p_args->>'platform'
+          and i.platform_uid = p_args->>'platform_uid' and me.status = 'active'
+          and (nullif(p_args->>'tier_id', '') is null
+            or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', nullif(p_args->>'tier_id', ''))))) x);
   end if;
-  select coalesce(jsonb_agg(billing.member_entitlement_json(me, e) order by me.id), '[]') into v_list
-  from billing.member_entitlements me
-  join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
-  where me.community_id = billing.current_community_id() and me.member_id = v_member
-    and me.status = 'active'
-    and (v_tier is null or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', v_tier)));
-  return jsonb_build_object('entitled', jsonb_array_length(v_list) > 0, 'entitlements', v_list);
+  v_member := billing.resolve_identity(p_args);
+  return (
+    select jsonb_build_object('entitled', count(*) > 0, 'entitlements', coalesce(jsonb_agg(x order by x.id), '[]'))
+    from (
+      select me.id, me.entitlement_id, e.key, e.name, me.revision, me.status, billing.iso(me.granted_at) as granted_at,
+        billing.iso(me.revoked_at) as revoked_at, me.sources, me.benefits
+      from billing.member_entitlements me
+      join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+      where me.community_id = (select billing.current_community_id()) and me.member_id = v_member
+        and me.status = 'active'
+        and (nullif(p_args->>'tier_id', '') is null
+          or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', nullif(p_args->>'tier_id', ''))))) x);
 end
 $$;
 
@@ -10605,108 +10640,251 @@ begin
     perform set_config('app.cursor_list', p_args->>'cursor_list', true),
       set_config('app.cursor_filters', p_args->>'cursor_filters', true);
   end if;
-  case p_op
-    when 'analytics_churn' then return billing_api.analytics_churn(p_args);
-    when 'analytics_cohorts' then return billing_api.analytics_cohorts(p_args);
-    when 'analytics_member_value' then return billing_api.analytics_member_value(p_args);
-    when 'analytics_overview' then return billing_api.analytics_overview(p_args);
-    when 'analytics_payment_recovery' then return billing_api.analytics_payment_recovery(p_args);
-    when 'analytics_revenue' then return billing_api.analytics_revenue(p_args);
-    when 'analytics_series' then return billing_api.analytics_series(p_args);
-    when 'analytics_summary' then return billing_api.analytics_summary(p_args);
-    when 'analytics_trial_conversion' then return billing_api.analytics_trial_conversion(p_args);
-    when 'api_keys_create' then return billing_api.api_keys_create(p_args);
-    when 'api_keys_list' then return billing_api.api_keys_list(p_args);
-    when 'api_keys_revoke' then return billing_api.api_keys_revoke(p_args);
-    when 'audit_log_list' then return billing_api.audit_log_list(p_args);
-    when 'catalog_discount_archive' then return billing_api.catalog_discount_archive(p_args);
-    when 'catalog_discount_create' then return billing_api.catalog_discount_create(p_args);
-    when 'catalog_discount_update' then return billing_api.catalog_discount_update(p_args);
-    when 'catalog_entitlement_create' then return billing_api.catalog_entitlement_create(p_args);
-    when 'catalog_entitlement_update' then return billing_api.catalog_entitlement_update(p_args);
-    when 'catalog_file' then return billing_api.catalog_file(p_args);
-    when 'catalog_get' then return billing_api.catalog_get(p_args);
-    when 'catalog_plan_archive' then return billing_api.catalog_plan_archive(p_args);
-    when 'catalog_plan_create' then return billing_api.catalog_plan_create(p_args);
-    when 'catalog_plan_price_preview' then return billing_api.catalog_plan_price_preview(p_args);
-    when 'catalog_plan_update' then return billing_api.catalog_plan_update(p_args);
-    when 'catalog_tier_archive' then return billing_api.catalog_tier_archive(p_args);
-    when 'catalog_tier_create' then return billing_api.catalog_tier_create(p_args);
-    when 'catalog_tier_update' then return billing_api.catalog_tier_update(p_args);
-    when 'checkout_create' then return billing_api.checkout_create(p_args);
-    when 'checkout_set_provider' then return billing_api.checkout_set_provider(p_args);
-    when 'discounts_list' then return billing_api.discounts_list(p_args);
-    when 'entitlements_check' then return billing_api.entitlements_check(p_args);
-    when 'events_get' then return billing_api.events_get(p_args);
-    when 'events_list' then return billing_api.events_list(p_args);
-    when 'external_subjects_attach' then return billing_api.external_subjects_attach(p_args);
-    when 'grants_create' then return billing_api.grants_create(p_args);
-    when 'grants_list' then return billing_api.grants_list(p_args);
-    when 'grants_revoke' then return billing_api.grants_revoke(p_args);
-    when 'invoice_refund' then return billing_api.invoice_refund(p_args);
-    when 'invoice_refund_prepare' then return billing_api.invoice_refund_prepare(p_args);
-    when 'invoices_document' then return billing_api.invoices_document(p_args);
-    when 'invoices_get' then return billing_api.invoices_get(p_args);
-    when 'invoices_list' then return billing_api.invoices_list(p_args);
-    when 'link_code_create' then return billing_api.link_code_create(p_args);
-    when 'link_code_redeem' then return billing_api.link_code_redeem(p_args);
-    when 'mail_messages_get' then return billing_api.mail_messages_get(p_args);
-    when 'mail_messages_list' then return billing_api.mail_messages_list(p_args);
-    when 'mail_template_set' then return billing_api.mail_template_set(p_args);
-    when 'mail_templates_list' then return billing_api.mail_templates_list(p_args);
-    when 'member_deliveries_retry' then return billing_api.member_deliveries_retry(p_args);
-    when 'member_entitlement_history' then return billing_api.member_entitlement_history(p_args);
-    when 'member_entitlements_list' then return billing_api.member_entitlements_list(p_args);
-    when 'member_erase' then return billing_api.member_erase(p_args);
-    when 'member_export' then return billing_api.member_export(p_args);
-    when 'member_portal_benefits' then return billing_api.member_portal_benefits(p_args);
-    when 'members_get' then return billing_api.members_get(p_args);
-    when 'members_list' then return billing_api.members_list(p_args);
-    when 'members_lookup' then return billing_api.members_lookup(p_args);
-    when 'members_update' then return billing_api.members_update(p_args);
-    when 'operator_policy_get' then return billing_api.operator_policy_get(p_args);
-    when 'operator_policy_update' then return billing_api.operator_policy_update(p_args);
-    when 'operator_sessions_end' then return billing_api.operator_sessions_end(p_args);
-    when 'operator_sessions_list' then return billing_api.operator_sessions_list(p_args);
-    when 'operators_invite' then return billing_api.operators_invite(p_args);
-    when 'operators_list' then return billing_api.operators_list(p_args);
-    when 'operators_remove' then return billing_api.operators_remove(p_args);
-    when 'operators_reset_second_factor' then return billing_api.operators_reset_second_factor(p_args);
-    when 'operators_sign_out' then return billing_api.operators_sign_out(p_args);
-    when 'operators_update' then return billing_api.operators_update(p_args);
-    when 'plans_get' then return billing_api.plans_get(p_args);
-    when 'plans_list' then return billing_api.plans_list(p_args);
-    when 'platform_actions_list' then return billing_api.platform_actions_list(p_args);
-    when 'platform_config_save' then return billing_api.platform_config_save(p_args);
-    when 'platform_configs_list' then return billing_api.platform_configs_list(p_args);
-    when 'platform_connections_health' then return billing_api.platform_connections_health(p_args);
-    when 'portal_session_create' then return billing_api.portal_session_create(p_args);
-    when 'purchases_get' then return billing_api.purchases_get(p_args);
-    when 'purchases_list' then return billing_api.purchases_list(p_args);
-    when 'subscription_cancel' then return billing_api.subscription_cancel(p_args);
-    when 'subscription_cancel_scheduled_switch' then return billing_api.subscription_cancel_scheduled_switch(p_args);
-    when 'subscription_card_get' then return billing_api.subscription_card_get(p_args);
-    when 'subscription_card_set' then return billing_api.subscription_card_set(p_args);
-    when 'subscription_pause' then return billing_api.subscription_pause(p_args);
-    when 'subscription_reactivate' then return billing_api.subscription_reactivate(p_args);
-    when 'subscription_resume' then return billing_api.subscription_resume(p_args);
-    when 'subscription_switch' then return billing_api.subscription_switch(p_args);
-    when 'subscription_switch_options' then return billing_api.subscription_switch_options(p_args);
-    when 'subscription_switch_preview' then return billing_api.subscription_switch_preview(p_args);
-    when 'subscriptions_get' then return billing_api.subscriptions_get(p_args);
-    when 'subscriptions_list' then return billing_api.subscriptions_list(p_args);
-    when 'tax_settings_get' then return billing_api.tax_settings_get(p_args);
-    when 'webhook_deliveries_list' then return billing_api.webhook_deliveries_list(p_args);
-    when 'webhook_deliveries_redeliver' then return billing_api.webhook_deliveries_redeliver(p_args);
-    when 'webhook_endpoints_create' then return billing_api.webhook_endpoints_create(p_args);
-    when 'webhook_endpoints_delete' then return billing_api.webhook_endpoints_delete(p_args);
-    when 'webhook_endpoints_get' then return billing_api.webhook_endpoints_get(p_args);
-    when 'webhook_endpoints_list' then return billing_api.webhook_endpoints_list(p_args);
-    when 'webhook_endpoints_rotate_secret' then return billing_api.webhook_endpoints_rotate_secret(p_args);
-    when 'webhook_endpoints_update' then return billing_api.webhook_endpoints_update(p_args);
-    else
-      return billing_private.op_dispatch_dynamic(p_op, p_args);
-  end case;
+if p_op collate "C" < 'operators_remove' then
+if p_op collate "C" < 'events_list' then
+if p_op collate "C" < 'catalog_entitlement_create' then
+if p_op collate "C" < 'analytics_trial_conversion' then
+if p_op collate "C" < 'analytics_payment_recovery' then
+case p_op
+  when 'analytics_churn' then return billing_api.analytics_churn(p_args);
+  when 'analytics_cohorts' then return billing_api.analytics_cohorts(p_args);
+  when 'analytics_member_value' then return billing_api.analytics_member_value(p_args);
+  when 'analytics_overview' then return billing_api.analytics_overview(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'analytics_payment_recovery' then return billing_api.analytics_payment_recovery(p_args);
+  when 'analytics_revenue' then return billing_api.analytics_revenue(p_args);
+  when 'analytics_series' then return billing_api.analytics_series(p_args);
+  when 'analytics_summary' then return billing_api.analytics_summary(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+else
+if p_op collate "C" < 'audit_log_list' then
+case p_op
+  when 'analytics_trial_conversion' then return billing_api.analytics_trial_conversion(p_args);
+  when 'api_keys_create' then return billing_api.api_keys_create(p_args);
+  when 'api_keys_list' then return billing_api.api_keys_list(p_args);
+  when 'api_keys_revoke' then return billing_api.api_keys_revoke(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'audit_log_list' then return billing_api.audit_log_list(p_args);
+  when 'catalog_discount_archive' then return billing_api.catalog_discount_archive(p_args);
+  when 'catalog_discount_create' then return billing_api.catalog_discount_create(p_args);
+  when 'catalog_discount_update' then return billing_api.catalog_discount_update(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+end if;
+else
+if p_op collate "C" < 'catalog_tier_archive' then
+if p_op collate "C" < 'catalog_plan_archive' then
+case p_op
+  when 'catalog_entitlement_create' then return billing_api.catalog_entitlement_create(p_args);
+  when 'catalog_entitlement_update' then return billing_api.catalog_entitlement_update(p_args);
+  when 'catalog_file' then return billing_api.catalog_file(p_args);
+  when 'catalog_get' then return billing_api.catalog_get(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'catalog_plan_archive' then return billing_api.catalog_plan_archive(p_args);
+  when 'catalog_plan_create' then return billing_api.catalog_plan_create(p_args);
+  when 'catalog_plan_price_preview' then return billing_api.catalog_plan_price_preview(p_args);
+  when 'catalog_plan_update' then return billing_api.catalog_plan_update(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+else
+if p_op collate "C" < 'checkout_set_provider' then
+case p_op
+  when 'catalog_tier_archive' then return billing_api.catalog_tier_archive(p_args);
+  when 'catalog_tier_create' then return billing_api.catalog_tier_create(p_args);
+  when 'catalog_tier_update' then return billing_api.catalog_tier_update(p_args);
+  when 'checkout_create' then return billing_api.checkout_create(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'checkout_set_provider' then return billing_api.checkout_set_provider(p_args);
+  when 'discounts_list' then return billing_api.discounts_list(p_args);
+  when 'entitlements_check' then return billing_api.entitlements_check(p_args);
+  when 'events_get' then return billing_api.events_get(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+end if;
+end if;
+else
+if p_op collate "C" < 'member_deliveries_retry' then
+if p_op collate "C" < 'invoices_get' then
+if p_op collate "C" < 'grants_revoke' then
+case p_op
+  when 'events_list' then return billing_api.events_list(p_args);
+  when 'external_subjects_attach' then return billing_api.external_subjects_attach(p_args);
+  when 'grants_create' then return billing_api.grants_create(p_args);
+  when 'grants_list' then return billing_api.grants_list(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'grants_revoke' then return billing_api.grants_revoke(p_args);
+  when 'invoice_refund' then return billing_api.invoice_refund(p_args);
+  when 'invoice_refund_prepare' then return billing_api.invoice_refund_prepare(p_args);
+  when 'invoices_document' then return billing_api.invoices_document(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+else
+if p_op collate "C" < 'mail_messages_get' then
+case p_op
+  when 'invoices_get' then return billing_api.invoices_get(p_args);
+  when 'invoices_list' then return billing_api.invoices_list(p_args);
+  when 'link_code_create' then return billing_api.link_code_create(p_args);
+  when 'link_code_redeem' then return billing_api.link_code_redeem(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'mail_messages_get' then return billing_api.mail_messages_get(p_args);
+  when 'mail_messages_list' then return billing_api.mail_messages_list(p_args);
+  when 'mail_template_set' then return billing_api.mail_template_set(p_args);
+  when 'mail_templates_list' then return billing_api.mail_templates_list(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+end if;
+else
+if p_op collate "C" < 'members_lookup' then
+if p_op collate "C" < 'member_export' then
+case p_op
+  when 'member_deliveries_retry' then return billing_api.member_deliveries_retry(p_args);
+  when 'member_entitlement_history' then return billing_api.member_entitlement_history(p_args);
+  when 'member_entitlements_list' then return billing_api.member_entitlements_list(p_args);
+  when 'member_erase' then return billing_api.member_erase(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'member_export' then return billing_api.member_export(p_args);
+  when 'member_portal_benefits' then return billing_api.member_portal_benefits(p_args);
+  when 'members_get' then return billing_api.members_get(p_args);
+  when 'members_list' then return billing_api.members_list(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+else
+if p_op collate "C" < 'operator_sessions_end' then
+case p_op
+  when 'members_lookup' then return billing_api.members_lookup(p_args);
+  when 'members_update' then return billing_api.members_update(p_args);
+  when 'operator_policy_get' then return billing_api.operator_policy_get(p_args);
+  when 'operator_policy_update' then return billing_api.operator_policy_update(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'operator_sessions_end' then return billing_api.operator_sessions_end(p_args);
+  when 'operator_sessions_list' then return billing_api.operator_sessions_list(p_args);
+  when 'operators_invite' then return billing_api.operators_invite(p_args);
+  when 'operators_list' then return billing_api.operators_list(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+end if;
+end if;
+end if;
+else
+if p_op collate "C" < 'webhook_endpoints_rotate_secret' then
+if p_op collate "C" < 'subscription_card_set' then
+if p_op collate "C" < 'platform_configs_list' then
+if p_op collate "C" < 'plans_get' then
+case p_op
+  when 'operators_remove' then return billing_api.operators_remove(p_args);
+  when 'operators_reset_second_factor' then return billing_api.operators_reset_second_factor(p_args);
+  when 'operators_sign_out' then return billing_api.operators_sign_out(p_args);
+  when 'operators_update' then return billing_api.operators_update(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'plans_get' then return billing_api.plans_get(p_args);
+  when 'plans_list' then return billing_api.plans_list(p_args);
+  when 'platform_actions_list' then return billing_api.platform_actions_list(p_args);
+  when 'platform_config_save' then return billing_api.platform_config_save(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+else
+if p_op collate "C" < 'purchases_list' then
+case p_op
+  when 'platform_configs_list' then return billing_api.platform_configs_list(p_args);
+  when 'platform_connections_health' then return billing_api.platform_connections_health(p_args);
+  when 'portal_session_create' then return billing_api.portal_session_create(p_args);
+  when 'purchases_get' then return billing_api.purchases_get(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'purchases_list' then return billing_api.purchases_list(p_args);
+  when 'subscription_cancel' then return billing_api.subscription_cancel(p_args);
+  when 'subscription_cancel_scheduled_switch' then return billing_api.subscription_cancel_scheduled_switch(p_args);
+  when 'subscription_card_get' then return billing_api.subscription_card_get(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+end if;
+else
+if p_op collate "C" < 'subscriptions_list' then
+if p_op collate "C" < 'subscription_switch' then
+case p_op
+  when 'subscription_card_set' then return billing_api.subscription_card_set(p_args);
+  when 'subscription_pause' then return billing_api.subscription_pause(p_args);
+  when 'subscription_reactivate' then return billing_api.subscription_reactivate(p_args);
+  when 'subscription_resume' then return billing_api.subscription_resume(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'subscription_switch' then return billing_api.subscription_switch(p_args);
+  when 'subscription_switch_options' then return billing_api.subscription_switch_options(p_args);
+  when 'subscription_switch_preview' then return billing_api.subscription_switch_preview(p_args);
+  when 'subscriptions_get' then return billing_api.subscriptions_get(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+else
+if p_op collate "C" < 'webhook_endpoints_create' then
+case p_op
+  when 'subscriptions_list' then return billing_api.subscriptions_list(p_args);
+  when 'tax_settings_get' then return billing_api.tax_settings_get(p_args);
+  when 'webhook_deliveries_list' then return billing_api.webhook_deliveries_list(p_args);
+  when 'webhook_deliveries_redeliver' then return billing_api.webhook_deliveries_redeliver(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+else
+case p_op
+  when 'webhook_endpoints_create' then return billing_api.webhook_endpoints_create(p_args);
+  when 'webhook_endpoints_delete' then return billing_api.webhook_endpoints_delete(p_args);
+  when 'webhook_endpoints_get' then return billing_api.webhook_endpoints_get(p_args);
+  when 'webhook_endpoints_list' then return billing_api.webhook_endpoints_list(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+end if;
+end if;
+else
+case p_op
+  when 'webhook_endpoints_rotate_secret' then return billing_api.webhook_endpoints_rotate_secret(p_args);
+  when 'webhook_endpoints_update' then return billing_api.webhook_endpoints_update(p_args);
+  else return billing_private.op_dispatch_dynamic(p_op, p_args);
+end case;
+end if;
+end if;
 end
 $$;
 
