@@ -320,6 +320,11 @@ async function measure(name: string, apis: string[], keys: { check: string; writ
 // ---------------------------------------------------------------- main
 
 async function main() {
+  // What the run needs, before anything starts: Debian's postgresql-15 and pgbouncer packages.
+  for (const tool of ['initdb', 'postgres', 'pg_basebackup', 'psql']) {
+    if (!fs.existsSync(bin(tool))) throw new Error(`${bin(tool)} is missing: install Debian's postgresql-15 (or set PG_BIN)`);
+  }
+  pgbouncerBinary();
   const started = new Date().toISOString();
   const loadBefore = os.loadavg()[0].toFixed(1);
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cluster-'));
@@ -470,7 +475,7 @@ async function main() {
       routed
         ? `- Reads ran on the standbys in the cluster setup (${onStandbys.toLocaleString('en')} transactions there against ${onPrimary.toLocaleString('en')} on the primary); `
           + `stale reads through the API: ${stale(cluster)} reads right after another key's write.`
-        : `- **The API did not route reads**: in the cluster setup the standbys committed ${onStandbys} transactions in the bench database (this script's own probes left out) `
+        : `- **The API did not route reads**: in the cluster setup the standbys committed ${onStandbys} transactions in the bench database (this script's own probes left out, to within a few) `
           + `while the primary committed ${onPrimary.toLocaleString('en')}: this branch's service ignores READ_DATABASE_URL (read routing, issue 32 item 1, is on another branch), `
           + 'so its figures are those of the pooled setup again, with the standbys only replaying; the lag is real, stale reads through the API cannot happen until reads go to a standby.',
       `- Stale on a standby: **${standbyStale} of ${standbyProbes}** (${(100 * standbyStale / Math.max(standbyProbes, 1)).toFixed(0)}%) reads on a standby, sent as soon as the write `
