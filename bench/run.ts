@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const ALL = ['ledger', 'read', 'members', 'webhooks', 'platforms', 'graphql', 'renewals', 'soak', 'startup'] as const;
+const ALL = ['ledger', 'read', 'members', 'webhooks', 'platforms', 'graphql', 'renewals', 'soak', 'startup', 'cluster'] as const;
 const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = asked.filter((a) => !(ALL as readonly string[]).includes(a));
 if (unknown.length > 0) {
