@@ -1,4 +1,4 @@
--- db/migrations sha256:aa0037748402cf5ec54f0addb9bc675c6c34fca5e4248acce80db86f5286847a (regenerate with npm run db:schema)
+-- db/migrations sha256:b7c2c4120b3809d8e3621be2327fb6091c4ed56757b23a36c329dded06bdea1e (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -13303,69 +13303,6 @@ $$;
 
 
 --
--- Name: webhook_slot_enter(text, text, integer, integer, integer, text); Type: FUNCTION; Schema: billing_private; Owner: -
---
-
-CREATE FUNCTION billing_private.webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text) RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-  v_fast boolean;
-  v_last bigint;
-  v_slots jsonb;
-  v_now double precision;
-  v_live jsonb;
-  v_count integer;
-  v_slow boolean;
-  v_cap integer;
-begin
-  select s.fast, s.last_token, s.slots into v_fast, v_last, v_slots
-  from billing_private.webhook_endpoint_slots s
-  where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id for update;
-  if not found then
-    insert into billing_private.webhook_endpoint_slots (community_id, endpoint_id)
-    values (p_community_id, p_endpoint_id) on conflict do nothing;
-    select s.fast, s.last_token, s.slots into v_fast, v_last, v_slots
-    from billing_private.webhook_endpoint_slots s
-    where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id for update;
-  end if;
-  v_now := extract(epoch from clock_timestamp());
-  select coalesce(jsonb_object_agg(e.key, e.value), '{}'), count(*),
-      coalesce(bool_or((e.value->>0)::float8 <= v_now - p_slow_ms / 1000.0), false)
-    into v_live, v_count, v_slow
-  from jsonb_each(v_slots) e where (e.value->>1)::float8 > v_now;
-  v_cap := case when v_fast and not v_slow then greatest(p_max, 1) else 1 end;
-  if v_count >= v_cap then
-    if v_live <> v_slots then
-      update billing_private.webhook_endpoint_slots s set slots = v_live
-      where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id;
-    end if;
-    return null;
-  end if;
-  v_last := v_last + 1;
-  update billing_private.webhook_endpoint_slots s set last_token = v_last,
-    slots = v_live || jsonb_build_object(v_last::text, jsonb_build_array(v_now, v_now + p_hold_ms / 1000.0, p_holder))
-  where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id;
-  return v_last;
-end
-$$;
-
-
---
--- Name: webhook_slot_leave(text, text, bigint, boolean); Type: FUNCTION; Schema: billing_private; Owner: -
---
-
-CREATE FUNCTION billing_private.webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-  update billing_private.webhook_endpoint_slots s set slots = s.slots - p_token::text, fast = p_fast
-  where s.community_id = p_community_id and s.endpoint_id = p_endpoint_id
-$$;
-
-
---
 -- Name: webhook_test_target(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -13460,12 +13397,6 @@ begin
   select array_agg(worker_id) into v_dead from dead;
   if v_dead is not null then
     perform graphile_worker.force_unlock_workers(v_dead);
-    -- Their webhook endpoint slots (70-webhooks.sql) free at once too.
-    update billing_private.webhook_endpoint_slots s
-    set slots = coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(s.slots) e
-                          where not coalesce(e.value->>2 = any (v_dead), false)), '{}')
-    where s.slots <> '{}'
-      and exists (select 1 from jsonb_each(s.slots) e where e.value->>2 = any (v_dead));
   end if;
   return coalesce(v_dead, '{}');
 end
@@ -16313,21 +16244,6 @@ ALTER TABLE ONLY billing_private.rate_buckets FORCE ROW LEVEL SECURITY;
 
 
 --
--- Name: webhook_endpoint_slots; Type: TABLE; Schema: billing_private; Owner: -
---
-
-CREATE UNLOGGED TABLE billing_private.webhook_endpoint_slots (
-    community_id text NOT NULL COLLATE pg_catalog."C",
-    endpoint_id text NOT NULL COLLATE pg_catalog."C",
-    fast boolean DEFAULT false NOT NULL,
-    last_token bigint DEFAULT 0 NOT NULL,
-    slots jsonb DEFAULT '{}'::jsonb NOT NULL
-);
-
-ALTER TABLE ONLY billing_private.webhook_endpoint_slots FORCE ROW LEVEL SECURITY;
-
-
---
 -- Name: webhook_secrets; Type: TABLE; Schema: billing_private; Owner: -
 --
 
@@ -16912,14 +16828,6 @@ ALTER TABLE ONLY billing_private.platform_secrets
 
 ALTER TABLE ONLY billing_private.rate_buckets
     ADD CONSTRAINT rate_buckets_pkey PRIMARY KEY (bucket);
-
-
---
--- Name: webhook_endpoint_slots webhook_endpoint_slots_pkey; Type: CONSTRAINT; Schema: billing_private; Owner: -
---
-
-ALTER TABLE ONLY billing_private.webhook_endpoint_slots
-    ADD CONSTRAINT webhook_endpoint_slots_pkey PRIMARY KEY (community_id, endpoint_id);
 
 
 --
@@ -20048,13 +19956,6 @@ CREATE POLICY owner_only ON billing_private.rate_buckets USING (true);
 
 
 --
--- Name: webhook_endpoint_slots owner_only; Type: POLICY; Schema: billing_private; Owner: -
---
-
-CREATE POLICY owner_only ON billing_private.webhook_endpoint_slots USING (true);
-
-
---
 -- Name: webhook_secrets owner_only; Type: POLICY; Schema: billing_private; Owner: -
 --
 
@@ -20091,12 +19992,6 @@ ALTER TABLE billing_private.platform_secrets ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE billing_private.rate_buckets ENABLE ROW LEVEL SECURITY;
-
---
--- Name: webhook_endpoint_slots; Type: ROW SECURITY; Schema: billing_private; Owner: -
---
-
-ALTER TABLE billing_private.webhook_endpoint_slots ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: webhook_secrets; Type: ROW SECURITY; Schema: billing_private; Owner: -
@@ -24032,22 +23927,6 @@ GRANT ALL ON FUNCTION billing_private.webhook_secret_store(p_endpoint_id text, p
 --
 
 REVOKE ALL ON FUNCTION billing_private.webhook_signing_ciphertexts(p_community_id text, p_endpoint_id text) FROM PUBLIC;
-
-
---
--- Name: FUNCTION webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text); Type: ACL; Schema: billing_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing_private.webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.webhook_slot_enter(p_community_id text, p_endpoint_id text, p_max integer, p_slow_ms integer, p_hold_ms integer, p_holder text) TO billing_worker;
-
-
---
--- Name: FUNCTION webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean); Type: ACL; Schema: billing_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION billing_private.webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.webhook_slot_leave(p_community_id text, p_endpoint_id text, p_token bigint, p_fast boolean) TO billing_worker;
 
 
 --

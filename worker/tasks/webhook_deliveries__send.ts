@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Task } from 'graphile-worker';
 import { parseEncryptionKey, SecretBox } from '../../src/webhooks/crypto';
-import { createSender, DELIVERY_TIMEOUT_MS, Sender, SendResult } from '../../src/webhooks/send';
+import { createSender, Sender, SendResult } from '../../src/webhooks/send';
 import { webhookHeaders } from '../../src/webhooks/sign';
 import { loadConfig } from '../../src/core/config';
 import { webhookDeliveries, webhookDuration, webhookJobsPutBack } from '../../src/core/metrics';
@@ -38,17 +38,9 @@ export const SLOW_ENDPOINT_MS = 1_000;
  * least slowMs, finished or still running: a timeout, a hang, a slow answer), may hold
  * one slot; a fast one up to maxPerEndpoint. So a bad endpoint costs each worker one
  * slot, not all of them, whatever the rate of its events.
- *
- * This gate is the process's own view; the same share is held across every worker
- * process by the endpoint's slots in the database (billing_private.webhook_slot_enter,
- * docs/decisions/shared-worker-and-lease-bounds.md). An endpoint the database refused
- * stays forbidden here for REFUSED_MS, or until this process frees one of its slots.
  */
-export const REFUSED_MS = 250;
-
 export class EndpointGate {
   private readonly state = new Map<string, { running: Set<number>; fast: boolean }>();
-  private readonly refused = new Map<string, number>();
 
   constructor(private readonly maxPerEndpoint: number, private readonly slowMs: number) {}
 
@@ -76,13 +68,6 @@ export class EndpointGate {
     if (!s) return;
     s.running.delete(token);
     s.fast = slowestMs < this.slowMs;
-    this.refused.delete(endpointId);
-  }
-
-  /** Gives the slot back unused: the endpoint's share is held by other processes. */
-  refuse(endpointId: string, token: number): void {
-    this.state.get(endpointId)?.running.delete(token);
-    this.refused.set(endpointId, performance.now() + REFUSED_MS);
   }
 
   /** Endpoints whose jobs must wait: graphile-worker's forbiddenFlags. */
@@ -90,10 +75,6 @@ export class EndpointGate {
     const now = performance.now();
     const out: string[] = [];
     for (const [id, s] of this.state) if (s.running.size >= this.cap(s, now)) out.push(id);
-    for (const [id, until] of this.refused) {
-      if (until <= now) this.refused.delete(id);
-      else if (!out.includes(id)) out.push(id);
-    }
     return out;
   }
 }
@@ -154,50 +135,16 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
     keyProblem = (err as Error).message;
   }
   let sender: Sender | null = null;
-  const maxPerEndpoint = opts.maxPerEndpoint ?? 4;
-  const slowMs = opts.slowEndpointMs ?? SLOW_ENDPOINT_MS;
-  // A slot of a worker that died holding it lapses after the longest a job can take,
-  // or sooner when the dead-worker reaper names the worker (worker_heartbeat).
-  const holdMs = (opts.timeoutMs ?? DELIVERY_TIMEOUT_MS) + 30_000;
-  const gate = new EndpointGate(maxPerEndpoint, slowMs);
-  // Slots this process could not give back (the database unreachable as a job ended):
-  // given back before the next job takes one, so a moment's outage does not hold an
-  // endpoint's share until the slots lapse (holdMs).
-  const unreturned: { communityId: string; endpointId: string; slot: string; fast: boolean }[] = [];
-  const giveBack = async (helpers: Parameters<Task>[1], u: (typeof unreturned)[number]): Promise<void> => {
-    try {
-      await helpers.query('select billing_private.webhook_slot_leave($1, $2, $3, $4)', [u.communityId, u.endpointId, u.slot, u.fast]);
-    } catch {
-      unreturned.push(u);
-    }
-  };
+  const gate = new EndpointGate(opts.maxPerEndpoint ?? 4, opts.slowEndpointMs ?? SLOW_ENDPOINT_MS);
 
   const task: Task = async (rawPayload, helpers) => {
     const payload = rawPayload as DeliveryPayload;
     const endpointId = payload.endpoint_id;
-    for (const u of unreturned.splice(0)) await giveBack(helpers, u);
     if (endpointId === undefined) {
       await deliver(payload, helpers);
       return;
     }
-    let token = gate.enter(endpointId);
-    // The endpoint's share across every worker process (the database's slots).
-    let slot: string | null = null;
-    if (token !== null) {
-      try {
-        const { rows } = await helpers.query<{ slot: string | null }>(
-          'select billing_private.webhook_slot_enter($1, $2, $3, $4, $5, $6) as slot',
-          [payload.community_id, endpointId, maxPerEndpoint, slowMs, holdMs, helpers.job.locked_by]);
-        slot = rows[0].slot;
-      } catch (err) {
-        gate.refuse(endpointId, token);
-        throw err;
-      }
-      if (slot === null) {
-        gate.refuse(endpointId, token);
-        token = null;
-      }
-    }
+    const token = gate.enter(endpointId);
     if (token === null) {
       // Fetched in the instant before the endpoint's share filled up (several idle
       // slots take jobs at once): put it back, flagged, due at once. This process leaves
@@ -214,9 +161,6 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       slowestMs = await deliver(payload, helpers);
     } finally {
       gate.leave(endpointId, token, slowestMs);
-      // Not given back (the database unreachable): given back with the next job, or it
-      // lapses after holdMs.
-      await giveBack(helpers, { communityId: payload.community_id, endpointId, slot: slot!, fast: slowestMs < slowMs });
     }
   };
 
