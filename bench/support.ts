@@ -47,3 +47,16 @@ export function machineLine(pgVersion: string): string {
   return `${os.cpus().length} vCPU (${os.cpus()[0]?.model ?? '?'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, `
     + `PostgreSQL ${pgVersion}, Node ${process.version}; load average (1, 5, 15 min) ${load}`;
 }
+
+// autocannon ships no type declarations: the part the benchmarks use.
+export interface AutocannonResult { requests: { average: number; total?: number }; latency: { p50: number; p99: number }; errors: number; non2xx: number }
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
+
+/** The machine's CPU time so far (/proc/stat's first line, in ticks): busy, and in all. */
+export function machineCpu(): { busy: number; total: number } {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + (f[4] ?? 0);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}

@@ -39,7 +39,7 @@ import { createCommunity, createKey } from '../../src/domain/communities/communi
 import { freePort } from '../../src/db/embedded';
 import { derivedPassword, ensureLogin, loginUrl } from '../../src/db/logins';
 import { applyMigrations, withDatabase } from '../../src/db/migrate';
-import { machineLine, writeResultsSection } from '../support';
+import { autocannon, machineCpu, machineLine, writeResultsSection } from '../support';
 import { pgbouncerBinary, startPgBouncer, type PgBouncer } from '../../test/support/pgbouncer';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -55,11 +55,6 @@ const POOL = Number(process.env.PG_POOL_SIZE ?? 8);
 const BOUNCER_POOL = Number(process.env.BENCH_PGBOUNCER_POOL ?? 8);
 const READ_MAX_LAG = process.env.BENCH_READ_MAX_LAG;
 const LIMITS = { RATE_LIMIT_KEY_PER_MINUTE: '1000000000', RATE_LIMIT_KEY_BURST: '1000000000', RATE_LIMIT_IP_PER_MINUTE: '1000000000', RATE_LIMIT_IP_BURST: '1000000000' };
-
-// autocannon ships no type declarations: the part used here.
-interface AutocannonResult { requests: { average: number; total?: number }; latency: { p50: number; p99: number }; errors: number; non2xx: number }
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -158,12 +153,6 @@ function startProc(root: string, name: string, script: string, ready: string, en
 // ---------------------------------------------------------------- load
 
 /** Busy and total jiffies of the whole machine (/proc/stat). */
-function machineCpu(): { busy: number; total: number } {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3] + (f[4] ?? 0);
-  return { busy: f.reduce((a, b) => a + b, 0) - idle, total: f.reduce((a, b) => a + b, 0) };
-}
-
 const pct = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]);
 
 interface WriteStats {

@@ -31,7 +31,7 @@ import { createCommunity, createKey } from '../../src/domain/communities/communi
 import { hashKey } from '../../src/core/ids';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { withDatabase } from '../../src/db/migrate';
-import { createBenchDatabase, machineLine, writeResultsSection } from '../support';
+import { autocannon, createBenchDatabase, machineCpu, machineLine, writeResultsSection } from '../support';
 import { fixtureFiles, fixturesDir } from '../../test/support/fixtures';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -45,11 +45,6 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const POOL = Number(process.env.PG_POOL_SIZE ?? 8);
 const PGBENCH_SECONDS = Number(process.env.BENCH_PGBENCH_SECONDS ?? 5);
 const LIMITS = { key_per_minute: 1e9, key_burst: 1e9, ip_per_minute: 1e9, ip_burst: 1e9 };
-
-// autocannon ships no type declarations: the part used here.
-interface AutocannonResult { requests: { average: number; total?: number }; latency: { p50: number; p99: number }; errors: number; non2xx: number }
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const autocannon = require('autocannon') as (opts: Record<string, unknown>) => Promise<AutocannonResult>;
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -69,13 +64,6 @@ async function seed(url: string): Promise<{ key: string; communityId: string }> 
 interface ServerStats { rss: number; cpuMicros: number }
 
 /** Busy and total jiffies of the whole machine (/proc/stat). */
-function machineCpu(): { busy: number; total: number } {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3] + (f[4] ?? 0);
-  const total = f.reduce((a, b) => a + b, 0);
-  return { busy: total - idle, total };
-}
-
 interface Child { stop(): void; stats(): Promise<ServerStats>; port: number }
 
 /**
