@@ -1,4 +1,4 @@
--- db/migrations sha256:b7c2c4120b3809d8e3621be2327fb6091c4ed56757b23a36c329dded06bdea1e (regenerate with npm run db:schema)
+-- db/migrations sha256:e94668470f83bbb9f7a9fc9af0c8be04aaa43e94a13f5a7bf54479083070482f (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -6983,22 +6983,11 @@ CREATE FUNCTION billing_api.entitlements_check(p_args jsonb) RETURNS jsonb
 declare
   v_member text;
 begin
-  if p_args->>'platform' in ('discord', 'telegram') and coalesce(p_args->>'platform_uid', '') <> ''
-     and coalesce(p_args->>'namespace', '') = '' and coalesce(p_args->>'external_user_id', '') = '' then
-    return (
-      select jsonb_build_object('entitled', count(*) > 0, 'entitlements', coalesce(jsonb_agg(x order by x.id), '[]'))
-      from (
-        select me.id, me.entitlement_id, e.key, e.name, me.revision, me.status, billing.iso(me.granted_at) as granted_at,
-          billing.iso(me.revoked_at) as revoked_at, me.sources, me.benefits
-        from billing.member_identities i
-        join billing.member_entitlements me on me.community_id = i.community_id and me.member_id = i.member_id
-        join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
-        where i.community_id = (select billing.current_community_id()) and i.platform = p_args->>'platform'
-          and i.platform_uid = p_args->>'platform_uid' and me.status = 'active'
-          and (nullif(p_args->>'tier_id', '') is null
-            or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', nullif(p_args->>'tier_id', ''))))) x);
+  -- Any request but the usual one: its member ('' when unknown: not entitled).
+  if not coalesce(p_args->>'platform' in ('discord', 'telegram') and coalesce(p_args->>'platform_uid', '') <> ''
+          and coalesce(p_args->>'namespace', '') = '' and coalesce(p_args->>'external_user_id', '') = '', false) then
+    v_member := coalesce(billing.resolve_identity(p_args), '');
   end if;
-  v_member := billing.resolve_identity(p_args);
   return (
     select jsonb_build_object('entitled', count(*) > 0, 'entitlements', coalesce(jsonb_agg(x order by x.id), '[]'))
     from (
@@ -7006,7 +6995,10 @@ begin
         billing.iso(me.revoked_at) as revoked_at, me.sources, me.benefits
       from billing.member_entitlements me
       join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
-      where me.community_id = (select billing.current_community_id()) and me.member_id = v_member
+      where me.community_id = (select billing.current_community_id())
+        and me.member_id = coalesce(v_member, (select i.member_id from billing.member_identities i
+          where i.community_id = (select billing.current_community_id()) and i.platform = p_args->>'platform'
+            and i.platform_uid = p_args->>'platform_uid'))
         and me.status = 'active'
         and (nullif(p_args->>'tier_id', '') is null
           or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', nullif(p_args->>'tier_id', ''))))) x);
