@@ -1,4 +1,4 @@
--- db/migrations sha256:e94668470f83bbb9f7a9fc9af0c8be04aaa43e94a13f5a7bf54479083070482f (regenerate with npm run db:schema)
+-- db/migrations sha256:426e5e15f05e103a8c6f1535c770b8a007d0a314425ebc617f6c1f8d14644394 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -9704,12 +9704,12 @@ begin
   insert into billing_private.rate_buckets as b (bucket, tokens, allowed, granted, updated_at)
   values ('key:' || p_key_id, v_burst - v_n, true, v_n, v_now)
   on conflict (bucket) do update set
-    tokens = least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate)
-      - case when least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
+    tokens = billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate)
+      - case when billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate) >= v_n
           then v_n else 0 end,
-    granted = case when least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n
+    granted = case when billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate) >= v_n
           then v_n else 0 end,
-    allowed = least(v_burst - billing_private.rate_leases_held(b.leases, v_now), b.tokens + greatest(extract(epoch from (v_now - b.updated_at)), 0) * v_rate) >= v_n,
+    allowed = billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate) >= v_n,
     updated_at = greatest(b.updated_at, v_now)
   returning tokens, allowed into v_tokens, v_ok;
   return jsonb_build_object(
@@ -9912,10 +9912,10 @@ $$;
 
 
 --
--- Name: lease_key_tokens(text, integer, jsonb, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+-- Name: lease_key_tokens(text, integer, jsonb, integer, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
-CREATE FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer DEFAULT 0) RETURNS jsonb
+CREATE FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer DEFAULT 0, p_returned_lease text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -9930,7 +9930,7 @@ begin
   return billing_private.take_tokens('key:' || v_key_id,
     coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60),
     greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100)),
-    greatest(1, coalesce((p_limits->>'lease_ms')::integer, 1000))) || jsonb_build_object('key', true);
+    greatest(1, coalesce((p_limits->>'lease_ms')::integer, 1000)), p_returned_lease) || jsonb_build_object('key', true);
 end
 $$;
 
@@ -12500,6 +12500,32 @@ $$;
 
 
 --
+-- Name: rate_level(double precision, timestamp with time zone, jsonb, timestamp with time zone, double precision, double precision); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.rate_level(p_tokens double precision, p_updated timestamp with time zone, p_leases jsonb, p_now timestamp with time zone, p_burst double precision, p_rate double precision) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  v_now double precision := extract(epoch from p_now);
+  v_level double precision := p_tokens + greatest(v_now - extract(epoch from p_updated), 0) * p_rate;
+begin
+  if jsonb_array_length(p_leases) = 0 then
+    return least(p_burst, v_level);
+  end if;
+  return least(v_level, p_burst - billing_private.rate_leases_held(p_leases, p_now),
+    coalesce((select min(p_burst - (select sum((f->>'n')::float8) from jsonb_array_elements(p_leases) f
+                                    where (f->>'u')::float8 >= (e->>'u')::float8)
+                         + (v_now - (e->>'u')::float8) * p_rate)
+              from jsonb_array_elements(p_leases) e
+              where (e->>'u')::float8 <= v_now and (e->>'u')::float8 > extract(epoch from p_updated)),
+             'infinity'::float8));
+end
+$$;
+
+
+--
 -- Name: session_credential(text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -12675,10 +12701,10 @@ $$;
 
 
 --
--- Name: take_tokens(text, double precision, double precision, integer, integer, integer); Type: FUNCTION; Schema: billing_private; Owner: -
+-- Name: take_tokens(text, double precision, double precision, integer, integer, integer, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
-CREATE FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer) RETURNS jsonb
+CREATE FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer, p_returned_lease text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -12691,6 +12717,7 @@ declare
   v_live jsonb;
   v_avail double precision;
   v_granted integer;
+  v_lease text;
 begin
   select b.tokens, b.updated_at, b.leases into v_tokens, v_updated, v_leases
   from billing_private.rate_buckets b where b.bucket = p_bucket for update;
@@ -12703,13 +12730,17 @@ begin
   -- Read after the row lock: never before the updated_at of whoever held it.
   v_now := greatest(clock_timestamp(), v_updated);
   v_live := coalesce((select jsonb_agg(e) from jsonb_array_elements(v_leases) e
-                      where (e->>'u')::float8 > extract(epoch from v_now)), '[]');
+                      where (e->>'u')::float8 > extract(epoch from v_now)
+                        and (e->>'i') is distinct from p_returned_lease), '[]');
+  -- The tokens given back come on top of the bucket as it stood under the returned
+  -- lease's cap: they were its, and it no longer holds any.
   v_avail := least(p_burst - billing_private.rate_leases_held(v_live, v_now),
-    v_tokens + p_return + extract(epoch from (v_now - v_updated)) * v_rate);
+    billing_private.rate_level(v_tokens, v_updated, v_leases, v_now, p_burst, v_rate) + p_return);
   v_granted := greatest(0, least(p_n, floor(v_avail)))::integer;
   if p_lease_ms is not null and v_granted > 0 then
+    v_lease := pg_current_xact_id()::text;
     v_live := v_live || jsonb_build_array(jsonb_build_object(
-      'u', extract(epoch from v_now) + p_lease_ms / 1000.0, 'n', v_granted));
+      'u', extract(epoch from v_now) + p_lease_ms / 1000.0, 'n', v_granted, 'i', v_lease));
   end if;
   v_tokens := v_avail - v_granted;
   update billing_private.rate_buckets b set tokens = v_tokens, allowed = v_avail >= 1, granted = v_granted,
@@ -12721,7 +12752,8 @@ begin
     'limit', p_per_minute::bigint,
     'remaining', floor(greatest(v_tokens, 0))::bigint,
     'reset', ceil(greatest(p_burst - v_tokens, 0) / v_rate)::bigint,
-    'retry_after', greatest(ceil((1 - v_tokens) / v_rate), 1)::bigint);
+    'retry_after', greatest(ceil((1 - v_tokens) / v_rate), 1)::bigint,
+    'lease', v_lease);
 end
 $$;
 
@@ -23098,11 +23130,11 @@ REVOKE ALL ON FUNCTION billing_private.json_redact(p_value jsonb, p_secrets text
 
 
 --
--- Name: FUNCTION lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer); Type: ACL; Schema: billing_private; Owner: -
+-- Name: FUNCTION lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer, p_returned_lease text); Type: ACL; Schema: billing_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer) TO billing_api;
+REVOKE ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer, p_returned_lease text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p_limits jsonb, p_return integer, p_returned_lease text) TO billing_api;
 
 
 --
@@ -23724,6 +23756,13 @@ REVOKE ALL ON FUNCTION billing_private.rate_leases_held(p_leases jsonb, p_now ti
 
 
 --
+-- Name: FUNCTION rate_level(p_tokens double precision, p_updated timestamp with time zone, p_leases jsonb, p_now timestamp with time zone, p_burst double precision, p_rate double precision); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.rate_level(p_tokens double precision, p_updated timestamp with time zone, p_leases jsonb, p_now timestamp with time zone, p_burst double precision, p_rate double precision) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION session_credential(p_token_sha256 text); Type: ACL; Schema: billing_private; Owner: -
 --
 
@@ -23778,10 +23817,10 @@ REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute d
 
 
 --
--- Name: FUNCTION take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer); Type: ACL; Schema: billing_private; Owner: -
+-- Name: FUNCTION take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer, p_returned_lease text); Type: ACL; Schema: billing_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION billing_private.take_tokens(p_bucket text, p_per_minute double precision, p_burst double precision, p_n integer, p_return integer, p_lease_ms integer, p_returned_lease text) FROM PUBLIC;
 
 
 --

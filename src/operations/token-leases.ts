@@ -44,10 +44,12 @@ interface Lease {
   expires: number;
   /** The bucket right after the lease was taken. */
   bucket: RateLimitInfo | null;
+  /** The bucket row's id for the lease: named when it is given back. */
+  id: string | null;
   pending: Promise<LeaseAnswer> | null;
 }
 
-interface BucketAnswer extends RateLimitInfo { key: boolean; allowed?: boolean; granted?: number }
+interface BucketAnswer extends RateLimitInfo { key: boolean; allowed?: boolean; granted?: number; lease?: string | null }
 
 export class TokenLeases {
   readonly size: number;
@@ -63,9 +65,12 @@ export class TokenLeases {
 
   /** One token of the key (by hash) for one request. */
   async take(keyHash: string): Promise<LeaseAnswer> {
-    for (;;) {
+    // waited: this request waited for a lease to be granted. It spends from it even if
+    // the round trip outlasted the lease's lifetime: a database slower than the lifetime
+    // would otherwise have every request lease again forever.
+    for (let waited = false; ; waited = true) {
       const lease = this.leases.get(keyHash) ?? this.fresh(keyHash);
-      if (lease.left > 0 && Date.now() < lease.expires && lease.bucket) {
+      if (lease.left > 0 && (waited || Date.now() < lease.expires) && lease.bucket) {
         lease.left -= 1;
         return { kind: 'token', rl: this.headers(lease.bucket, lease.left) };
       }
@@ -74,16 +79,19 @@ export class TokenLeases {
         if (answer.kind !== 'token') return answer;
         continue;
       }
-      // Unspent tokens of an expired lease go back with the next one.
+      // Unspent tokens of an expired lease go back with the next one, and the row
+      // forgets that lease, which it may still count for a few milliseconds.
       const unspent = lease.left;
+      const returned = lease.id;
       lease.left = 0;
-      lease.pending = this.lease(keyHash, lease, unspent).finally(() => { lease.pending = null; });
+      lease.id = null;
+      lease.pending = this.lease(keyHash, lease, unspent, returned).finally(() => { lease.pending = null; });
     }
   }
 
   private fresh(keyHash: string): Lease {
     if (this.leases.size >= 10_000) this.forgetExpired();
-    const lease: Lease = { left: 0, expires: 0, bucket: null, pending: null };
+    const lease: Lease = { left: 0, expires: 0, bucket: null, id: null, pending: null };
     this.leases.set(keyHash, lease);
     return lease;
   }
@@ -95,11 +103,11 @@ export class TokenLeases {
     }
   }
 
-  private async lease(keyHash: string, lease: Lease, unspent: number): Promise<LeaseAnswer> {
+  private async lease(keyHash: string, lease: Lease, unspent: number, returned: string | null): Promise<LeaseAnswer> {
     const asked = Date.now();
     const { rows } = await this.pool.query<{ r: BucketAnswer }>(
-      'select billing_private.lease_key_tokens($1, $2, $3, $4) as r',
-      [keyHash, this.size, { ...this.limits, lease_ms: this.lifetimeMs }, unspent]);
+      'select billing_private.lease_key_tokens($1, $2, $3, $4, $5) as r',
+      [keyHash, this.size, { ...this.limits, lease_ms: this.lifetimeMs }, unspent, returned]);
     const r = rows[0].r;
     if (!r.key) {
       this.leases.delete(keyHash);
@@ -110,6 +118,7 @@ export class TokenLeases {
     lease.left = r.granted ?? 1;
     lease.expires = asked + this.lifetimeMs;
     lease.bucket = bucket;
+    lease.id = r.lease ?? null;
     return { kind: 'token', rl: bucket };
   }
 

@@ -17,7 +17,7 @@ const GATE = [
   'billing.api_call(text,text,jsonb,text,text,jsonb,jsonb,boolean,text)',
   'billing.gate_close(jsonb,jsonb,jsonb)',
   'billing.gate_open(text,text,jsonb,text,jsonb,boolean,text)',
-  'billing_private.lease_key_tokens(text,integer,jsonb,integer)',
+  'billing_private.lease_key_tokens(text,integer,jsonb,integer,text)',
 ];
 
 describe("the gate's single entry", () => {

@@ -6,6 +6,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
+import type pg from 'pg';
+import { TokenLeases } from '../../src/operations/token-leases';
 import { call, createTenant, startApp, TEST_APP_DB, TEST_DB, TestApp } from '../support/app';
 
 const DEFAULTS = { key_per_minute: 300, key_burst: 60, ip_per_minute: 20, ip_burst: 10 };
@@ -96,6 +98,61 @@ test('an expired lease puts its unspent tokens back: a slow client pays one toke
   } finally {
     await slow.close();
   }
+});
+
+test('a lease given back before the bucket row forgets it frees its tokens at once', async () => {
+  // The process counts a lease from before it asked and the row from when it granted,
+  // so a process may give a lease back while the row still holds the bucket below its
+  // burst for it: without the lease's id the tokens given back were capped away (54,
+  // then 48 here instead of 54 again).
+  const tenant = await createTenant(app.owner);
+  const { rows: [{ hash }] } = await app.owner.query(`select key_hash as hash from billing_private.api_keys where id = $1`, [tenant.keyId]);
+  const limits = { ...DEFAULTS, lease_ms: 60_000 };
+  const lease = async (unspent: number, returned: string | null) => (await app.owner.query(
+    'select billing_private.lease_key_tokens($1, 6, $2, $3, $4) as r', [hash, limits, unspent, returned])).rows[0].r;
+  const first = await lease(0, null);
+  expect(first).toMatchObject({ granted: 6, remaining: 54 });
+  expect(typeof first.lease).toBe('string');
+  // All six unspent, the row still counting the lease for a minute.
+  const second = await lease(6, first.lease);
+  expect(second).toMatchObject({ granted: 6, remaining: 54 });
+  expect(second.lease).not.toBe(first.lease);
+  // One lease left on the row: the second.
+  const { rows: [{ leases }] } = await app.owner.query(`select leases from billing_private.rate_buckets where bucket = $1`, [`key:${tenant.keyId}`]);
+  expect(leases.map((l: { i: string }) => l.i)).toEqual([second.lease]);
+});
+
+test('a spent lease given back does not release the refill it held back', async () => {
+  // Burst 60, 5 tokens a second. A lease of 6 leaves the bucket at 54, which is also
+  // its cap while the lease lives: the second's refill is held back, and lost. Folded
+  // lazily against the cap after the lease ends, it came back at once (53 here, not 48)
+  // and two processes could spend their burst, their unspent leases and that refill.
+  const tenant = await createTenant(app.owner);
+  const { rows: [{ hash }] } = await app.owner.query(`select key_hash as hash from billing_private.api_keys where id = $1`, [tenant.keyId]);
+  const limits = { ...DEFAULTS, lease_ms: 60_000 };
+  const lease = async (unspent: number, returned: string | null) => (await app.owner.query(
+    'select billing_private.lease_key_tokens($1, 6, $2, $3, $4) as r', [hash, limits, unspent, returned])).rows[0].r;
+  const first = await lease(0, null);
+  expect(first).toMatchObject({ granted: 6, remaining: 54 });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // All six spent: nothing given back, the lease named.
+  expect(await lease(0, first.lease)).toMatchObject({ granted: 6, remaining: 48 });
+});
+
+test('a database slower than the lease lifetime still serves: the request spends from the lease it waited for', async () => {
+  // Each round trip 30 ms, the lease 5 ms: every lease has expired by the time it
+  // arrives. Before, the request leased again and again, giving the tokens back, forever.
+  const slowPool = { query: async (...args: Parameters<pg.Pool['query']>) => {
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    return (app.owner.query as (...a: unknown[]) => unknown)(...args);
+  } } as unknown as pg.Pool;
+  const leases = new TokenLeases(slowPool, DEFAULTS, 5);
+  const tenant = await createTenant(app.owner);
+  const { rows: [{ hash }] } = await app.owner.query(`select key_hash as hash from billing_private.api_keys where id = $1`, [tenant.keyId]);
+  const answers = await Promise.all([leases.take(hash), leases.take(hash), leases.take(hash)]);
+  expect(answers.map((a) => a.kind)).toEqual(['token', 'token', 'token']);
+  // One lease served all three.
+  expect(answers.map((a) => (a.kind === 'token' ? a.rl.remaining : null))).toEqual([59, 58, 57]);
 });
 
 test('four API processes share one bucket: the key gets its burst and what refilled, never more, less by at most 3 unspent tokens per process', async () => {
