@@ -1,4 +1,4 @@
--- db/migrations sha256:426e5e15f05e103a8c6f1535c770b8a007d0a314425ebc617f6c1f8d14644394 (regenerate with npm run db:schema)
+-- db/migrations sha256:816ef19bddc626838b81cd44d16b74634d5e6f3da518d8aa594756108710eb0f (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -6996,9 +6996,9 @@ begin
       from billing.member_entitlements me
       join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
       where me.community_id = (select billing.current_community_id())
-        and me.member_id = coalesce(v_member, (select i.member_id from billing.member_identities i
+        and me.member_id = (select coalesce(v_member, (select i.member_id from billing.member_identities i
           where i.community_id = (select billing.current_community_id()) and i.platform = p_args->>'platform'
-            and i.platform_uid = p_args->>'platform_uid'))
+            and i.platform_uid = p_args->>'platform_uid')))
         and me.status = 'active'
         and (nullif(p_args->>'tier_id', '') is null
           or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', nullif(p_args->>'tier_id', ''))))) x);
