@@ -19,6 +19,7 @@ import { log } from '../src/core/log';
 import { jobDuration, jobs } from '../src/core/metrics';
 import { taskList } from './tasks';
 import { makeWebhookSendTask } from './tasks/webhook_deliveries__send';
+import { SharedEndpointSlots } from './tasks/endpoint-slots';
 import { subscriptionsApplyDueCron } from './tasks/subscriptions__apply_due';
 import { billingPurgeExpiredCron } from './tasks/billing__purge_expired';
 import { analyticsCompactCron } from './tasks/analytics__compact';
@@ -204,6 +205,10 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   const concurrency = opts.concurrency ?? 8;
   const heartbeatMs = opts.heartbeatMs ?? 10_000;
   const staleAfterMs = opts.staleAfterMs ?? 60_000;
+  const connectMs = opts.connectTimeoutMs ?? (config as Partial<Config>).dbTimeouts?.connectMs ?? DEFAULT_DB_TIMEOUTS.connectMs;
+  // One session of this process holds its endpoint slots (advisory locks): the endpoint
+  // share holds over every worker process.
+  const slots = new SharedEndpointSlots(opts.connectionString, connectMs);
   const delivery = makeWebhookSendTask({
     encryptionKey: config.webhookEncryptionKey,
     allowPrivateUrls: config.webhookAllowPrivateUrls,
@@ -213,6 +218,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     timeoutMs: opts.deliveryTimeoutMs,
     maxPerEndpoint: opts.endpointConcurrency ?? Math.max(1, Math.floor(concurrency / 2)),
     slowEndpointMs: opts.slowEndpointMs,
+    slots,
   });
   const full = config as Partial<Config>;
   const platformOptions: PlatformDeliveryOptions = {
@@ -242,7 +248,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
   const pool = new pg.Pool({
     connectionString: opts.connectionString, max: concurrency + 3, application_name: 'billing-worker',
     // An outage: connects fail in bounded time and dead peers are noticed (docs/operations.md).
-    connectionTimeoutMillis: opts.connectTimeoutMs ?? (config as Partial<Config>).dbTimeouts?.connectMs ?? DEFAULT_DB_TIMEOUTS.connectMs,
+    connectionTimeoutMillis: connectMs,
     keepAlive: true,
   });
   // Errors surface through the queries that hit them; an idle client's error must not crash the process.
@@ -311,6 +317,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
     });
   } catch (err) {
     delivery.close();
+    await slots.close();
     platforms.close();
     mail?.close();
     await pool.end();
@@ -337,6 +344,7 @@ export async function startWorker(options: StartWorkerOptions | string): Promise
         await runner.stop();
         await pool.query('select billing_private.worker_heartbeat_stop($1)', [[...workerIds]]).catch(() => {});
         delivery.close();
+        await slots.close();
         platforms.close();
         mail?.close();
         await pool.end();

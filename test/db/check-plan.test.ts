@@ -62,7 +62,8 @@ test("a check reads its member's ledger rows, not the community's", async () => 
     }
   };
   // The usual request (a platform pair), and one through billing.resolve_identity.
-  for (const args of [{ platform: 'discord', platform_uid: 'plan-1234' }, { namespace: 'crm', external_user_id: 'plan-77' }]) {
+  const requests: Record<string, string>[] = [{ platform: 'discord', platform_uid: 'plan-1234' }, { namespace: 'crm', external_user_id: 'plan-77' }];
+  for (const args of requests) {
     const { entitled, read } = await rowsRead(args);
     expect(entitled).toBe(true);
     expect(read).toBeLessThanOrEqual(5);

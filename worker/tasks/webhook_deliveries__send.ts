@@ -11,6 +11,7 @@ import { createSender, Sender, SendResult } from '../../src/webhooks/send';
 import { webhookHeaders } from '../../src/webhooks/sign';
 import { loadConfig } from '../../src/core/config';
 import { webhookDeliveries, webhookDuration, webhookJobsPutBack } from '../../src/core/metrics';
+import type { SharedEndpointSlots } from './endpoint-slots';
 
 /**
  * Delay before each attempt, modelled on Standard Webhooks' recommendation:
@@ -30,6 +31,9 @@ export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
  */
 export const SLOW_ENDPOINT_MS = 1_000;
 
+/** How long this process leaves an endpoint's jobs in the queue after the other processes held all its slots. */
+export const REFUSED_MS = 250;
+
 /**
  * Slots of a worker process one endpoint may hold at once. Delivery jobs are one per
  * endpoint and flagged with its id (60-events.sql); while an endpoint holds its share,
@@ -40,7 +44,7 @@ export const SLOW_ENDPOINT_MS = 1_000;
  * slot, not all of them, whatever the rate of its events.
  */
 export class EndpointGate {
-  private readonly state = new Map<string, { running: Set<number>; fast: boolean }>();
+  private readonly state = new Map<string, { running: Set<number>; fast: boolean; refusedUntil: number }>();
 
   constructor(private readonly maxPerEndpoint: number, private readonly slowMs: number) {}
 
@@ -53,7 +57,7 @@ export class EndpointGate {
   /** Takes a slot for the endpoint; null when it already holds its share. */
   enter(endpointId: string): number | null {
     let s = this.state.get(endpointId);
-    if (!s) this.state.set(endpointId, s = { running: new Set(), fast: false });
+    if (!s) this.state.set(endpointId, s = { running: new Set(), fast: false, refusedUntil: 0 });
     const now = performance.now();
     if (s.running.size >= this.cap(s, now)) return null;
     let token = now;
@@ -68,13 +72,32 @@ export class EndpointGate {
     if (!s) return;
     s.running.delete(token);
     s.fast = slowestMs < this.slowMs;
+    s.refusedUntil = 0;
+  }
+
+  /** The endpoint's share now: 1 when slow or not yet seen fast, else maxPerEndpoint. */
+  share(endpointId: string): number {
+    const s = this.state.get(endpointId);
+    return s ? this.cap(s, performance.now()) : 1;
+  }
+
+  /**
+   * Gives back a slot taken here that the other processes left no room for (they hold
+   * the endpoint's shared slots): its jobs wait in the queue for REFUSED_MS, or until
+   * this process frees one of its own.
+   */
+  refuse(endpointId: string, token: number): void {
+    const s = this.state.get(endpointId);
+    if (!s) return;
+    s.running.delete(token);
+    s.refusedUntil = performance.now() + REFUSED_MS;
   }
 
   /** Endpoints whose jobs must wait: graphile-worker's forbiddenFlags. */
   forbidden(): string[] {
     const now = performance.now();
     const out: string[] = [];
-    for (const [id, s] of this.state) if (s.running.size >= this.cap(s, now)) out.push(id);
+    for (const [id, s] of this.state) if (s.running.size >= this.cap(s, now) || now < s.refusedUntil) out.push(id);
     return out;
   }
 }
@@ -93,6 +116,8 @@ export interface DeliveryTaskOptions {
   maxPerEndpoint?: number;
   /** A request this long marks its endpoint slow (default SLOW_ENDPOINT_MS). */
   slowEndpointMs?: number;
+  /** The endpoints' slots shared with every worker process; without, each process bounds only itself. */
+  slots?: SharedEndpointSlots;
 }
 
 export interface DeliveryPayload {
@@ -156,11 +181,20 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       await helpers.addJob('webhook_deliveries__send', payload, { flags: [endpointId] });
       return;
     }
+    // The same share, over every worker process.
+    const held = opts.slots ? await opts.slots.take(payload.community_id, endpointId, gate.share(endpointId)) : undefined;
+    if (held === null) {
+      gate.refuse(endpointId, token);
+      webhookJobsPutBack.inc();
+      await helpers.addJob('webhook_deliveries__send', payload, { flags: [endpointId] });
+      return;
+    }
     let slowestMs = 0;
     try {
       slowestMs = await deliver(payload, helpers);
     } finally {
       gate.leave(endpointId, token, slowestMs);
+      if (held) await opts.slots!.give(held);
     }
   };
 
