@@ -1,4 +1,4 @@
--- db/migrations sha256:816ef19bddc626838b81cd44d16b74634d5e6f3da518d8aa594756108710eb0f (regenerate with npm run db:schema)
+-- db/migrations sha256:2e9742df9d179e7642d3b3f6a789aa03af4cbae4a8a736eac1600bc211a69727 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -5553,6 +5553,7 @@ $$;
 
 CREATE FUNCTION billing.tg_invoices__outbox_and_ledger_insert() RETURNS trigger
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_changed billing.invoices[];
@@ -5604,6 +5605,7 @@ $$;
 
 CREATE FUNCTION billing.tg_invoices__outbox_and_ledger_update() RETURNS trigger
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_changed billing.invoices[];
@@ -5892,6 +5894,7 @@ $$;
 
 CREATE FUNCTION billing.tg_purchases__outbox_and_ledger_insert() RETURNS trigger
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_communities text[];
@@ -5943,6 +5946,7 @@ $$;
 
 CREATE FUNCTION billing.tg_subscriptions__outbox_and_ledger_insert() RETURNS trigger
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_communities text[];
@@ -5978,6 +5982,7 @@ $$;
 
 CREATE FUNCTION billing.tg_subscriptions__outbox_and_ledger_update() RETURNS trigger
     LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   v_communities text[];
@@ -12920,10 +12925,19 @@ CREATE FUNCTION billing_private.tg_events__mail() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
+  v_due jsonb;
   v_payloads json[];
 begin
   if not exists (select 1 from new_events e where e.type in ('invoice.paid', 'invoice.payment_failed', 'invoice.refunded',
       'subscription.cancelled', 'member.entitlement.granted')) then
+    return null;
+  end if;
+  -- Nobody to write to: most statements that grant access.
+  if not exists (select 1 from new_events e
+      join billing.members m on m.community_id = e.community_id
+       and m.id = coalesce(e.data->'invoice'->>'member_id', e.data->'subscription'->>'member_id', e.data->'member'->>'id')
+      where e.type in ('invoice.paid', 'invoice.payment_failed', 'invoice.refunded', 'subscription.cancelled',
+        'member.entitlement.granted') and m.email is not null) then
     return null;
   end if;
   with invoice_due as (
@@ -12942,17 +12956,22 @@ begin
     from new_events e
     where e.type = 'member.entitlement.granted'
     group by e.community_id, e.data->'member'->>'id'
-  ), due as materialized (
-    -- materialized: only these rows (members with an email, templates on) reach the
-    -- lateral below, which makes link codes
-    select d.*, m.email, c.name as community_name, billing.mail_optional(c, d.template) as optional
-    from (select * from invoice_due union all select * from access_due) d
-    join billing.members m on m.community_id = d.community_id and m.id = d.member_id and m.email is not null
-    join billing.communities c on c.id = d.community_id and not (d.template = any (c.mail_templates_off))
-  ), made as (
+  )
+  select jsonb_agg(jsonb_build_object('community_id', d.community_id, 'event_id', d.event_id, 'template', d.template,
+      'member_id', d.member_id, 'data', d.data, 'email', m.email, 'community_name', c.name,
+      'optional', billing.mail_optional(c, d.template)))
+  into v_due
+  from (select * from invoice_due union all select * from access_due) d
+  join billing.members m on m.community_id = d.community_id and m.id = d.member_id and m.email is not null
+  join billing.communities c on c.id = d.community_id and not (d.template = any (c.mail_templates_off));
+  if v_due is null then
+    return null;
+  end if;
+  with made as (
     insert into billing.mail_messages (community_id, member_id, template, event_id, to_address, subject, text_body, html_body, unsubscribable)
     select d.community_id, d.member_id, d.template, d.event_id, d.email, r.msg->>'subject', r.msg->>'text', r.msg->>'html', d.optional
-    from due d
+    from jsonb_to_recordset(v_due) as d(community_id text, event_id text, template text, member_id text, data jsonb,
+      email text, community_name text, optional boolean)
     cross join lateral (select billing.mail_render(d.community_name, d.template, case when d.template = 'access_granted'
       then d.data || jsonb_build_object('link_codes', billing_private.mail_link_codes(d.community_id, d.member_id))
       else d.data end || jsonb_build_object('unsubscribe', d.optional)) as msg) r
