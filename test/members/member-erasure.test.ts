@@ -16,14 +16,21 @@ import { call, createTenant, startApp, TEST_DB, TestApp } from '../support/app';
 import { cli } from '../support/cli';
 import { startDiscordServer, type DiscordServer } from '../support/discord-server';
 import { checkout, createShop, pay, Shop } from '../support/shop';
-import { createEndpoint, ENCRYPTION_KEY, startReceiver, verify, waitFor, worker } from '../support/webhooks';
+import { createEndpoint, ENCRYPTION_KEY, isolatedDatabase, startReceiver, verify, waitFor, worker } from '../support/webhooks';
 import type { WorkerHandle } from '../../worker';
 
 let app: TestApp;
 let discord: DiscordServer;
 let handle: WorkerHandle;
 
+let db: Awaited<ReturnType<typeof isolatedDatabase>>;
+const previousDatabaseUrl = process.env.DATABASE_URL;
+
 beforeAll(async () => {
+  // A database of this file's own: its worker delivers to platforms, and in the run's
+  // shared database it would also take test/platforms/delivery.test.ts's delivery jobs
+  // (one queue) and send them to this file's Discord stand-in, and the other way round.
+  db = await isolatedDatabase();
   app = await startApp({ webhookEncryptionKey: ENCRYPTION_KEY, webhookAllowPrivateUrls: true });
   process.env.DATABASE_URL = TEST_DB();
   discord = await startDiscordServer();
@@ -39,6 +46,9 @@ afterAll(async () => {
   discord?.assertClean();
   await discord?.close();
   await app?.close();
+  await db?.drop();
+  if (previousDatabaseUrl === undefined) delete process.env.DATABASE_URL;
+  else process.env.DATABASE_URL = previousDatabaseUrl;
 });
 
 let n = 0;

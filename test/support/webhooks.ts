@@ -140,7 +140,8 @@ export async function worker(opts: Partial<StartWorkerOptions> = {}): Promise<Wo
     pollInterval: 100,
     retrySchedule: [0, 200, 200, 200, 200, 200, 200, 200],
     config: WORKER_CONFIG,
-    // Only test/platforms/delivery.test.ts runs deliveries: a worker takes every file's jobs.
+    // Only test/platforms/delivery.test.ts runs deliveries in the run's database (a worker
+    // takes every file's jobs); test/members/member-erasure.test.ts has a database of its own.
     platformDeliveries: false,
     ...opts,
   });
