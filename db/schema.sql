@@ -1,4 +1,4 @@
--- db/migrations sha256:2e9742df9d179e7642d3b3f6a789aa03af4cbae4a8a736eac1600bc211a69727 (regenerate with npm run db:schema)
+-- db/migrations sha256:4598d981da02e611c983597ddd4a4b8be7aa0c597cc5230c62c6993036c3002d (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
