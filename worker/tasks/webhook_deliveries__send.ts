@@ -170,21 +170,17 @@ export function makeWebhookSendTask(opts: DeliveryTaskOptions): DeliveryTask {
       return;
     }
     const token = gate.enter(endpointId);
-    if (token === null) {
+    // The same share, over every worker process.
+    const held = token !== null && opts.slots ? await opts.slots.take(payload.community_id, endpointId, gate.share(endpointId)) : undefined;
+    if (token === null || held === null) {
       // Fetched in the instant before the endpoint's share filled up (several idle
       // slots take jobs at once): put it back, flagged, due at once. This process leaves
       // it in the queue while the endpoint holds its share (forbiddenFlags) and takes it
       // as soon as a slot frees; another process may take it now. No delay: under a
       // backlog many jobs meet this race, and a delay holds the backlog's last jobs back
       // (docs/decisions/webhook-endpoint-gate.md).
-      webhookJobsPutBack.inc();
-      await helpers.addJob('webhook_deliveries__send', payload, { flags: [endpointId] });
-      return;
-    }
-    // The same share, over every worker process.
-    const held = opts.slots ? await opts.slots.take(payload.community_id, endpointId, gate.share(endpointId)) : undefined;
-    if (held === null) {
-      gate.refuse(endpointId, token);
+      // So is a job whose endpoint's shared slots the other processes hold.
+      if (token !== null) gate.refuse(endpointId, token);
       webhookJobsPutBack.inc();
       await helpers.addJob('webhook_deliveries__send', payload, { flags: [endpointId] });
       return;
