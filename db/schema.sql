@@ -1,4 +1,4 @@
--- db/migrations sha256:4598d981da02e611c983597ddd4a4b8be7aa0c597cc5230c62c6993036c3002d (regenerate with npm run db:schema)
+-- db/migrations sha256:3e9b00feb5b298f490eee3835b4e5fcac5f86984855916511801b6655e70c1d0 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -9700,29 +9700,28 @@ declare
   v_rate double precision := v_per_minute / 60.0;
   v_n integer := greatest(0, least(p_n, floor(v_burst)::integer));
   v_now timestamptz := clock_timestamp();
-  v_tokens double precision;
+  v_bucket billing_private.rate_buckets;
+  v_level double precision;
   v_ok boolean;
 begin
-  -- Refill as take_tokens does (never negatively, updated_at never moves back, never
-  -- past the burst less the tokens of live leases), then take v_n only when all of
-  -- them are there.
-  insert into billing_private.rate_buckets as b (bucket, tokens, allowed, granted, updated_at)
-  values ('key:' || p_key_id, v_burst - v_n, true, v_n, v_now)
-  on conflict (bucket) do update set
-    tokens = billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate)
-      - case when billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate) >= v_n
-          then v_n else 0 end,
-    granted = case when billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate) >= v_n
-          then v_n else 0 end,
-    allowed = billing_private.rate_level(b.tokens, b.updated_at, b.leases, v_now, v_burst, v_rate) >= v_n,
-    updated_at = greatest(b.updated_at, v_now)
-  returning tokens, allowed into v_tokens, v_ok;
+  insert into billing_private.rate_buckets (bucket, tokens, updated_at)
+  values ('key:' || p_key_id, v_burst, v_now) on conflict (bucket) do nothing;
+  select * into v_bucket from billing_private.rate_buckets b where b.bucket = 'key:' || p_key_id for update;
+  -- Refilled as take_tokens does (never past the burst less the tokens of live leases;
+  -- updated_at never moves back), then v_n taken only when all of them are there.
+  v_level := billing_private.rate_level(v_bucket.tokens, v_bucket.updated_at, v_bucket.leases, v_now, v_burst, v_rate);
+  v_ok := v_level >= v_n;
+  update billing_private.rate_buckets b
+  set tokens = v_level - case when v_ok then v_n else 0 end, granted = case when v_ok then v_n else 0 end,
+    allowed = v_ok, updated_at = greatest(b.updated_at, v_now)
+  where b.bucket = v_bucket.bucket
+  returning b.tokens into v_level;
   return jsonb_build_object(
     'allowed', v_ok,
     'limit', v_per_minute::bigint,
-    'remaining', floor(greatest(v_tokens, 0))::bigint,
-    'reset', ceil(greatest(v_burst - v_tokens, 0) / v_rate)::bigint,
-    'retry_after', greatest(ceil((v_n - v_tokens) / v_rate), 1)::bigint);
+    'remaining', floor(greatest(v_level, 0))::bigint,
+    'reset', ceil(greatest(v_burst - v_level, 0) / v_rate)::bigint,
+    'retry_after', greatest(ceil((v_n - v_level) / v_rate), 1)::bigint);
 end
 $$;
 
