@@ -1,4 +1,4 @@
--- db/migrations sha256:3e9b00feb5b298f490eee3835b4e5fcac5f86984855916511801b6655e70c1d0 (regenerate with npm run db:schema)
+-- db/migrations sha256:622dddc59bdf9be2c07b8e7fb1e2082a4a0e3d539c43465f476ed3888ff51d07 (regenerate with npm run db:schema)
 --
 -- PostgreSQL database dump
 --
@@ -2237,6 +2237,31 @@ begin
     end if;
   end if;
   return v_open;
+end
+$$;
+
+
+--
+-- Name: gate_run(text, text, text, jsonb, text); Type: FUNCTION; Schema: billing; Owner: -
+--
+
+CREATE FUNCTION billing.gate_run(p_credential text, p_scope text, p_op text, p_args jsonb, p_request_id text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+  v_open jsonb := billing.gate_open(p_credential, null, null, p_scope, null, true, p_request_id);
+begin
+  if not (v_open->>'ok')::boolean then
+    raise exception using errcode = 'BL401', message = 'A valid API key is required.';
+  end if;
+  if v_open ? 'error' then
+    raise exception using errcode = v_open->'error'->>'sqlstate', message = v_open->'error'->>'message',
+      detail = coalesce(v_open->'error'->>'detail', '');
+  end if;
+  if p_op = 'entitlements_check' then
+    return billing_private.entitlements_check_text(p_args);
+  end if;
+  return billing_private.op_dispatch(p_op, p_args)::text;  -- 98-dispatch.sql
 end
 $$;
 
@@ -6985,28 +7010,8 @@ $$;
 CREATE FUNCTION billing_api.entitlements_check(p_args jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
-declare
-  v_member text;
 begin
-  -- Any request but the usual one: its member ('' when unknown: not entitled).
-  if not coalesce(p_args->>'platform' in ('discord', 'telegram') and coalesce(p_args->>'platform_uid', '') <> ''
-          and coalesce(p_args->>'namespace', '') = '' and coalesce(p_args->>'external_user_id', '') = '', false) then
-    v_member := coalesce(billing.resolve_identity(p_args), '');
-  end if;
-  return (
-    select jsonb_build_object('entitled', count(*) > 0, 'entitlements', coalesce(jsonb_agg(x order by x.id), '[]'))
-    from (
-      select me.id, me.entitlement_id, e.key, e.name, me.revision, me.status, billing.iso(me.granted_at) as granted_at,
-        billing.iso(me.revoked_at) as revoked_at, me.sources, me.benefits
-      from billing.member_entitlements me
-      join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
-      where me.community_id = (select billing.current_community_id())
-        and me.member_id = (select coalesce(v_member, (select i.member_id from billing.member_identities i
-          where i.community_id = (select billing.current_community_id()) and i.platform = p_args->>'platform'
-            and i.platform_uid = p_args->>'platform_uid')))
-        and me.status = 'active'
-        and (nullif(p_args->>'tier_id', '') is null
-          or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', nullif(p_args->>'tier_id', ''))))) x);
+  return billing_private.entitlements_check_text(p_args)::jsonb;
 end
 $$;
 
@@ -9795,6 +9800,39 @@ $$;
 
 
 --
+-- Name: entitlements_check_text(jsonb); Type: FUNCTION; Schema: billing_private; Owner: -
+--
+
+CREATE FUNCTION billing_private.entitlements_check_text(p_args jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    AS $$
+declare
+  v_member text;
+begin
+  -- Any request but the usual one: its member ('' when unknown: not entitled).
+  if not coalesce(p_args->>'platform' in ('discord', 'telegram') and coalesce(p_args->>'platform_uid', '') <> ''
+          and coalesce(p_args->>'namespace', '') = '' and coalesce(p_args->>'external_user_id', '') = '', false) then
+    v_member := coalesce(billing.resolve_identity(p_args), '');
+  end if;
+  return (
+    select '{"entitled": ' || (count(*) > 0)::text || ', "entitlements": ' || coalesce(json_agg(x order by x.id)::text, '[]') || '}'
+    from (
+      select me.id, e.key, e.name, me.status, me.sources, me.benefits, me.revision, billing.iso(me.granted_at) as granted_at,
+        billing.iso(me.revoked_at) as revoked_at, me.entitlement_id
+      from billing.member_entitlements me
+      join billing.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+      where me.community_id = (select billing.current_community_id())
+        and me.member_id = (select coalesce(v_member, (select i.member_id from billing.member_identities i
+          where i.community_id = (select billing.current_community_id()) and i.platform = p_args->>'platform'
+            and i.platform_uid = p_args->>'platform_uid')))
+        and me.status = 'active'
+        and (nullif(p_args->>'tier_id', '') is null
+          or me.sources @> jsonb_build_array(jsonb_build_object('tier_id', nullif(p_args->>'tier_id', ''))))) x);
+end
+$$;
+
+
+--
 -- Name: grant_create(text, text, timestamp with time zone, text); Type: FUNCTION; Schema: billing_private; Owner: -
 --
 
@@ -9925,8 +9963,9 @@ CREATE FUNCTION billing_private.lease_key_tokens(p_key_hash text, p_n integer, p
     AS $$
 declare
   v_key_id text;
+  v_community_id text;
 begin
-  select k.id into v_key_id from billing_private.api_keys k
+  select k.id, k.community_id into v_key_id, v_community_id from billing_private.api_keys k
   where k.key_hash = p_key_hash and k.revoked_at is null;
   if v_key_id is null then
     return jsonb_build_object('key', false);
@@ -9934,7 +9973,7 @@ begin
   return billing_private.take_tokens('key:' || v_key_id,
     coalesce((p_limits->>'key_per_minute')::float8, 300), coalesce((p_limits->>'key_burst')::float8, 60),
     greatest(1, least(p_n, 100)), greatest(0, least(p_return, 100)),
-    greatest(1, coalesce((p_limits->>'lease_ms')::integer, 1000)), p_returned_lease) || jsonb_build_object('key', true);
+    greatest(1, coalesce((p_limits->>'lease_ms')::integer, 1000)), p_returned_lease) || jsonb_build_object('key', true, 'key_id', v_key_id, 'community_id', v_community_id);
 end
 $$;
 
@@ -20770,6 +20809,14 @@ GRANT ALL ON FUNCTION billing.gate_open(p_credential text, p_ip text, p_limits j
 
 
 --
+-- Name: FUNCTION gate_run(p_credential text, p_scope text, p_op text, p_args jsonb, p_request_id text); Type: ACL; Schema: billing; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing.gate_run(p_credential text, p_scope text, p_op text, p_args jsonb, p_request_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing.gate_run(p_credential text, p_scope text, p_op text, p_args jsonb, p_request_id text) TO billing_api;
+
+
+--
 -- Name: TABLE grants; Type: ACL; Schema: billing; Owner: -
 --
 
@@ -23107,6 +23154,14 @@ REVOKE ALL ON FUNCTION billing_private.enqueue_connection_deliveries(p_community
 --
 
 REVOKE ALL ON FUNCTION billing_private.enqueue_deliveries(p_communities text[], p_members text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION entitlements_check_text(p_args jsonb); Type: ACL; Schema: billing_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION billing_private.entitlements_check_text(p_args jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION billing_private.entitlements_check_text(p_args jsonb) TO billing_api;
 
 
 --

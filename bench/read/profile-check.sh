@@ -1,6 +1,6 @@
 #!/bin/sh
 # Instructions per entitlement check (issue 33), counted, not timed: runs the check's
-# statement (src/operations/gate.ts API_CALL on a leased token, as billing_api) N times
+# statement (src/operations/gate.ts GATE_RUN on a leased token, as billing_api) N times
 # in one `postgres --single` session under callgrind, on a copy of a seeded cluster,
 # and prints (N=220 run - N=20 run) / 200. Each check is its own transaction, as in the
 # API. A prelude file (optional; statements separated by an empty line) runs first and
@@ -20,7 +20,7 @@ script() {
   if [ -n "${BARE_COMMUNITY:-}" ]; then
     printf "prepare c(text, text, text) as select * from bench_bare.check_entitlements(\$1, \$2, \$3);\n\n"
   else
-    printf "prepare c(text, text, jsonb, text, text, jsonb, jsonb, boolean, text) as select o - 'result' as r, (o->'result')::text as t from billing.api_call(\$1, \$2, \$3, \$4, \$5, \$6, \$7, \$8, \$9) o;\n\n"
+    printf "prepare c(text, text, text, jsonb, text) as select billing.gate_run(\$1, \$2, \$3, \$4, \$5) as t;\n\n"
   fi
   i=0
   while [ $i -lt "$1" ]; do
@@ -28,7 +28,7 @@ script() {
     if [ -n "${BARE_COMMUNITY:-}" ]; then
       printf "execute c('%s', 'discord', 'd%s');\n\n" "$BARE_COMMUNITY" "$n"
     else
-      printf "execute c('%s', null, null, 'members:read', 'entitlements_check', '{\"platform\": \"discord\", \"platform_uid\": \"d%s\"}', null, true, '00000000-0000-4000-8000-000000000033');\n\n" "$HASH" "$n"
+      printf "execute c('%s', 'members:read', 'entitlements_check', '{\"platform\": \"discord\", \"platform_uid\": \"d%s\"}', '00000000-0000-4000-8000-000000000033');\n\n" "$HASH" "$n"
     fi
     i=$((i + 1))
   done

@@ -10,7 +10,7 @@
 //     policy, no function of the project; the check's ratios are against it;
 //   - the old anchor (anchor-server.ts; a second row): an unnamed statement calling a SQL
 //     function over billing.current_community_id();
-//   - pgbench of the check's own statement (src/operations/gate.ts API_CALL on a leased
+//   - pgbench of the check's own statement (src/operations/gate.ts GATE_RUN on a leased
 //     token, as the API sends it) at the API's pool size and at autocannon's connection
 //     count, BENCH_PGBENCH_SECONDS each, with p50/p99 from its transaction log (skipped,
 //     and said, when pgbench is not installed);
@@ -272,7 +272,7 @@ function pgbench(url: string, name: string, sql: string, pgoptions = '-c role=bi
 const lit = (s: string) => `('${s.replace(/'/g, "''").replace(/:/g, "' || chr(58) || '")}')`;
 
 function apiCallLeasedSql(keyHash: string, scope: string, op: string, args: string): string {
-  return `select billing.api_call(${lit(keyHash)}, null, null, ${lit(scope)}, ${lit(op)}, ${args}, null, true);\n`;
+  return `select billing.gate_run(${lit(keyHash)}, ${lit(scope)}, ${lit(op)}, ${args});\n`;
 }
 
 function apiCallSql(keyHash: string, scope: string, op: string, args: string): string {
@@ -394,12 +394,12 @@ async function main() {
     const httpRow = (h: HttpResult) =>
       `| ${h.name} | ${h.rps.toFixed(0)} | ${h.p50} | ${h.p99} | ${h.rssMb.toFixed(0)} | ${h.apiCpuUs.toFixed(0)} | ${(100 * h.machineBusy).toFixed(0)}% | ${h.errors + h.non2xx} |`;
     const pgRow = (p: PgbenchResult) => `| ${p.name} | ${p.clients} | ${p.tps.toFixed(0)} | ${p.latencyMs} | ${ms(p.p50)} | ${ms(p.p99)} |`;
-    // The check's own statement, as the API sends it on a leased token (gate.ts API_CALL,
-    // billing.api_call with p_leased and a request id), a member at random per transaction.
+    // The check's own statement, as the API sends it on a leased token (gate.ts GATE_RUN,
+    // billing.gate_run with a request id), a member at random per transaction.
     const checkStatement = `\\set n random(1, ${MEMBERS})\n`
-      + `select o - 'result' as r, (o->'result')::text as t from billing.api_call(${lit(hash)}, null, null, ${lit('members:read')}, `
-      + `${lit('entitlements_check')}, jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text), null, true, `
-      + `'00000000-0000-4000-8000-000000000033') o;\n`;
+      + `select billing.gate_run(${lit(hash)}, ${lit('members:read')}, ${lit('entitlements_check')}, `
+      + `jsonb_build_object('platform', 'discord', 'platform_uid', 'd' || (:n)::text), `
+      + `'00000000-0000-4000-8000-000000000033') as t;\n`;
     let pgLines: string[];
     let pgRatios: string[] = [];
     if (PGBENCH) {

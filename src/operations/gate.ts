@@ -7,9 +7,11 @@
 //                       already empty, the tenant settings, op.scope (the registry's,
 //                       the only declaration of it), the Idempotency-Key (replay);
 //   billing.gate_close  the answer kept under the Idempotency-Key, the rate token LAST;
-//   billing.api_call    both around a SQL operation in one round trip.
+//   billing.api_call    both around a SQL operation in one round trip;
+//   billing.gate_run    a SQL operation on a leased token (no token to take, no
+//                       answer to keep): gate_open, the operation, its answer as text.
 //
-// A SQL operation is one statement (api_call, a named prepared statement); a handler
+// A SQL operation is one statement (api_call or gate_run, a named prepared statement); a handler
 // runs between gate_open and gate_close in one transaction, in a savepoint so that its
 // error is answered (and kept) with its writes undone. Every answer, errors included,
 // has taken its rate token; when the bucket empties while a request works, gate_close
@@ -30,7 +32,7 @@ import { retryConflicts } from '../db/community-transaction';
 import type { ReadReplicas, Replica } from '../db/read-replicas';
 import type { Operation, OpContext, Services } from '../domain/operation';
 import { type Caller, type Identity, type Outcome, problemOutcome, textOutcome } from './outcome';
-import { type LeaseAnswer, LocalTokens, type RateLimitInfo, TokenLeases } from './token-leases';
+import { type LeaseAnswer, type LeasedKey, LocalTokens, type RateLimitInfo, TokenLeases } from './token-leases';
 
 /** The Idempotency-Key of a request: what billing.idempotency_begin/finish key the record by. */
 export interface IdempotencyKey {
@@ -79,6 +81,8 @@ interface HandlerAnswer {
 // The statement of every SQL operation, prepared once per connection (its name). The
 // result comes back as text (Outcome.bodyText); the rest is small.
 const API_CALL = `select o - 'result' as r, (o->'result')::text as t from billing.api_call($1, $2, $3, $4, $5, $6, $7, $8, $9) o`;
+/** A SQL operation on a leased token: its answer as text; an error of the operation, or 401/403, raised. */
+const GATE_RUN = 'select billing.gate_run($1, $2, $3, $4, $5) as t';
 const GATE_OPEN = 'select billing.gate_open($1, $2, $3, $4, $5, p_request_id => $6) as r';
 const GATE_CLOSE = 'select billing.gate_close($1, $2, $3) as r';
 /** gate_open on a leased token (no bucket, nothing written): what a handler's read opens on a standby. */
@@ -211,6 +215,8 @@ export class Gate {
    * token a process takes for a key comes from the lease, so the RateLimit headers it
    * answers count them all. Null when there is no lease to use, or the key was revoked
    * since the lease (then the caller takes the database path, as any unknown key does).
+   * An operation runs through billing.gate_run; without one (sql null) api_call only
+   * identifies the caller.
    */
   private async leased(caller: Caller, credential: string | null, scope: string | null, sql: string | null,
     input: Record<string, unknown> | null, read = false): Promise<{ r: GateAnswer; t: string | null } | null> {
@@ -222,9 +228,31 @@ export class Gate {
     const lease = await this.token(credential, onStandby);
     if (lease.kind === 'limited') return { r: { ok: false, error: 'rate_limited', rl: lease.rl }, t: null };
     if (lease.kind !== 'token') return null;
-    const values = [credential, null, null, scope, sql, input, null, true, caller.requestId ?? null];
-    const answer = onStandby ? await this.readCall(credential, values) : await this.apiCall(values);
-    return answer.r.ok ? { r: { ...answer.r, rl: lease.rl }, t: answer.t } : null;
+    if (sql === null) {
+      const answer = await this.apiCall([credential, null, null, scope, null, null, null, true, caller.requestId ?? null]);
+      return answer.r.ok ? { r: { ...answer.r, rl: lease.rl }, t: answer.t } : null;
+    }
+    const values = [credential, scope, sql, input, caller.requestId ?? null];
+    const key: LeasedKey | undefined = lease.key ?? this.leases.keyOf(credential);
+    const opened: GateAnswer = { ok: true, rl: lease.rl, community_id: key?.communityId, key_id: key?.keyId };
+    try {
+      const t = onStandby ? await this.readRun(credential, values) : await this.gateRun(values);
+      return { r: opened, t };
+    } catch (err) {
+      // What api_call answers as a value: the operation's error (BL...), a missing scope.
+      const e = err as { code?: unknown; message?: string; detail?: string };
+      if (e?.code === 'BL401') return null;
+      if (typeof e?.code !== 'string' || !e.code.startsWith('BL')) throw err;
+      return { r: { ...opened, error: { sqlstate: e.code, message: e.message, detail: e.detail || null } }, t: null };
+    }
+  }
+
+  /** billing.gate_run, run again whole on a deadlock. */
+  private gateRun(values: unknown[]): Promise<string> {
+    return retryConflicts(async () => {
+      const { rows } = await this.pool.query<{ t: string }>({ name: 'gate_run', text: GATE_RUN, values });
+      return rows[0].t;
+    });
   }
 
   /**
@@ -259,13 +287,13 @@ export class Gate {
     return this.reads?.pick(credential) ?? null;
   }
 
-  /** The leased api_call of a read on a standby; on the primary when none will do or it fails. */
-  private async readCall(credential: string, values: unknown[]): Promise<{ r: GateAnswer; t: string | null }> {
+  /** billing.gate_run for a read on a standby; on the primary when none will do or it fails. */
+  private async readRun(credential: string, values: unknown[]): Promise<string> {
     for (let replica = this.standby(credential); replica; replica = this.standby(credential)) {
       try {
-        const { rows } = await replica.pool.query<{ r: GateAnswer; t: string | null }>({ name: 'api_call', text: API_CALL, values });
+        const { rows } = await replica.pool.query<{ t: string }>({ name: 'gate_run', text: GATE_RUN, values });
         readsServed.inc({ target: 'standby' });
-        return rows[0];
+        return rows[0].t;
       } catch (err) {
         if (!standbyFailure(err)) throw err;
         // A read that writes (25006) or met a recovery conflict: the primary answers it,
@@ -275,7 +303,7 @@ export class Gate {
       }
     }
     readsServed.inc({ target: 'primary' });
-    return this.apiCall(values);
+    return this.gateRun(values);
   }
 
   /**

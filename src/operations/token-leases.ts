@@ -13,7 +13,7 @@
 //   burst plus what refilled (docs/decisions/shared-worker-and-lease-bounds.md). For
 //   that the lease's lifetime here counts from before it was asked for: this process
 //   stops spending it before the bucket stops counting it.
-// The key itself is checked again on every request (billing.api_call with p_leased, src/operations/gate.ts): a
+// The key itself is checked again on every request (billing.gate_run, src/operations/gate.ts): a
 // revocation holds from the next request on.
 import type pg from 'pg';
 import type { RateLimits } from '../core/config';
@@ -33,8 +33,14 @@ export function leaseSize(burst: number): number {
   return Math.max(1, Math.min(MAX_LEASE, Math.floor(burst / 10)));
 }
 
+/** The key a lease was granted for: what the access log names a request by. */
+export interface LeasedKey {
+  communityId: string;
+  keyId: string;
+}
+
 export type LeaseAnswer =
-  | { kind: 'token'; rl: RateLimitInfo }
+  | { kind: 'token'; rl: RateLimitInfo; key?: LeasedKey }
   | { kind: 'limited'; rl: RateLimitInfo }
   /** Missing, unknown or revoked key: the caller takes the unauthenticated path. */
   | { kind: 'unknown' };
@@ -46,10 +52,18 @@ interface Lease {
   bucket: RateLimitInfo | null;
   /** The bucket row's id for the lease: named when it is given back. */
   id: string | null;
+  key: LeasedKey | null;
   pending: Promise<LeaseAnswer> | null;
 }
 
-interface BucketAnswer extends RateLimitInfo { key: boolean; allowed?: boolean; granted?: number; lease?: string | null }
+interface BucketAnswer extends RateLimitInfo {
+  key: boolean;
+  allowed?: boolean;
+  granted?: number;
+  lease?: string | null;
+  key_id?: string;
+  community_id?: string;
+}
 
 export class TokenLeases {
   readonly size: number;
@@ -72,7 +86,7 @@ export class TokenLeases {
       const lease = this.leases.get(keyHash) ?? this.fresh(keyHash);
       if (lease.left > 0 && (waited || Date.now() < lease.expires) && lease.bucket) {
         lease.left -= 1;
-        return { kind: 'token', rl: this.headers(lease.bucket, lease.left) };
+        return { kind: 'token', rl: this.headers(lease.bucket, lease.left), key: lease.key ?? undefined };
       }
       if (lease.pending) {
         const answer = await lease.pending;
@@ -89,9 +103,14 @@ export class TokenLeases {
     }
   }
 
+  /** The key of this process's last lease for keyHash, if it still remembers it. */
+  keyOf(keyHash: string): LeasedKey | undefined {
+    return this.leases.get(keyHash)?.key ?? undefined;
+  }
+
   private fresh(keyHash: string): Lease {
     if (this.leases.size >= 10_000) this.forgetExpired();
-    const lease: Lease = { left: 0, expires: 0, bucket: null, id: null, pending: null };
+    const lease: Lease = { left: 0, expires: 0, bucket: null, id: null, key: null, pending: null };
     this.leases.set(keyHash, lease);
     return lease;
   }
@@ -119,7 +138,8 @@ export class TokenLeases {
     lease.expires = asked + this.lifetimeMs;
     lease.bucket = bucket;
     lease.id = r.lease ?? null;
-    return { kind: 'token', rl: bucket };
+    lease.key = r.key_id && r.community_id ? { communityId: r.community_id, keyId: r.key_id } : null;
+    return { kind: 'token', rl: bucket, key: lease.key ?? undefined };
   }
 
   /** What a request's RateLimit headers say: the bucket plus this process's unspent tokens. */

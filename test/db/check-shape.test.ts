@@ -1,7 +1,8 @@
-// The entitlement check writes each entitlement as a row that jsonb_agg turns into the
-// object (one copy less than building billing.member_entitlement_json per row, issue
-// 33): the two must stay the same object, on both of the check's paths (a platform
-// pair; a subject pair through billing.resolve_identity) and with tier_id.
+// The entitlement check writes each entitlement as a row that json_agg turns into the
+// object, as text (billing_private.entitlements_check_text, issue 33): it must stay
+// billing.member_entitlement_json's object, on both of the check's paths (a platform
+// pair; a subject pair through billing.resolve_identity) and with tier_id. gate_run
+// answers the same text (test/operations/gate-run.test.ts).
 import pg from 'pg';
 import { hashKey } from '../../src/core/ids';
 import { createTenant, TEST_DB } from '../support/app';

@@ -17,6 +17,7 @@ const GATE = [
   'billing.api_call(text,text,jsonb,text,text,jsonb,jsonb,boolean,text)',
   'billing.gate_close(jsonb,jsonb,jsonb)',
   'billing.gate_open(text,text,jsonb,text,jsonb,boolean,text)',
+  'billing.gate_run(text,text,text,jsonb,text)',
   'billing_private.lease_key_tokens(text,integer,jsonb,integer,text)',
 ];
 
@@ -51,7 +52,7 @@ describe("the gate's single entry", () => {
     const files = [...sources(path.join(root, 'src')), ...sources(path.join(root, 'worker'))];
     expect(files.length).toBeGreaterThan(50);
     // A call in SQL text: the name followed by its argument list.
-    const gateCall = /\b(billing\.(gate_open|gate_close|api_call)|billing_private\.lease_key_tokens)\s*\(/;
+    const gateCall = /\b(billing\.(gate_open|gate_close|gate_run|api_call)|billing_private\.lease_key_tokens)\s*\(/;
     const pathCall = /\bbilling(_private)?\.(idempotency_begin|idempotency_finish|take_tokens?|api_auth\w*|api_call_\w+|authenticate\w*|take_key_token|require_scope)\s*\(/;
     const senders: string[] = [];
     const bypasses: string[] = [];
