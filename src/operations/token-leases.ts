@@ -27,10 +27,20 @@ export interface RateLimitInfo {
 }
 
 const MAX_LEASE = 20;
+/** What billing_private.lease_key_tokens grants at most. */
+const MAX_GROWN_LEASE = 100;
 
 /** Tokens per lease for a burst: a tenth of it, 1 to 20; 1 means "do not lease". */
 export function leaseSize(burst: number): number {
   return Math.max(1, Math.min(MAX_LEASE, Math.floor(burst / 10)));
+}
+
+/**
+ * The most a key's lease grows to when its requests spend it fast: still a tenth of
+ * the burst at most, and no more than the database grants (100).
+ */
+export function grownLeaseSize(burst: number): number {
+  return Math.max(leaseSize(burst), Math.min(MAX_GROWN_LEASE, Math.floor(burst / 10)));
 }
 
 /** The key a lease was granted for: what the access log names a request by. */
@@ -53,6 +63,10 @@ interface Lease {
   /** The bucket row's id for the lease: named when it is given back. */
   id: string | null;
   key: LeasedKey | null;
+  /** Tokens the next lease asks for: doubled when the last was spent in under half its lifetime. */
+  size: number;
+  /** When the last lease was granted (ms). */
+  grantedAt: number;
   pending: Promise<LeaseAnswer> | null;
 }
 
@@ -67,10 +81,12 @@ interface BucketAnswer extends RateLimitInfo {
 
 export class TokenLeases {
   readonly size: number;
+  private readonly maxSize: number;
   private readonly leases = new Map<string, Lease>();
 
   constructor(private readonly pool: pg.Pool, private readonly limits: RateLimits, private readonly lifetimeMs: number) {
     this.size = leaseSize(limits.key_burst);
+    this.maxSize = grownLeaseSize(limits.key_burst);
   }
 
   get enabled(): boolean {
@@ -97,6 +113,14 @@ export class TokenLeases {
       // forgets that lease, which it may still count for a few milliseconds.
       const unspent = lease.left;
       const returned = lease.id;
+      // A key busy enough to spend a lease in under half its lifetime asks for twice as
+      // many next time (up to maxSize), so its requests stop queueing on a lease every
+      // few milliseconds; one that left tokens unspent asks for half as many.
+      if (lease.grantedAt > 0 && unspent === 0 && Date.now() - lease.grantedAt < this.lifetimeMs / 2) {
+        lease.size = Math.min(this.maxSize, lease.size * 2);
+      } else if (unspent > 0) {
+        lease.size = Math.max(this.size, Math.floor(lease.size / 2));
+      }
       lease.left = 0;
       lease.id = null;
       lease.pending = this.lease(keyHash, lease, unspent, returned).finally(() => { lease.pending = null; });
@@ -110,7 +134,7 @@ export class TokenLeases {
 
   private fresh(keyHash: string): Lease {
     if (this.leases.size >= 10_000) this.forgetExpired();
-    const lease: Lease = { left: 0, expires: 0, bucket: null, id: null, key: null, pending: null };
+    const lease: Lease = { left: 0, expires: 0, bucket: null, id: null, key: null, size: this.size, grantedAt: 0, pending: null };
     this.leases.set(keyHash, lease);
     return lease;
   }
@@ -126,7 +150,7 @@ export class TokenLeases {
     const asked = Date.now();
     const { rows } = await this.pool.query<{ r: BucketAnswer }>(
       'select billing_private.lease_key_tokens($1, $2, $3, $4, $5) as r',
-      [keyHash, this.size, { ...this.limits, lease_ms: this.lifetimeMs }, unspent, returned]);
+      [keyHash, lease.size, { ...this.limits, lease_ms: this.lifetimeMs }, unspent, returned]);
     const r = rows[0].r;
     if (!r.key) {
       this.leases.delete(keyHash);
@@ -136,6 +160,7 @@ export class TokenLeases {
     if (!r.allowed) return { kind: 'limited', rl: bucket };
     lease.left = r.granted ?? 1;
     lease.expires = asked + this.lifetimeMs;
+    lease.grantedAt = Date.now();
     lease.bucket = bucket;
     lease.id = r.lease ?? null;
     lease.key = r.key_id && r.community_id ? { communityId: r.community_id, keyId: r.key_id } : null;

@@ -155,6 +155,43 @@ test('a database slower than the lease lifetime still serves: the request spends
   expect(answers.map((a) => (a.kind === 'token' ? a.rl.remaining : null))).toEqual([59, 58, 57]);
 });
 
+test('a key that spends its leases fast leases more at once, up to a tenth of its burst, and fewer again when it slows', async () => {
+  // Burst 600: leases of 20, growing to 60. A pool that counts the leases asked for.
+  const sizes: number[] = [];
+  const counting = { query: (...args: unknown[]) => {
+    const values = (args[1] ?? []) as unknown[];
+    if (String(args[0]).includes('lease_key_tokens')) sizes.push(values[1] as number);
+    return (app.owner.query as (...a: unknown[]) => unknown)(...args);
+  } } as unknown as pg.Pool;
+  const limits = { ...DEFAULTS, key_per_minute: 6000, key_burst: 600 };
+  const leases = new TokenLeases(counting, limits, 60_000);
+  const tenant = await createTenant(app.owner);
+  const { rows: [{ hash }] } = await app.owner.query(`select key_hash as hash from billing_private.api_keys where id = $1`, [tenant.keyId]);
+  const remaining: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const a = await leases.take(hash);
+    expect(a).toMatchObject({ kind: 'token', key: { communityId: tenant.communityId, keyId: tenant.keyId } });
+    if (a.kind === 'token') remaining.push(a.rl.remaining);
+  }
+  // 20, 40, then 60 a lease (a tenth of the burst): 200 requests in 5 leases, not 10.
+  expect(sizes).toEqual([20, 40, 60, 60, 60]);
+  // The headers still count down one per request, whatever the lease's size.
+  expect(remaining.slice(0, 3)).toEqual([599, 598, 597]);
+  expect(remaining.every((r, i) => i === 0 || r <= remaining[i - 1])).toBe(true);
+  // Leases that expire with tokens left shrink back. Lifetime 1 s: 120 requests at once
+  // grow the leases to 60; then one request a lease lifetime: the next lease is asked
+  // for the same 60 (the last was spent, though not fast), then 30 and 20 (59 and 29
+  // were given back unspent).
+  const slowing = new TokenLeases(counting, limits, 1000);
+  sizes.length = 0;
+  for (let i = 0; i < 120; i++) await slowing.take(hash);
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect(await slowing.take(hash)).toMatchObject({ kind: 'token' });
+  }
+  expect(sizes).toEqual([20, 40, 60, 60, 30, 20]);
+});
+
 test('four API processes share one bucket: the key gets its burst and what refilled, never more, less by at most 3 unspent tokens per process', async () => {
   // Burst 40: leases of 4 tokens. 6 per minute refills about one token in ten seconds.
   const limits = { key_per_minute: 6, key_burst: 40, ip_per_minute: 1000, ip_burst: 1000 };
