@@ -21,7 +21,8 @@
 // pools, 8: on two vCPUs 8 beat 16 and 4), BENCH_PGBENCH_SECONDS (5), BENCH_MEMBERS
 // (100000) and BENCH_EVENTS (1000000) for smoke runs, BENCH_KEEP_DB=1 (keep the database
 // afterwards), BENCH_REUSE_DB=1 (reuse a kept one: re-run the fixtures, no reseeding),
-// BENCH_DB (the database's name, default billing_bench_read).
+// BENCH_DB (the database's name, default billing_bench_read), BENCH_CPU_PROF (a folder:
+// every server started writes its V8 CPU profile there, --cpu-prof).
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -74,7 +75,9 @@ interface Child { stop(): void; stats(): Promise<ServerStats>; port: number }
 function startChild(script: string, port: number, env: NodeJS.ProcessEnv): Promise<Child> {
   const logFile = path.join(os.tmpdir(), `bench-read-${path.basename(script, '.ts')}-${process.pid}.log`);
   const err = fs.openSync(logFile, 'w');
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, script)], {
+  // BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there when it stops.
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, script)], {
     env: { ...process.env, NODE_ENV: 'production', BENCH_PORT: String(port), PG_POOL_SIZE: String(POOL), ...env },
     stdio: ['ignore', 'pipe', err],
   });
@@ -439,7 +442,7 @@ async function main() {
       `Data: ${MEMBERS.toLocaleString('en')} members, ${(2 * MEMBERS).toLocaleString('en')} subscriptions, ${MEMBERS.toLocaleString('en')} ledger rows with jsonb sources and benefits, ${EVENTS.toLocaleString('en')} events. `
         + `${CONNECTIONS} connections, ${DURATION} s per run after a ${WARMUP} s warm-up on the same server; API and anchor pools of ${POOL}; `
         + 'autocannon, the servers, PostgreSQL and pgbench share the machine. The API writes its access log (one JSON line per request) to a file; '
-        + 'rate limits are lifted (a burst of 10^9: leases of 20 tokens).',
+        + 'rate limits are lifted (a burst of 10^9: leases of 20 tokens, growing to 100 for a busy key).',
       '',
       `**Bare anchor** (issue 33): a bare Express 5 + pg server with the API's pool size (${POOL}) answering the same GET /v1/entitlements/check `
         + 'with a named prepared statement calling one plain plpgsql function that sets the tenant with set_config and reads copies of the same '
