@@ -6,7 +6,10 @@ import 'postgraphile';
 import type pg from 'pg';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
-import { NoSchemaIntrospectionCustomRule } from 'postgraphile/graphql';
+import { isSafeError } from 'postgraphile/grafast';
+import { GraphQLError, NoSchemaIntrospectionCustomRule } from 'postgraphile/graphql';
+import crypto from 'node:crypto';
+import { log } from '../core/log';
 import type { Identity } from '../operations/executor';
 import { queryLimitsRule } from './graphql-limits';
 import { GRAPHIQL_PATH, GRAPHQL_PATH } from './graphql-paths';
@@ -68,6 +71,23 @@ const NamingPlugin: GraphileConfig.Plugin = {
   },
 };
 
+/**
+ * What a GraphQL client is told of an error: a GraphQL error (a bad field, a null where
+ * none may be) or an error grafast marks safe as it is; anything else, a database or
+ * programming error whose message may hold a member's data, as an id only, with the
+ * error itself in the service's log (a JSON line, the request's error id). grafserv's
+ * own masking printed the error and its stack to the console, outside the log.
+ */
+export function maskGraphqlError(error: GraphQLError): GraphQLError {
+  const original = error.originalError;
+  if (!original || original instanceof GraphQLError) return error;
+  const options = { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, originalError: original };
+  if (isSafeError(original)) return new GraphQLError(original.message, { ...options, extensions: original.extensions ?? null });
+  const errorId = crypto.randomUUID();
+  log.error({ component: 'graphql', error_id: errorId, path: error.path, err: original }, 'masked GraphQL error');
+  return new GraphQLError(`An error occurred (logged with id '${errorId}').`, { ...options, extensions: { errorId } });
+}
+
 export function graphqlPreset(opts: { pool: pg.Pool; graphiql: boolean; introspection: boolean; identityOf: (req: unknown) => Identity | undefined }): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset],
@@ -88,6 +108,7 @@ export function graphqlPreset(opts: { pool: pg.Pool; graphiql: boolean; introspe
       websockets: false,
       watch: false,
       maxRequestLength: 100_000,
+      maskError: maskGraphqlError,
     },
     grafast: {
       explain: false,
