@@ -85,6 +85,9 @@ const namespace = pairField('namespace')
 const externalUserId = pairField('external_user_id')
   .describe("The user's id in your own application. Give together with namespace.");
 
+/** The buyer's details create_checkout_link takes, as REST's body names them. */
+const CHECKOUT_CUSTOMER = ['customer_email', 'customer_name', 'customer_address_lines', 'customer_country', 'customer_tax_id'] as const;
+
 const PAGE_NOTE = 'Newest first. Returns {data: [...], next_cursor}; pass next_cursor as cursor for the next page (null means last page).';
 
 /** Copies the listed entries of `input` that have a value. */
@@ -390,13 +393,31 @@ export const tools: readonly ToolDef[] = [
       return_url: opField('create_checkout_link', 'body', 'return_url')
         .describe('HTTPS page the buyer returns to after paying (external buyers only); checkout_id is appended. Reaching it does not confirm payment.'),
       discount_code: opField('create_checkout_link', 'body', 'discount_code').describe('Discount code to apply (case-insensitive).'),
+      client_reference_id: opField('create_checkout_link', 'body', 'client_reference_id')
+        .describe('Your own reference for this sale, copied into the entitlement\'s source metadata.'),
+      // The buyer's details, as REST takes them (docs/decisions/tax.md): they decide the
+      // tax of the checkout's invoice and become the member's when paid.
+      customer_email: opField('create_checkout_link', 'body', 'customer_email')
+        .describe('The buyer\'s email, set on the member when the checkout completes if it has none.'),
+      customer_name: opField('create_checkout_link', 'body', 'customer_name').describe('The buyer\'s name for invoices.'),
+      customer_address_lines: opField('create_checkout_link', 'body', 'customer_address_lines')
+        .describe('The buyer\'s postal address as printed lines, at most 6.'),
+      customer_country: opField('create_checkout_link', 'body', 'customer_country')
+        .describe('The buyer\'s country, ISO 3166-1 alpha-2 (e.g. "DE"): it decides the tax of their invoices.'),
+      customer_tax_id: opField('create_checkout_link', 'body', 'customer_tax_id')
+        .describe('The buyer\'s tax id; an EU VAT id of another member state than the community\'s makes the sale reverse charged.'),
     }),
     map: (i) => {
       const pair = identityPair(i);
       const subject = pair.kind === 'platform'
         ? { platform: pair.platform, platform_uid: pair.platform_uid }
         : { external: { namespace: pair.namespace, external_user_id: pair.external_user_id } };
-      return { body: { ...pick(i, ['tier_id', 'plan_id']), subject, ...pick(i, ['return_url', 'discount_code']) } };
+      return {
+        body: {
+          ...pick(i, ['tier_id', 'plan_id']), subject,
+          ...pick(i, ['return_url', 'discount_code', 'client_reference_id', ...CHECKOUT_CUSTOMER]),
+        },
+      };
     },
     fieldNames: {
       subject: 'platform',

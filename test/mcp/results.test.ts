@@ -217,6 +217,26 @@ describe('create_checkout_link', () => {
     expect(rows).toEqual([{ plan_id: s.duoAnnual, subject_kind: 'platform' }]);
   });
 
+  test("the buyer's billing details and a client reference reach the checkout as REST's body gives them", async () => {
+    const details = {
+      client_reference_id: 'order-77', customer_email: 'dora@example.com', customer_name: 'Dora Example',
+      customer_address_lines: ['Hauptstr. 1', '10115 Berlin'], customer_country: 'DE', customer_tax_id: 'DE123456789',
+    };
+    const result = await callTool(client, 'create_checkout_link', { tier_id: s.gold, namespace: 'crm', external_user_id: 'dora', ...details });
+    expect(result.isError).toBeFalsy();
+    const link = resultJson(result) as Record<string, unknown>;
+    const rest = await call(app.url, 'POST', '/v1/checkout-links', {
+      key: tenant.key, body: { tier_id: s.gold, subject: { external: { namespace: 'crm', external_user_id: 'dora' } }, ...details },
+    });
+    expect(rest.status).toBeLessThan(300);
+    const stored = async (id: unknown) => (await app.owner.query(
+      `select client_reference_id, customer_email, customer_name, customer_address_lines, customer_country, customer_tax_id
+       from billing.checkout_sessions where id = $1`, [id])).rows[0];
+    const viaMcp = await stored(link.checkout_id);
+    expect(viaMcp).toMatchObject({ client_reference_id: 'order-77', customer_name: 'Dora Example', customer_country: 'DE', customer_tax_id: 'DE123456789' });
+    expect(viaMcp).toEqual(await stored(rest.body.checkout_id));
+  });
+
   test('eligibility failures are the same problems as REST: plan_required, not_found, not_eligible, discount_invalid', async () => {
     const buyer = { namespace: 'crm', external_user_id: 'erin' };
     const subject = { external: buyer };

@@ -39,7 +39,8 @@ const SPEC: Record<string, { inputs: string[]; required: string[]; scope: string
   list_webhook_deliveries: { inputs: ['endpoint_id', 'cursor'], required: ['endpoint_id'], scope: 'webhooks:read' },
   list_audit_log: { inputs: ['actor_type', 'actor_id', 'table', 'row_id', 'operation', 'since', 'until', 'cursor', 'limit'], required: [], scope: 'audit:read' },
   create_checkout_link: {
-    inputs: ['tier_id', 'plan_id', 'platform', 'platform_uid', 'namespace', 'external_user_id', 'return_url', 'discount_code'],
+    inputs: ['tier_id', 'plan_id', 'platform', 'platform_uid', 'namespace', 'external_user_id', 'return_url', 'discount_code',
+      'client_reference_id', 'customer_email', 'customer_name', 'customer_address_lines', 'customer_country', 'customer_tax_id'],
     required: ['tier_id'], scope: 'checkout:write', write: true,
   },
   switch_subscription: { inputs: ['subscription_id', 'plan_id'], required: ['subscription_id', 'plan_id'], scope: 'subscriptions:write', write: true },
