@@ -139,3 +139,29 @@ test('a renewal written a batch at a time carries the same invoice events as one
   expect(rows.find((r) => r.type === 'invoice.paid')!.data.previous_attributes).toEqual(
     { status: 'open', amount_paid_cents: 0, attempt_count: 0, paid_at: null });
 });
+
+test("a batch computes each renewal's tax once", async () => {
+  // billing.renew_batch's terms: the tax was one column of a subquery the planner pulled
+  // up into the insert, where its two uses (the tax, the total) each called
+  // billing.invoice_tax again.
+  const shop = await createShop(app);
+  for (let i = 0; i < 3; i++) await subscribe(app, shop, 'gold', 'gold-monthly');
+  const { rows: [{ end }] } = await app.owner.query<{ end: Date }>(
+    'select max(current_period_end) as end from billing.subscriptions where community_id = $1', [shop.communityId]);
+  await app.owner.query(`update billing.communities set clock_offset = $2::timestamptz - now() + interval '1 hour' where id = $1`,
+    [shop.communityId, end]);
+  const client = await app.owner.connect();
+  try {
+    await client.query('begin');
+    await client.query(`set local track_functions = 'all'`);
+    const { rows: [{ r }] } = await client.query('select billing.apply_due_batch($1, null, 500) as r', [shop.communityId]);
+    expect(r.period_changes).toBe(3);
+    const { rows: [{ calls }] } = await client.query<{ calls: string }>(
+      `select pg_stat_get_xact_function_calls('billing.invoice_tax(text,jsonb,jsonb,jsonb)'::regprocedure) as calls`);
+    expect(Number(calls)).toBe(3);
+    await client.query('commit');
+  } finally {
+    await client.query(`select set_config('app.community_id', '', false)`);
+    client.release();
+  }
+});
