@@ -1,6 +1,7 @@
 // The Stripe adapter against a local Stripe-compatible server (test/support/stripe-mock.ts):
 // checkout sessions, inbound webhooks (signature, exactly once, any order), and the
 // provider calls of cancel, reactivate, switch and the portal.
+import net from 'node:net';
 import { call, startApp, TestApp } from '../support/app';
 import { deliver, startStripeMock, StripeMock, unflatten } from '../support/stripe-mock';
 import { checkout, createShop, externalSubject, Shop } from '../support/shop';
@@ -172,9 +173,13 @@ test('the portal is a Stripe Billing Portal session for the member\'s customer',
 });
 
 test('Stripe unreachable answers 503 and records no checkout', async () => {
-  const closed = await startStripeMock();
-  await closed.close();
-  const down = await startApp({}, closed.env);
+  // A port that takes connections and drops each at once, held for the whole test: a
+  // closed mock's port could be taken meanwhile by another file's server, whose answer
+  // (a 404 page) is no outage (a 500 here once, in CI).
+  const dropper = net.createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
+  const port = (dropper.address() as net.AddressInfo).port;
+  const down = await startApp({}, { ...mock.env, STRIPE_API_PORT: String(port) });
   try {
     const s = await createShop(down, { type: 'stripe' });
     const subject = externalSubject();
@@ -185,6 +190,7 @@ test('Stripe unreachable answers 503 and records no checkout', async () => {
     expect(rows[0].n).toBe(0);
   } finally {
     await down.close();
+    await new Promise((resolve) => dropper.close(resolve));
   }
 });
 
