@@ -8,22 +8,55 @@
 // their own RLS policy: no billing.* function, policy or table. The community comes from
 // BENCH_COMMUNITY (no key, no scope, no rate limit, no logs, no metrics); rows go out
 // as JSON in the check's shape. Prints "listening" when ready.
+//
+// BENCH_FLOOR=1: the rules' floor instead, the same server plus the least the check's
+// rules ask of any server (what bounds issue 33's item 2): the request's key, shape
+// checked and hashed (sha256), looked up in the database by its hash in the same
+// statement, which refuses a revoked or unknown key and a missing scope and takes the
+// tenant from the key (bench_bare.check_entitlements_keyed); a token counted per key
+// in the process; one access log line per request through pino, as the API writes its
+// own. More generous than any real gate: the key table is readable by billing_api (no
+// security definer), the bucket is never touched, no request id, no metrics.
+import crypto from 'node:crypto';
 import express from 'express';
 import pg from 'pg';
+import pino from 'pino';
 
 const url = process.env.DATABASE_URL;
 const community = process.env.BENCH_COMMUNITY;
 if (!url || !community) throw new Error('DATABASE_URL and BENCH_COMMUNITY are required');
+const floor = process.env.BENCH_FLOOR === '1';
 const pool = new pg.Pool({ connectionString: url, max: Number(process.env.PG_POOL_SIZE ?? 8), options: '-c role=billing_api' });
 const CHECK = 'select * from bench_bare.check_entitlements($1, $2, $3)';
+const CHECK_KEYED = `select * from bench_bare.check_entitlements_keyed($1, 'members:read', $2, $3)`;
+const KEY = /^Bearer (bk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{20,100})$/;
+const accessLog = pino({ base: { pid: process.pid } }, pino.destination({ dest: 2, sync: false }));
+const tokens = new Map<string, number>();
 const app = express();
 app.get('/__rss', (_req, res) => {
   const cpu = process.cpuUsage();
   res.json({ rss: process.memoryUsage().rss, cpuMicros: cpu.user + cpu.system });
 });
 app.get('/v1/entitlements/check', async (req, res) => {
-  const { rows } = await pool.query({ name: 'bare_check', text: CHECK, values: [community, req.query.platform, req.query.platform_uid] });
-  res.json({ entitled: rows.length > 0, entitlements: rows });
+  if (!floor) {
+    const { rows } = await pool.query({ name: 'bare_check', text: CHECK, values: [community, req.query.platform, req.query.platform_uid] });
+    res.json({ entitled: rows.length > 0, entitlements: rows });
+    return;
+  }
+  const started = process.hrtime.bigint();
+  res.on('finish', () => accessLog.info({ kind: 'access', method: req.method, route: '/v1/entitlements/check', status: res.statusCode,
+    duration_ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request'));
+  const key = KEY.exec(req.header('authorization') ?? '')?.[1];
+  if (!key) return void res.status(401).json({ code: 'unauthorized' });
+  const hash = crypto.hash('sha256', key, 'hex');
+  tokens.set(hash, (tokens.get(hash) ?? 1e9) - 1);
+  try {
+    const { rows } = await pool.query({ name: 'floor_check', text: CHECK_KEYED, values: [hash, req.query.platform, req.query.platform_uid] });
+    res.json({ entitled: rows.length > 0, entitlements: rows });
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    res.status(code === 'BL401' ? 401 : code === 'BL403' ? 403 : 500).json({ code });
+  }
 });
 const server = app.listen(Number(process.env.BENCH_PORT ?? 3903), '127.0.0.1', () => process.stdout.write('listening\n'));
 server.keepAliveTimeout = 60_000;

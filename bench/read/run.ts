@@ -8,6 +8,10 @@
 //     size, a named prepared statement calling one plain plpgsql function that sets the
 //     tenant with set_config and reads copies of the same ledger rows under its own RLS
 //     policy, no function of the project; the check's ratios are against it;
+//   - the rules' floor (bare-anchor-server.ts with BENCH_FLOOR=1; two rows, one key and
+//     50): the bare anchor plus the least the check's rules ask of any server (the key
+//     hashed and checked in the statement, its scope, a token counted, an access log
+//     line), the most the check could reach with the anchor's own parts;
 //   - the old anchor (anchor-server.ts; a second row): an unnamed statement calling a SQL
 //     function over billing.current_community_id();
 //   - pgbench of the check's own statement (src/operations/gate.ts GATE_RUN on a leased
@@ -110,7 +114,16 @@ const startApi = (url: string) => startChild('server.ts', PORT, {
 });
 
 const startAnchor = (url: string, communityId: string) => startChild('anchor-server.ts', PORT + 1, { DATABASE_URL: url, BENCH_COMMUNITY: communityId });
-const startBareAnchor = (url: string, communityId: string) => startChild('bare-anchor-server.ts', PORT + 2, { DATABASE_URL: url, BENCH_COMMUNITY: communityId });
+const startBareAnchor = (url: string, communityId: string, floor = false) => startChild('bare-anchor-server.ts', PORT + (floor ? 3 : 2),
+  { DATABASE_URL: url, BENCH_COMMUNITY: communityId, BENCH_FLOOR: floor ? '1' : '0' });
+
+/** The bare anchor's read: the member's active entitlement rows in the community named by the plpgsql variable. */
+const bareQuery = (community: string) => `
+    select me.id, me.entitlement_id, e.key, e.name, me.revision, me.status, me.granted_at, me.revoked_at, me.sources, me.benefits
+    from bench_bare.member_identities i
+    join bench_bare.member_entitlements me on me.community_id = i.community_id and me.member_id = i.member_id
+    join bench_bare.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
+    where i.community_id = ${community} and i.platform = p_platform and i.platform_uid = p_uid and me.status = 'active';`;
 
 /**
  * The bare anchor's data and its one function (issue 33): copies of the seeded
@@ -151,16 +164,41 @@ as $f$
 begin
   perform set_config('bench_bare.community_id', p_community, true);
   return query
-    select me.id, me.entitlement_id, e.key, e.name, me.revision, me.status, me.granted_at, me.revoked_at, me.sources, me.benefits
-    from bench_bare.member_identities i
-    join bench_bare.member_entitlements me on me.community_id = i.community_id and me.member_id = i.member_id
-    join bench_bare.entitlements e on e.community_id = me.community_id and e.id = me.entitlement_id
-    where i.community_id = p_community and i.platform = p_platform and i.platform_uid = p_uid and me.status = 'active';
+${bareQuery('p_community')}
+end
+$f$;
+-- The rules' floor (bare-anchor-server.ts, BENCH_FLOOR=1): the key looked up by its
+-- hash, refused when unknown or revoked (BL401) or without the scope (BL403), its
+-- community the tenant; readable by billing_api, so no security definer is paid.
+create table bench_bare.api_keys as select key_hash, id, community_id, scopes, revoked_at from billing_private.api_keys;
+alter table bench_bare.api_keys add primary key (key_hash);
+create function bench_bare.check_entitlements_keyed(p_key_hash text, p_scope text, p_platform text, p_uid text)
+  returns table (id text, entitlement_id text, key text, name text, revision bigint, status text,
+    granted_at timestamptz, revoked_at timestamptz, sources jsonb, benefits jsonb)
+  language plpgsql volatile
+as $f$
+declare
+  v_community text;
+  v_scopes text[];
+begin
+  select k.community_id, k.scopes into v_community, v_scopes from bench_bare.api_keys k
+  where k.key_hash = p_key_hash and k.revoked_at is null;
+  if v_community is null then
+    raise exception using errcode = 'BL401', message = 'A valid API key is required.';
+  end if;
+  if not (p_scope = any (v_scopes)) then
+    raise exception using errcode = 'BL403', message = 'This key lacks the scope ' || p_scope || '.';
+  end if;
+  perform set_config('bench_bare.community_id', v_community, true);
+  return query
+${bareQuery('v_community')}
 end
 $f$;
 grant usage on schema bench_bare to billing_api;
+grant select on bench_bare.api_keys to billing_api;
 grant execute on function bench_bare.check_entitlements(text, text, text) to billing_api;
-analyze bench_bare.member_identities, bench_bare.entitlements, bench_bare.member_entitlements;
+grant execute on function bench_bare.check_entitlements_keyed(text, text, text, text) to billing_api;
+analyze bench_bare.member_identities, bench_bare.entitlements, bench_bare.member_entitlements, bench_bare.api_keys;
 `;
 
 /** The anchor's one RLS function: the member's active entitlement rows, no JSON built. */
@@ -356,11 +394,11 @@ async function main() {
   const hash = hashKey(key);
   const owner = new pg.Pool({ connectionString: url, max: 1 });
   await owner.query(ANCHOR_SQL);
-  await owner.query(BARE_SQL);
   const communityId = (await owner.query<{ id: string }>(`select id from billing.communities where name = 'Bench community'`)).rows[0].id;
   // Fifty keys of the same community, each request of the 50-key run taking one at random.
   const keys50 = [key];
   for (let i = 1; i < 50; i++) keys50.push((await createKey(owner, communityId, ['members:read'])).key);
+  await owner.query(BARE_SQL); // after the keys: the rules' floor reads a copy of them
   await owner.end();
   const rnd = () => 1 + Math.floor(Math.random() * MEMBERS);
   const loadBefore = os.loadavg().map((l) => l.toFixed(1)).join(' ');
@@ -377,6 +415,18 @@ async function main() {
     const bare = await measureHttp('bare anchor: Express 5 + pg, named prepared statement, one plpgsql RLS function (set_config)', key,
       () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, bareServer);
     bareServer.stop();
+    // The rules' floor: the bare anchor plus the least the check's rules ask (a key
+    // hashed and looked up in the statement, its scope, a token counted, an access log line).
+    const floorServer = await startBareAnchor(url, communityId, true);
+    anchor = floorServer;
+    const floorProbe = await fetch(`http://127.0.0.1:${floorServer.port}/v1/entitlements/check?platform=discord&platform_uid=d1`, { headers: { authorization: `Bearer ${key}` } });
+    const refused = await fetch(`http://127.0.0.1:${floorServer.port}/v1/entitlements/check?platform=discord&platform_uid=d1`, { headers: { authorization: `Bearer ${key}x` } });
+    const probed = await floorProbe.text();
+    if (!probed.startsWith('{"entitled":true') || refused.status !== 401) throw new Error(`the rules' floor answers wrongly: ${probed.slice(0, 200)}; ${refused.status} to a wrong key`);
+    const floor = await measureHttp('rules\' floor: the bare anchor + key checked in its statement, scope, token count, access log', key,
+      () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, floorServer);
+    const floor50 = await measureHttp('rules\' floor, 50 keys', keys50, () => `/v1/entitlements/check?platform=discord&platform_uid=d${rnd()}`, floorServer);
+    floorServer.stop();
     const oldServer = await startAnchor(url, communityId);
     anchor = oldServer;
     const old = await measureHttp('old anchor: Express 5 + pg, unnamed statement, SQL function over billing.current_community_id()', key,
@@ -411,6 +461,9 @@ async function main() {
       const pgBare = pgbench(url, 'the bare anchor\'s statement', `\\set n random(1, ${MEMBERS})\n`
         + `select * from bench_bare.check_entitlements(${lit(communityId)}, 'discord', 'd' || (:n)::text);\n`, undefined,
       { clients: POOL, seconds: PGBENCH_SECONDS, percentiles: true });
+      const pgFloor = pgbench(url, 'the rules\' floor\'s statement', `\\set n random(1, ${MEMBERS})\n`
+        + `select * from bench_bare.check_entitlements_keyed(${lit(hash)}, ${lit('members:read')}, 'discord', 'd' || (:n)::text);\n`, undefined,
+      { clients: POOL, seconds: PGBENCH_SECONDS, percentiles: true });
       const pgSelect1 = pgbench(url, 'select_1', 'select 1;\n');
       const pgAnchor = pgbench(url, 'old_anchor_rls_function', `\\set n random(1, ${MEMBERS})\nselect * from bench_anchor.entitlements('discord', 'd' || (:n)::text);\n`, community);
       const pgCheckToken = pgbench(url, 'entitlements_check_token_per_request', `\\set n random(1, ${MEMBERS})\n`
@@ -424,12 +477,13 @@ async function main() {
         '',
         '| SQL | clients | tps | latency avg ms | p50 ms | p99 ms |',
         '|---|---:|---:|---:|---:|---:|',
-        pgRow(pgCheckPool), pgRow(pgCheckConns), pgRow(pgBare), pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckToken), pgRow(pgList),
+        pgRow(pgCheckPool), pgRow(pgCheckConns), pgRow(pgBare), pgRow(pgFloor), pgRow(pgSelect1), pgRow(pgAnchor), pgRow(pgCheckToken), pgRow(pgList),
       ];
       pgRatios = [
         `- entitlement check over HTTP / pgbench of its own statement at ${POOL} clients: ${pct(check.rps, pgCheckPool.tps)} `
           + `(bare anchor / the same: ${pct(bare.rps, pgCheckPool.tps)}); the check's statement / the bare anchor's, both at ${POOL} clients: `
-          + `**${pct(pgCheckPool.tps, pgBare.tps)}**, p99 ${ms(pgCheckPool.p99)} / ${ms(pgBare.p99)} ms.`,
+          + `**${pct(pgCheckPool.tps, pgBare.tps)}**, p99 ${ms(pgCheckPool.p99)} / ${ms(pgBare.p99)} ms; the rules' floor's statement / the bare anchor's: `
+          + `**${pct(pgFloor.tps, pgBare.tps)}**; the check's statement / the floor's: ${pct(pgCheckPool.tps, pgFloor.tps)}.`,
         `- its statement on a leased token / with a token taken per request (${CONNECTIONS} clients): ${pct(pgCheckConns.tps, pgCheckToken.tps)}.`,
         `- subscriptions?limit=100 over HTTP / pgbench of its SQL: **${pct(list.rps, pgList.tps)}** (goal >= 85%).`,
       ];
@@ -453,7 +507,7 @@ async function main() {
       '',
       '| server / endpoint | req/s | p50 ms | p99 ms | RSS MB | server CPU us/req | machine CPU busy | errors |',
       '|---|---:|---:|---:|---:|---:|---:|---:|',
-      httpRow(bare), httpRow(old), httpRow(check), httpRow(check50), httpRow(list),
+      httpRow(bare), httpRow(floor), httpRow(floor50), httpRow(old), httpRow(check), httpRow(check50), httpRow(list),
       '',
       ...pgLines,
       '',
@@ -468,6 +522,11 @@ async function main() {
       `- entitlement check / bare anchor: **${pct(check.rps, bare.rps)}** with one key, **${pct(check50.rps, bare.rps)}** with 50 keys (goal of issue 33: >= 100%); `
         + `p99 ${check.p99} / ${check50.p99} ms against the bare anchor's ${bare.p99} ms: **${(check.p99 / bare.p99).toFixed(2)}x** / **${(check50.p99 / bare.p99).toFixed(2)}x** (goal <= 1.5x); `
         + `RSS ${check.rssMb.toFixed(0)} MB against ${bare.rssMb.toFixed(0)} MB.`,
+      `- the rules' floor / bare anchor: **${pct(floor.rps, bare.rps)}** with one key, **${pct(floor50.rps, bare.rps)}** with 50 keys; p99 `
+        + `${(floor.p99 / bare.p99).toFixed(2)}x / ${(floor50.p99 / bare.p99).toFixed(2)}x the bare anchor's. The floor is the most any server keeping the check's rules `
+        + 'can reach with the anchor\'s own parts (Express, pg, a plpgsql function): what bounds item 2 of issue 33.',
+      `- entitlement check / the rules' floor: **${pct(check.rps, floor.rps)}** with one key, **${pct(check50.rps, floor50.rps)}** with 50 keys; `
+        + `p99 ${(check.p99 / floor.p99).toFixed(2)}x / ${(check50.p99 / floor50.p99).toFixed(2)}x the floor's.`,
       `- entitlement check / old anchor: ${pct(check.rps, old.rps)} with one key (bare anchor / old anchor: ${pct(bare.rps, old.rps)}).`,
       ...pgRatios,
     ].join('\n');
