@@ -37,4 +37,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
 # One plain node process: SIGTERM reaches it directly and drains requests. Not `npm
 # start` (npm relays signals). A small young generation keeps the idle RSS low
 # (bench/RESULTS.md, "Start-up and footprint").
-CMD ["node", "--max-semi-space-size=4", "dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=16", "dist/src/main.js"]

@@ -60,3 +60,13 @@ export function machineCpu(): { busy: number; total: number } {
   const total = f.reduce((a, b) => a + b, 0);
   return { busy: total - idle, total };
 }
+
+/**
+ * The V8 flags `npm start` runs the service with (package.json "start", as the
+ * Dockerfile's CMD): a benchmark's API process runs with them, so it measures the heap
+ * production has (the young generation's size decides how often requests pause for GC).
+ */
+export function serviceNodeFlags(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../package.json'), 'utf8')) as { scripts: { start: string } };
+  return pkg.scripts.start.split(/\s+/).filter((arg) => arg.startsWith('--'));
+}

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
-import { adminQuery, createBenchDatabase, machineLine, writeResultsSection } from '../support';
+import { adminQuery, createBenchDatabase, machineLine, serviceNodeFlags, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = process.env.BENCH_DB ?? 'billing_bench_members';
@@ -26,7 +26,7 @@ const rnd = (n = MEMBERS) => 1 + Math.floor(Math.random() * n);
 
 function startApi(url: string): Promise<{ stop(): void }> {
   const big = '1000000000';
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../read/server.ts')], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), '--import', 'tsx', path.join(__dirname, '../read/server.ts')], {
     env: { ...process.env, NODE_ENV: 'production', BENCH_PORT: String(PORT), DATABASE_URL: url, PG_POOL_SIZE: '4',
       RATE_LIMIT_KEY_PER_MINUTE: big, RATE_LIMIT_KEY_BURST: big, RATE_LIMIT_IP_PER_MINUTE: big, RATE_LIMIT_IP_BURST: big },
     stdio: ['ignore', 'pipe', 'ignore'],

@@ -36,7 +36,7 @@ import { createCommunity, createKey } from '../../src/domain/communities/communi
 import { hashKey } from '../../src/core/ids';
 import { inviteOperator, signInWithLink } from '../../src/domain/operators/operator-accounts';
 import { withDatabase } from '../../src/db/migrate';
-import { autocannon, createBenchDatabase, machineCpu, machineLine, writeResultsSection } from '../support';
+import { autocannon, createBenchDatabase, machineCpu, machineLine, serviceNodeFlags, writeResultsSection } from '../support';
 import { fixtureFiles, fixturesDir } from '../../test/support/fixtures';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -76,12 +76,12 @@ interface Child { stop(): void; stats(): Promise<ServerStats>; port: number }
  * API's access log: one JSON line per request, as in production) goes to a file, so
  * the logging is paid for without flooding the terminal.
  */
-function startChild(script: string, port: number, env: NodeJS.ProcessEnv): Promise<Child> {
+function startChild(script: string, port: number, env: NodeJS.ProcessEnv, nodeFlags: string[] = []): Promise<Child> {
   const logFile = path.join(os.tmpdir(), `bench-read-${path.basename(script, '.ts')}-${process.pid}.log`);
   const err = fs.openSync(logFile, 'w');
   // BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there when it stops.
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, script)], {
+  const child = spawn(process.execPath, [...nodeFlags, ...profile, '--import', 'tsx', path.join(__dirname, script)], {
     env: { ...process.env, NODE_ENV: 'production', BENCH_PORT: String(port), PG_POOL_SIZE: String(POOL), ...env },
     stdio: ['ignore', 'pipe', err],
   });
@@ -111,7 +111,7 @@ const startApi = (url: string) => startChild('server.ts', PORT, {
   DATABASE_URL: url,
   RATE_LIMIT_KEY_PER_MINUTE: String(LIMITS.key_per_minute), RATE_LIMIT_KEY_BURST: String(LIMITS.key_burst),
   RATE_LIMIT_IP_PER_MINUTE: String(LIMITS.ip_per_minute), RATE_LIMIT_IP_BURST: String(LIMITS.ip_burst),
-});
+}, serviceNodeFlags()); // with npm start's V8 flags; the anchors run with node's defaults
 
 const startAnchor = (url: string, communityId: string) => startChild('anchor-server.ts', PORT + 1, { DATABASE_URL: url, BENCH_COMMUNITY: communityId });
 const startBareAnchor = (url: string, communityId: string, floor = false) => startChild('bare-anchor-server.ts', PORT + (floor ? 3 : 2),

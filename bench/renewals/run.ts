@@ -31,7 +31,7 @@ import readline from 'node:readline';
 import pg from 'pg';
 import { createCommunity, createKey } from '../../src/domain/communities/community-admin';
 import { withDatabase } from '../../src/db/migrate';
-import { adminQuery, createBenchDatabase, machineLine, writeResultsSection } from '../support';
+import { adminQuery, createBenchDatabase, machineLine, serviceNodeFlags, writeResultsSection } from '../support';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = process.env.BENCH_DB ?? 'billing_bench_renewals';
@@ -92,7 +92,7 @@ async function seed(owner: pg.Pool, communityId: string): Promise<void> {
 }
 
 function startChild(script: string, env: NodeJS.ProcessEnv, ready: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), '--import', 'tsx', script], { // npm start's V8 flags
     cwd: path.resolve(__dirname, '../..'), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'ignore'],
   });
   return new Promise((resolve, reject) => {

@@ -14,11 +14,11 @@ import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeResultsSection } from '../support';
+import { serviceNodeFlags, writeResultsSection } from '../support';
 
 const ROOT = path.resolve(__dirname, '../..');
 const compare = process.argv.includes('--compare');
-const START_FLAGS = ['--max-semi-space-size=4']; // as package.json "start" and the Dockerfile's CMD
+const START_FLAGS = serviceNodeFlags(); // package.json "start"'s, as the Dockerfile's CMD
 
 interface Mode {
   name: string;
