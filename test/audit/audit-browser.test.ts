@@ -69,6 +69,7 @@ test('a viewer reads the log too (audit:read), page by page', async () => {
   await page.goto(`${app.url}/dashboard/audit?table=entitlements`);
   expect(await page.locator('main table tbody tr').count()).toBe(25);
   await page.getByRole('link', { name: 'Next page →' }).click();
+  await page.waitForURL(/[?&]cursor=/); // the next page, not the first while the browser leaves it
   expect(await page.locator('main table tbody tr').count()).toBe(5);
   // A filter the operation refuses is a problem page, not a crash.
   await page.goto(`${app.url}/dashboard/audit?table=nope`);

@@ -65,6 +65,9 @@ test('the action log pages newest first and filters by connection', async () => 
   expect(first).toHaveLength(25);
   expect(first[0]).toBe('chat -1001234567890 user 30');
   await page.getByRole('link', { name: 'Next page →' }).click();
+  // The next page, not the table while the browser is still leaving the first (CI read
+  // an empty table once).
+  await page.waitForURL(/[?&]cursor=/);
   expect(await targets()).toEqual(['chat -1001234567890 user 5', 'chat -1001234567890 user 4', 'chat -1001234567890 user 3',
     'chat -1001234567890 user 2', 'chat -1001234567890 user 1', 'role 900000000000000001 user 555000111', 'channel 900000000000000002 user 555000111']);
   await page.goto(`${app.url}/dashboard/platforms`);
