@@ -11,16 +11,17 @@
 //
 // BENCH_FLOOR=1: the rules' floor instead, the same server plus the least the check's
 // rules ask of any server (what bounds issue 33's item 2): the request's key, shape
-// checked and hashed (sha256), looked up in the database by its hash in the same
-// statement, which refuses a revoked or unknown key and a missing scope and takes the
-// tenant from the key (bench_bare.check_entitlements_keyed); a token counted per key
-// in the process; one access log line per request through pino, as the API writes its
-// own. More generous than any real gate: the key table is readable by billing_api (no
+// checked as the API checks it (KEY_PATTERN) and hashed (sha256), looked up in the
+// database by its hash in the same statement, which refuses a revoked or unknown key
+// and a missing scope and takes the tenant from the key
+// (bench_bare.check_entitlements_keyed); a token counted per key in the process; one
+// access log line per request through pino, as the API writes its own. More generous than any real gate: the key table is readable by billing_api (no
 // security definer), the bucket is never touched, no request id, no metrics.
 import crypto from 'node:crypto';
 import express from 'express';
 import pg from 'pg';
 import pino from 'pino';
+import { KEY_PATTERN } from '../../src/core/ids';
 
 const url = process.env.DATABASE_URL;
 const community = process.env.BENCH_COMMUNITY;
@@ -29,7 +30,6 @@ const floor = process.env.BENCH_FLOOR === '1';
 const pool = new pg.Pool({ connectionString: url, max: Number(process.env.PG_POOL_SIZE ?? 8), options: '-c role=billing_api' });
 const CHECK = 'select * from bench_bare.check_entitlements($1, $2, $3)';
 const CHECK_KEYED = `select * from bench_bare.check_entitlements_keyed($1, 'members:read', $2, $3)`;
-const KEY = /^Bearer (bk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{20,100})$/;
 const accessLog = pino({ base: { pid: process.pid } }, pino.destination({ dest: 2, sync: false }));
 const tokens = new Map<string, number>();
 const app = express();
@@ -46,8 +46,9 @@ app.get('/v1/entitlements/check', async (req, res) => {
   const started = process.hrtime.bigint();
   res.on('finish', () => accessLog.info({ kind: 'access', method: req.method, route: '/v1/entitlements/check', status: res.statusCode,
     duration_ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request'));
-  const key = KEY.exec(req.header('authorization') ?? '')?.[1];
-  if (!key) return void res.status(401).json({ code: 'unauthorized' });
+  // The key's shape is the API's own (a copy of it had lacked '-' and refused real keys).
+  const key = /^Bearer (\S+)$/.exec(req.header('authorization') ?? '')?.[1];
+  if (!key || !KEY_PATTERN.test(key)) return void res.status(401).json({ code: 'unauthorized' });
   const hash = crypto.hash('sha256', key, 'hex');
   tokens.set(hash, (tokens.get(hash) ?? 1e9) - 1);
   try {
